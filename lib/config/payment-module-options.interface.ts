@@ -1,0 +1,148 @@
+import type { ModuleMetadata, Type } from '@nestjs/common';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+
+export type PaymentEnvironment = 'sandbox' | 'live';
+
+/**
+ * Paths and parameter names the spec does not show (section 4). Every one is an
+ * assumption listed in the README; override any of them here.
+ */
+export interface PaymentEndpoints {
+  /** @default '/authentication/token' */
+  token: string;
+  /** @default '/payment/create' */
+  createPayment: string;
+  /** @default '/payment/status' */
+  paymentStatus: string;
+  /** Query parameter of the status call that carries the transaction id. @default 'trx_id' */
+  paymentStatusParam: string;
+  /** @default '/payments/gateways' */
+  gateways: string;
+  /** `{trx_id}` is replaced by the URL-encoded transaction id. @default '/payment/{trx_id}/refund' */
+  refund: string;
+  /** @default '/refund/{refund_uid}' */
+  refundLookup: string;
+  /** @default '/payout' */
+  payout: string;
+  /** @default '/payout/{payout_uid}' */
+  payoutLookup: string;
+}
+
+/** How to read the token call's response (spec 5: "response fields: not shown"). */
+export interface PaymentTokenResponseOptions {
+  /** Fields of `data` tried in order for the token. @default ['access_token', 'accessToken', 'token'] */
+  tokenFields: string[];
+  /** Field of `data` holding the lifetime in seconds. @default 'expires_in' */
+  expiresInField: string;
+  /** Lifetime assumed when the response has none (spec 5.2: 10 minutes). @default 600 */
+  defaultExpiresInSeconds: number;
+  /** A cached token is renewed this long before it expires. @default 60 */
+  refreshMarginSeconds: number;
+}
+
+/** Client-side limits (spec 8). Requests beyond a limit wait in a queue instead of failing. */
+export interface PaymentRateLimits {
+  /** Token requests per minute (per IP). @default 10 */
+  tokenPerMinute: number;
+  /** Payment creations per minute per access token. @default 30 */
+  createPaymentPerMinute: number;
+  /** Status and gateway reads per minute per access token. @default 60 */
+  readsPerMinute: number;
+  /** Refunds, payouts and subaccount operations per minute per client id. @default 30 */
+  moneyMovementPerMinute: number;
+}
+
+export interface PaymentModuleOptions {
+  /** Service base URL, without the `/api/v1` part. Env: `PAYMENT_BASE_URL`. Required. */
+  baseUrl?: string;
+  /** Picks `/sandbox/api/v1` or `/api/v1`. Env: `PAYMENT_ENVIRONMENT`. @default 'sandbox' */
+  environment?: PaymentEnvironment;
+  /** Env: `PAYMENT_CLIENT_ID`. Required to call the API. */
+  clientId?: string;
+  /** Env: `PAYMENT_CLIENT_SECRET`. Required to call the API. Never logged. */
+  clientSecret?: string;
+  /**
+   * Webhook signing secret(s). Several are accepted during a rotation. The webhook
+   * route exists only when at least one is set. Env: `PAYMENT_WEBHOOK_SECRET`
+   * (comma-separated). Never logged.
+   */
+  webhookSecret?: string | string[];
+  /** Route of the webhook receiver. Env: `PAYMENT_WEBHOOK_PATH`. @default 'payments/webhook' */
+  webhookPath?: string;
+  /** Accepted clock difference of the signature timestamp. Env: `PAYMENT_WEBHOOK_TOLERANCE_SECONDS`. @default 300 */
+  webhookToleranceSeconds?: number;
+  /** Largest webhook body accepted, in bytes. Env: `PAYMENT_WEBHOOK_MAX_BODY_BYTES`. @default 1048576 */
+  webhookMaxBodyBytes?: number;
+  /** Time-out of one HTTP request to the service. Env: `PAYMENT_HTTP_TIMEOUT_MS`. @default 15000 */
+  httpTimeoutMs?: number;
+  /** Retries after the first attempt (where a retry is safe). Env: `PAYMENT_MAX_RETRIES`. @default 3 */
+  maxRetries?: number;
+  /** First backoff delay; doubles each retry, with full jitter. @default 200 */
+  retryBaseDelayMs?: number;
+  /** Upper bound of one backoff delay (also caps `Retry-After` waits). @default 30000 */
+  retryMaxDelayMs?: number;
+  /** Overrides of paths the spec does not show. */
+  endpoints?: Partial<PaymentEndpoints>;
+  /** How to read the token response. */
+  tokenResponse?: Partial<PaymentTokenResponseOptions>;
+  /** Client-side rate limits (spec 8); `false` turns the queue off. */
+  rateLimits?: Partial<PaymentRateLimits> | false;
+  /** Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Env: `PAYMENT_REDIS_URL`. */
+  redisUrl?: string;
+  /** A store instance; wins over `redisUrl`. @default MemoryWebhookEventStore */
+  store?: WebhookEventStore;
+  /** How long a delivery may hold an event's claim before another delivery may take it over. Env: `PAYMENT_WEBHOOK_LEASE_MS`. @default 60000 */
+  webhookLeaseMs?: number;
+  /** How long processed event ids are remembered. Env: `PAYMENT_WEBHOOK_RETENTION_MS`. @default 604800000 (7 days) */
+  webhookRetentionMs?: number;
+  /** Most event ids the memory store keeps (least recent evicted first). @default 100000 */
+  memoryStoreMaxEntries?: number;
+  /** Read `GET /payment/status` before payment handlers run and attach `canonicalStatus`. Env: `PAYMENT_RECONCILE`. @default false */
+  reconcile?: boolean;
+  /** Register the module as global. @default false */
+  isGlobal?: boolean;
+}
+
+export interface PaymentOptionsFactory {
+  createPaymentOptions(): Promise<PaymentModuleOptions> | PaymentModuleOptions;
+}
+
+export interface PaymentModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  useFactory?: (...args: any[]) => Promise<PaymentModuleOptions> | PaymentModuleOptions;
+  inject?: any[];
+  useClass?: Type<PaymentOptionsFactory>;
+  useExisting?: Type<PaymentOptionsFactory>;
+  /**
+   * Whether environment variables fill what the factory leaves out.
+   * @default true
+   */
+  readEnv?: boolean;
+  isGlobal?: boolean;
+}
+
+/** Options after env merge, defaults and validation: what every provider reads. */
+export interface ResolvedPaymentOptions {
+  baseUrl: string;
+  environment: PaymentEnvironment;
+  /** `baseUrl` + `/sandbox/api/v1` or `/api/v1`, without trailing slash. */
+  apiBaseUrl: string;
+  clientId?: string;
+  clientSecret?: string;
+  webhookSecrets: string[];
+  webhookPath: string;
+  webhookToleranceSeconds: number;
+  webhookMaxBodyBytes: number;
+  httpTimeoutMs: number;
+  maxRetries: number;
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  endpoints: PaymentEndpoints;
+  tokenResponse: PaymentTokenResponseOptions;
+  rateLimits: PaymentRateLimits | false;
+  redisUrl?: string;
+  store?: WebhookEventStore;
+  webhookLeaseMs: number;
+  webhookRetentionMs: number;
+  memoryStoreMaxEntries: number;
+  reconcile: boolean;
+}

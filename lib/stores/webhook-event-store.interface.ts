@@ -1,0 +1,26 @@
+/** Result of trying to claim an event id before its handlers run. */
+export type WebhookClaimResult =
+  /** This caller owns the event now and must `complete` or `release` it. */
+  | { outcome: 'claimed'; claimToken: string }
+  /** The event was handled before: answer 2xx without running handlers. */
+  | { outcome: 'processed' }
+  /** Another delivery holds a live lease: answer non-2xx so the service retries later. */
+  | { outcome: 'in-flight' };
+
+/**
+ * Where processed webhook event ids are remembered. Implementations must make
+ * `claim` atomic across every process that shares the store.
+ */
+export interface WebhookEventStore {
+  /** Claims `key` for `leaseMs`. An expired lease may be claimed again. */
+  claim(key: string, leaseMs: number): Promise<WebhookClaimResult>;
+  /** Marks `key` processed for `retentionMs`, only if `claimToken` still owns it. */
+  complete(key: string, claimToken: string, retentionMs: number): Promise<void>;
+  /** Drops the claim so the next delivery runs the handlers, only if `claimToken` still owns it. */
+  release(key: string, claimToken: string): Promise<void>;
+  /** Optional: close connections on module shutdown. */
+  close?(): Promise<void>;
+}
+
+/** Injection token of the store; same name as the interface, as Nest's throttler does. */
+export const WebhookEventStore = Symbol('WebhookEventStore');
