@@ -1,0 +1,225 @@
+/**
+ * Typed model of the service's webhook events (spec 2.1, 2.2, 2.3 and 6.1).
+ *
+ * The spec shows the `data` payload of payment events only; the payloads of
+ * the other families carry the identifiers the spec names and stay open for
+ * fields it does not show (index signatures), so a new field never breaks a
+ * handler's type.
+ */
+
+/** Every event type of spec 6.1, in the spec's order. */
+export const PAYMENT_EVENT_TYPES = [
+  'payment.created',
+  'payment.pending',
+  'payment.succeeded',
+  'payment.failed',
+  'payment.cancelled',
+  'payment.expired',
+  'refund.succeeded',
+  'refund.failed',
+  'payout.created',
+  'payout.succeeded',
+  'payout.failed',
+  'split.settled',
+  'subaccount_payout.created',
+  'subaccount_payout.succeeded',
+  'subaccount_payout.failed',
+  'dispute.created',
+] as const;
+
+/** One of the event types of spec 6.1. */
+export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
+
+type FamilyOf<T extends string> = T extends `${infer F}.${string}` ? F : never;
+
+/** The part of an event type before the first dot: `payment`, `refund`, `payout`, ... */
+export type PaymentEventFamily = FamilyOf<PaymentEventType>;
+
+/** Every family of spec 6.1. */
+export const PAYMENT_EVENT_FAMILIES: readonly PaymentEventFamily[] = [
+  'payment',
+  'refund',
+  'payout',
+  'split',
+  'subaccount_payout',
+  'dispute',
+];
+
+/** `'payment.*'`, `'refund.*'`, ...: every known type of one family. */
+export type PaymentEventWildcard = `${PaymentEventFamily}.*`;
+
+/** What `@OnPaymentEvent` accepts: an exact type, a family wildcard, or `'*'` (every event, unknown types included). */
+export type PaymentEventPattern = PaymentEventType | PaymentEventWildcard | '*';
+
+/** Webhook body of spec 2.1. */
+export interface PaymentEventEnvelope<TType extends string = string, TData = Record<string, unknown>> {
+  /** Unique id of the event; the deduplication key. */
+  eventId: string;
+  eventType: TType;
+  /** `YYYY-MM-DD`. */
+  apiVersion: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  /** `production` for live; other values are not shown by the spec. */
+  environment: string;
+  data: TData;
+}
+
+/** `data` of `payment.*` events (spec 2.2). */
+export interface PaymentEventData {
+  /** Transaction id, the `trx_id` of paths and lookups. */
+  trxId: string;
+  /** Payment session token. */
+  token: string;
+  /** Numeric string with 8 decimal places. Never parse money into a float. */
+  amount: string;
+  /** ISO 4217. */
+  currency: string;
+  /** Status as sent with the event. Events can arrive out of order: decide from `canonicalStatus` (reconciliation) or `GET /payment/status`. */
+  status: string;
+  /** Merchant free text echoed back (usually the order id). */
+  custom?: string;
+  merchantId?: number;
+  [field: string]: unknown;
+}
+
+/** `data` of `refund.*` events (spec 2.3). */
+export interface RefundEventData {
+  refundUid: string;
+  trxId?: string;
+  amount?: string;
+  status?: string;
+  [field: string]: unknown;
+}
+
+/** `data` of `refund.failed`. */
+export interface RefundFailedEventData extends RefundEventData {
+  failureReason?: string;
+}
+
+/** `data` of `payout.*` events (spec 2.3). */
+export interface PayoutEventData {
+  payoutUid: string;
+  amount?: string;
+  currency?: string;
+  status?: string;
+  [field: string]: unknown;
+}
+
+/** `data` of `payout.failed`. */
+export interface PayoutFailedEventData extends PayoutEventData {
+  failureReason?: string;
+}
+
+/** `data` of `split.settled`: allocations of one payment credited to subaccounts. Fields beyond the payment id are not shown by the spec. */
+export interface SplitSettledEventData {
+  trxId?: string;
+  [field: string]: unknown;
+}
+
+/** `data` of `subaccount_payout.*`. Fields are not shown by the spec. */
+export interface SubaccountPayoutEventData {
+  payoutUid?: string;
+  trxId?: string;
+  amount?: string;
+  currency?: string;
+  status?: string;
+  [field: string]: unknown;
+}
+
+/** `data` of `subaccount_payout.failed`. */
+export interface SubaccountPayoutFailedEventData extends SubaccountPayoutEventData {
+  failureReason?: string;
+}
+
+/** `data` of `dispute.created` (reserved by the spec, not live): a dispute opened against a payment. */
+export interface DisputeCreatedEventData {
+  trxId?: string;
+  [field: string]: unknown;
+}
+
+/** `data` type of each event type. */
+export interface PaymentEventDataMap {
+  'payment.created': PaymentEventData;
+  'payment.pending': PaymentEventData;
+  'payment.succeeded': PaymentEventData;
+  'payment.failed': PaymentEventData;
+  'payment.cancelled': PaymentEventData;
+  'payment.expired': PaymentEventData;
+  'refund.succeeded': RefundEventData;
+  'refund.failed': RefundFailedEventData;
+  'payout.created': PayoutEventData;
+  'payout.succeeded': PayoutEventData;
+  'payout.failed': PayoutFailedEventData;
+  'split.settled': SplitSettledEventData;
+  'subaccount_payout.created': SubaccountPayoutEventData;
+  'subaccount_payout.succeeded': SubaccountPayoutEventData;
+  'subaccount_payout.failed': SubaccountPayoutFailedEventData;
+  'dispute.created': DisputeCreatedEventData;
+}
+
+/** `data` type of an event type; an unknown type gets an open record. */
+export type PaymentEventDataOf<T extends string> = T extends PaymentEventType
+  ? PaymentEventDataMap[T]
+  : Record<string, unknown>;
+
+/** What the module adds to an envelope before handlers see it. */
+export interface PaymentEventExtras {
+  /**
+   * `data.status` of `GET /payment/status`, read just before dispatch when
+   * `reconcile` is on (payment events only). The source of truth (spec 6.2).
+   */
+  canonicalStatus?: string;
+  /** When this process received the delivery. */
+  receivedAt?: Date;
+}
+
+/**
+ * A delivered event whose `data` is typed by its `eventType`. A union of types
+ * gives a union of events, so `switch (event.eventType)` narrows `data`.
+ */
+export type PaymentEvent<T extends PaymentEventType | string = PaymentEventType> = T extends unknown
+  ? PaymentEventEnvelope<T, PaymentEventDataOf<T>> & PaymentEventExtras
+  : never;
+
+/** An event whose type this version does not know (a future type). Reaches `'*'` handlers only. */
+export type UnknownPaymentEvent = PaymentEventEnvelope<string, Record<string, unknown>> & PaymentEventExtras;
+
+/** Anything the dispatcher may deliver. */
+export type AnyPaymentEvent = PaymentEvent | UnknownPaymentEvent;
+
+/** Known types a pattern selects. */
+export type PaymentEventTypesMatching<P extends PaymentEventPattern> = P extends '*'
+  ? PaymentEventType
+  : P extends `${infer F}.*`
+    ? Extract<PaymentEventType, `${F}.${string}`>
+    : Extract<P, PaymentEventType>;
+
+/** The event a handler of pattern(s) `P` receives. `'*'` also receives unknown types. */
+export type PaymentEventForPattern<P extends PaymentEventPattern> = [Extract<P, '*'>] extends [never]
+  ? PaymentEvent<PaymentEventTypesMatching<P>>
+  : AnyPaymentEvent;
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(PAYMENT_EVENT_TYPES);
+
+/** True when `type` is one of spec 6.1's event types. */
+export function isKnownPaymentEventType(type: string): type is PaymentEventType {
+  return KNOWN_TYPES.has(type);
+}
+
+/** Family of an event type (`'subaccount_payout.failed'` → `'subaccount_payout'`), or `undefined` without a dot. */
+export function paymentEventFamilyOf(type: string): string | undefined {
+  const dot = type.indexOf('.');
+  return dot > 0 ? type.slice(0, dot) : undefined;
+}
+
+/**
+ * Narrows an event (e.g. in a `'*'` handler) to one known type:
+ * `if (isPaymentEventOfType(e, 'payment.succeeded')) e.data.trxId`.
+ */
+export function isPaymentEventOfType<T extends PaymentEventType>(
+  event: AnyPaymentEvent,
+  type: T | readonly T[],
+): event is PaymentEvent<T> {
+  return typeof type === 'string' ? event.eventType === type : (type as readonly string[]).includes(event.eventType);
+}
