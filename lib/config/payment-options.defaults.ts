@@ -1,0 +1,45 @@
+import type { PaymentEndpoints, PaymentRateLimits, PaymentTokenResponseOptions } from './payment-module-options.interface.js';
+
+/** Defaults of every option; each one that fills a gap of the spec is in the README's assumptions table. */
+export const PAYMENT_OPTION_DEFAULTS = {
+  environment: 'sandbox',
+  webhookPath: 'payments/webhook',
+  webhookToleranceSeconds: 300, // spec 6.3 / 8
+  webhookMaxBodyBytes: 1024 * 1024, // spec 8: "body size limits: not shown"
+  httpTimeoutMs: 15_000,
+  maxRetries: 3,
+  retryBaseDelayMs: 200,
+  retryMaxDelayMs: 30_000,
+  webhookLeaseMs: 60_000,
+  // spec 6.2: retries span 29h 20m and the portal can re-trigger later, so keep ids a week
+  webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  memoryStoreMaxEntries: 100_000,
+  reconcile: false,
+} as const;
+
+export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
+  token: '/authentication/token',
+  createPayment: '/payment/create',
+  paymentStatus: '/payment/status',
+  paymentStatusParam: 'trx_id',
+  gateways: '/payments/gateways',
+  refund: '/payment/{trx_id}/refund',
+  refundLookup: '/refund/{refund_uid}',
+  payout: '/payout',
+  payoutLookup: '/payout/{payout_uid}',
+};
+
+export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
+  tokenFields: ['access_token', 'accessToken', 'token'],
+  expiresInField: 'expires_in',
+  defaultExpiresInSeconds: 600, // spec 5.2 and 8: tokens live 10 minutes
+  refreshMarginSeconds: 60,
+};
+
+/** Spec section 8. */
+export const DEFAULT_RATE_LIMITS: PaymentRateLimits = {
+  tokenPerMinute: 10,
+  createPaymentPerMinute: 30,
+  readsPerMinute: 60,
+  moneyMovementPerMinute: 30,
+};

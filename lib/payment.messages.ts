@@ -1,0 +1,11 @@
+/**
+ * Human-readable messages of the module, collected in one place. Each is a function so
+ * call sites pass only non-secret facts; none of them ever receives a secret value.
+ */
+export const PaymentMessages = {
+  invalidConfiguration: (problems: string[]) =>
+    `PaymentModule configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+    problems.map((p) => `  - ${p}`).join('\n'),
+  asyncOptionsMissingFactory: () =>
+    'PaymentModule.forRootAsync() needs one of useFactory, useClass or useExisting.',
+} as const;
