@@ -156,11 +156,12 @@ function envToOptions(env: PaymentEnvValues): Record<string, unknown> {
   return out;
 }
 
-function describeKey(key: string, env: PaymentEnvValues, explicit: PaymentModuleOptions): string {
+function describeKey(key: string, explicit: PaymentModuleOptions): string {
   const envName = (PAYMENT_ENV_VARIABLES as Record<string, string>)[key];
-  const fromEnv = envName !== undefined && (explicit as Record<string, unknown>)[key] === undefined && key in env;
-  if (fromEnv) return `${envName} (option '${key}')`;
-  return envName ? `option '${key}' (env ${envName})` : `option '${key}'`;
+  if (!envName) return `option '${key}'`;
+  // Name the place the value came from (or, when absent, the variable most users set).
+  const givenExplicitly = (explicit as Record<string, unknown>)[key] !== undefined;
+  return givenExplicitly ? `option '${key}' (env ${envName})` : `${envName} (option '${key}')`;
 }
 
 function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages: string[] }> {
@@ -231,22 +232,22 @@ export function resolvePaymentOptions(
   const problems: string[] = [];
   for (const { key, messages } of flattenErrors(validateSync(schema))) {
     if (key === 'baseUrl' && schema.baseUrl === undefined) {
-      problems.push(`${describeKey(key, env, explicit)} is required: the service base URL, e.g. https://payments.example.com`);
+      problems.push(`${describeKey(key, explicit)} is required: the service base URL, e.g. https://payments.example.com`);
       continue;
     }
-    problems.push(`${describeKey(key, env, explicit)} ${messages.join('; ')}`);
+    problems.push(`${describeKey(key, explicit)} ${messages.join('; ')}`);
   }
 
   // Cross-field rules the decorators cannot express.
   if ((schema.clientId === undefined) !== (schema.clientSecret === undefined)) {
     const missing = schema.clientId === undefined ? 'clientId' : 'clientSecret';
-    problems.push(`${describeKey(missing, env, explicit)} is required when ${missing === 'clientId' ? 'clientSecret' : 'clientId'} is set`);
+    problems.push(`${describeKey(missing, explicit)} is required when ${missing === 'clientId' ? 'clientSecret' : 'clientId'} is set`);
   }
   if (schema.reconcile === true && schema.clientId === undefined) {
-    problems.push(`${describeKey('reconcile', env, explicit)} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
+    problems.push(`${describeKey('reconcile', explicit)} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
   }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
-    problems.push(`${describeKey('webhookRetentionMs', env, explicit)} must be at least webhookLeaseMs`);
+    problems.push(`${describeKey('webhookRetentionMs', explicit)} must be at least webhookLeaseMs`);
   }
   checkEndpoints(explicit.endpoints, problems);
   checkPositiveInts('tokenResponse', {

@@ -1,0 +1,119 @@
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { Test } from '@nestjs/testing';
+import {
+  PaymentConfigurationError,
+  PaymentModule,
+  PAYMENT_RESOLVED_OPTIONS,
+  type PaymentModuleOptions,
+  type PaymentOptionsFactory,
+  type ResolvedPaymentOptions,
+} from '../../lib/index.js';
+
+const ENV_KEYS = ['PAYMENT_BASE_URL', 'PAYMENT_ENVIRONMENT', 'PAYMENT_CLIENT_ID', 'PAYMENT_CLIENT_SECRET', 'PAYMENT_HTTP_TIMEOUT_MS'];
+
+function withEnv(values: Record<string, string>): () => void {
+  const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+  for (const k of ENV_KEYS) delete process.env[k];
+  Object.assign(process.env, values);
+  return () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
+async function resolvedFrom(module: Parameters<typeof Test.createTestingModule>[0]): Promise<ResolvedPaymentOptions> {
+  const ref = await Test.createTestingModule(module).compile();
+  try {
+    return ref.get<ResolvedPaymentOptions>(PAYMENT_RESOLVED_OPTIONS, { strict: false });
+  } finally {
+    await ref.close();
+  }
+}
+
+describe('PaymentModule configuration', () => {
+  let restore: () => void;
+  afterEach(() => restore?.());
+
+  it('forRoot() with no argument reads PAYMENT_* through ConfigService', async () => {
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_ENVIRONMENT: 'live', PAYMENT_HTTP_TIMEOUT_MS: '2500' });
+    const options = await resolvedFrom({ imports: [PaymentModule.forRoot()] });
+    expect(options.apiBaseUrl).toBe('https://pay.example.com/api/v1');
+    expect(options.httpTimeoutMs).toBe(2500);
+  });
+
+  it('explicit forRoot options override the environment', async () => {
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_ENVIRONMENT: 'live' });
+    const options = await resolvedFrom({ imports: [PaymentModule.forRoot({ environment: 'sandbox' })] });
+    expect(options.apiBaseUrl).toBe('https://pay.example.com/sandbox/api/v1');
+  });
+
+  it('works beside a host ConfigModule.forRoot() that loads its own values', async () => {
+    restore = withEnv({});
+    const options = await resolvedFrom({
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [() => ({ unrelated: 1 })] }),
+        PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:1' }),
+      ],
+    });
+    expect(options.baseUrl).toBe('http://127.0.0.1:1');
+  });
+
+  it('forRootAsync() with useFactory and inject', async () => {
+    restore = withEnv({ PAYMENT_CLIENT_ID: 'from-env', PAYMENT_CLIENT_SECRET: 'env-secret' });
+    const options = await resolvedFrom({
+      imports: [
+        PaymentModule.forRootAsync({
+          imports: [ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ pay: { url: 'https://async.example.com' } })] })],
+          inject: [ConfigService],
+          useFactory: (config: ConfigService): PaymentModuleOptions => ({ baseUrl: config.get<string>('pay.url') }),
+        }),
+      ],
+    });
+    expect(options.baseUrl).toBe('https://async.example.com');
+    expect(options.clientId).toBe('from-env');
+  });
+
+  it('forRootAsync() with useClass, and readEnv: false ignores the environment', async () => {
+    restore = withEnv({ PAYMENT_ENVIRONMENT: 'live' });
+    @Injectable()
+    class OptionsFactory implements PaymentOptionsFactory {
+      createPaymentOptions(): PaymentModuleOptions {
+        return { baseUrl: 'https://class.example.com' };
+      }
+    }
+    const options = await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: OptionsFactory, readEnv: false })] });
+    expect(options.baseUrl).toBe('https://class.example.com');
+    expect(options.environment).toBe('sandbox');
+  });
+
+  it('isGlobal makes the providers visible to every module', async () => {
+    restore = withEnv({});
+    @Injectable()
+    class Consumer {
+      constructor() {}
+    }
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+    const ref = await Test.createTestingModule({
+      imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', isGlobal: true }), FeatureModule],
+    }).compile();
+    const fromFeature = ref.select(FeatureModule).get(PAYMENT_RESOLVED_OPTIONS);
+    expect(fromFeature.baseUrl).toBe('https://pay.example.com');
+    await ref.close();
+  });
+
+  it('stops the app at boot with one error naming every bad key', async () => {
+    restore = withEnv({ PAYMENT_ENVIRONMENT: 'staging', PAYMENT_CLIENT_SECRET: 'never-print-me' });
+    const boot = Test.createTestingModule({ imports: [PaymentModule.forRoot()] }).compile();
+    await expect(boot).rejects.toBeInstanceOf(PaymentConfigurationError);
+    const error = (await boot.catch((e: unknown) => e)) as PaymentConfigurationError;
+    expect(error.problems.map((p) => p.split(' ')[0])).toEqual(
+      ['PAYMENT_BASE_URL', 'PAYMENT_ENVIRONMENT', 'PAYMENT_CLIENT_ID'],
+    );
+    expect(error.message).not.toContain('never-print-me');
+  });
+});
