@@ -1,0 +1,223 @@
+/**
+ * Errors of the webhook receiver. Each has a stable `code` (clients and tests
+ * branch on it) and the HTTP status the route answers with. Messages never
+ * carry secrets, signatures or payload values.
+ */
+
+/** Stable codes of every error the webhook route answers with. */
+export const PaymentWebhookErrorCode = {
+  SIGNATURE_MISSING: 'WEBHOOK_SIGNATURE_MISSING',
+  SIGNATURE_MALFORMED: 'WEBHOOK_SIGNATURE_MALFORMED',
+  SIGNATURE_MISMATCH: 'WEBHOOK_SIGNATURE_MISMATCH',
+  TIMESTAMP_OUT_OF_TOLERANCE: 'WEBHOOK_TIMESTAMP_OUT_OF_TOLERANCE',
+  SECRET_NOT_CONFIGURED: 'WEBHOOK_SECRET_NOT_CONFIGURED',
+  RAW_BODY_MISSING: 'WEBHOOK_RAW_BODY_MISSING',
+  BODY_TOO_LARGE: 'WEBHOOK_BODY_TOO_LARGE',
+  UNSUPPORTED_MEDIA_TYPE: 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE',
+  INVALID_JSON: 'WEBHOOK_INVALID_JSON',
+  INVALID_ENVELOPE: 'WEBHOOK_INVALID_ENVELOPE',
+  IDEMPOTENCY_KEY_MISSING: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING',
+  EVENT_IN_FLIGHT: 'WEBHOOK_EVENT_IN_FLIGHT',
+  HANDLER_FAILED: 'WEBHOOK_HANDLER_FAILED',
+  STORE_UNAVAILABLE: 'WEBHOOK_STORE_UNAVAILABLE',
+  BAD_REQUEST: 'WEBHOOK_BAD_REQUEST',
+  INTERNAL_ERROR: 'WEBHOOK_INTERNAL_ERROR',
+} as const;
+
+export type PaymentWebhookErrorCode = (typeof PaymentWebhookErrorCode)[keyof typeof PaymentWebhookErrorCode];
+
+/** JSON body of every error answered on the webhook route. */
+export interface PaymentWebhookErrorBody {
+  statusCode: number;
+  code: PaymentWebhookErrorCode | string;
+  message: string;
+  /** Only on `WEBHOOK_INVALID_ENVELOPE`: field → problems. */
+  errors?: Record<string, string[]>;
+}
+
+/** Base of every webhook receiver error. Plain `Error`, so it works outside Nest too. */
+export class PaymentWebhookError extends Error {
+  override readonly name: string = 'PaymentWebhookError';
+
+  constructor(
+    readonly code: PaymentWebhookErrorCode,
+    readonly httpStatus: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  /** The JSON body the route answers with. */
+  toResponseBody(): PaymentWebhookErrorBody {
+    return { statusCode: this.httpStatus, code: this.code, message: this.message };
+  }
+
+  toJSON(): PaymentWebhookErrorBody & { name: string } {
+    return { name: this.name, ...this.toResponseBody() };
+  }
+}
+
+/** The signature header is missing, malformed, does not match, or is outside the replay window. */
+export class WebhookSignatureError extends PaymentWebhookError {
+  override readonly name: string = 'WebhookSignatureError';
+}
+
+/** No `X-Service-Signature` header (400). */
+export class WebhookSignatureMissingError extends WebhookSignatureError {
+  override readonly name = 'WebhookSignatureMissingError';
+  constructor() {
+    super(PaymentWebhookErrorCode.SIGNATURE_MISSING, 400, 'The X-Service-Signature header is missing');
+  }
+}
+
+/** The header is not `t=<unix>,v1=<64 hex>[,v1=...]` (400). */
+export class WebhookSignatureMalformedError extends WebhookSignatureError {
+  override readonly name = 'WebhookSignatureMalformedError';
+  constructor(reason: string) {
+    super(PaymentWebhookErrorCode.SIGNATURE_MALFORMED, 400, `The X-Service-Signature header is malformed: ${reason}`);
+  }
+}
+
+/** No `v1` digest matches any configured secret (401). */
+export class WebhookSignatureMismatchError extends WebhookSignatureError {
+  override readonly name = 'WebhookSignatureMismatchError';
+  constructor() {
+    super(PaymentWebhookErrorCode.SIGNATURE_MISMATCH, 401, 'The webhook signature does not match the body');
+  }
+}
+
+/** `t` is further from now than the tolerance: a replay or a badly skewed clock (401). */
+export class WebhookTimestampOutOfToleranceError extends WebhookSignatureError {
+  override readonly name = 'WebhookTimestampOutOfToleranceError';
+  constructor(
+    readonly timestamp: number,
+    readonly toleranceSeconds: number,
+  ) {
+    super(
+      PaymentWebhookErrorCode.TIMESTAMP_OUT_OF_TOLERANCE,
+      401,
+      `The webhook signature timestamp is more than ${toleranceSeconds} seconds away from the current time`,
+    );
+  }
+}
+
+/** Verification was asked for without any secret: a configuration fault, not the sender's (500). */
+export class WebhookSecretNotConfiguredError extends PaymentWebhookError {
+  override readonly name = 'WebhookSecretNotConfiguredError';
+  constructor() {
+    super(
+      PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED,
+      500,
+      'No webhook secret is configured (set PAYMENT_WEBHOOK_SECRET or the webhookSecret option)',
+    );
+  }
+}
+
+/** Fix shown when the raw body is missing; the whole point is that it says exactly what to change. */
+export const RAW_BODY_FIX_MESSAGE =
+  'The raw request body is not available, so the webhook signature cannot be verified. ' +
+  'Create the application with the raw body kept: ' +
+  'NestFactory.create(AppModule, { rawBody: true }) on Express, or ' +
+  'NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), { rawBody: true }) on Fastify ' +
+  '(and keep the default JSON body parser, or pass rawBody: true to app.useBodyParser).';
+
+/** The app was created without `rawBody: true` (500, so it is noticed and the service retries). */
+export class WebhookRawBodyMissingError extends PaymentWebhookError {
+  override readonly name = 'WebhookRawBodyMissingError';
+  constructor() {
+    super(PaymentWebhookErrorCode.RAW_BODY_MISSING, 500, RAW_BODY_FIX_MESSAGE);
+  }
+}
+
+/** Body over `webhookMaxBodyBytes` (413). */
+export class WebhookBodyTooLargeError extends PaymentWebhookError {
+  override readonly name = 'WebhookBodyTooLargeError';
+  constructor(readonly limitBytes?: number) {
+    super(
+      PaymentWebhookErrorCode.BODY_TOO_LARGE,
+      413,
+      limitBytes === undefined
+        ? 'The webhook body is too large'
+        : `The webhook body is larger than ${limitBytes} bytes`,
+    );
+  }
+}
+
+/** Content type other than `application/json` (415). */
+export class WebhookUnsupportedMediaTypeError extends PaymentWebhookError {
+  override readonly name = 'WebhookUnsupportedMediaTypeError';
+  constructor() {
+    super(PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE, 415, 'The webhook body must be sent as application/json');
+  }
+}
+
+/** Body is not valid JSON (400). */
+export class WebhookInvalidJsonError extends PaymentWebhookError {
+  override readonly name = 'WebhookInvalidJsonError';
+  constructor() {
+    super(PaymentWebhookErrorCode.INVALID_JSON, 400, 'The webhook body is not valid JSON');
+  }
+}
+
+/** Body is JSON but not the envelope of spec 2.1 (400). `errors` lists each bad field. */
+export class WebhookInvalidEnvelopeError extends PaymentWebhookError {
+  override readonly name = 'WebhookInvalidEnvelopeError';
+  constructor(readonly errors: Record<string, string[]>) {
+    super(
+      PaymentWebhookErrorCode.INVALID_ENVELOPE,
+      400,
+      `The webhook body is not a valid event envelope (bad fields: ${Object.keys(errors).join(', ')})`,
+    );
+  }
+
+  override toResponseBody(): PaymentWebhookErrorBody {
+    return { ...super.toResponseBody(), errors: this.errors };
+  }
+}
+
+/** The idempotency key function returned nothing usable (400). */
+export class WebhookIdempotencyKeyMissingError extends PaymentWebhookError {
+  override readonly name = 'WebhookIdempotencyKeyMissingError';
+  constructor() {
+    super(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING, 400, 'The request carries no idempotency key');
+  }
+}
+
+/** Another delivery of the same event holds the claim right now (409: the service retries later). */
+export class WebhookEventInFlightError extends PaymentWebhookError {
+  override readonly name = 'WebhookEventInFlightError';
+  constructor() {
+    super(
+      PaymentWebhookErrorCode.EVENT_IN_FLIGHT,
+      409,
+      'This event is being processed by another delivery; retry later',
+    );
+  }
+}
+
+/** A handler failed; the claim was released so the next delivery runs the handlers again (500). */
+export class WebhookHandlerFailedError extends PaymentWebhookError {
+  override readonly name = 'WebhookHandlerFailedError';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      PaymentWebhookErrorCode.HANDLER_FAILED,
+      500,
+      'A handler of this event failed; the event was not marked processed and will run again on redelivery',
+      options,
+    );
+  }
+}
+
+/** The event store cannot be reached (503: nothing was processed, the service retries). */
+export class WebhookStoreUnavailableResponseError extends PaymentWebhookError {
+  override readonly name = 'WebhookStoreUnavailableResponseError';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      PaymentWebhookErrorCode.STORE_UNAVAILABLE,
+      503,
+      'The webhook event store is unavailable; the event was not processed, retry later',
+      options,
+    );
+  }
+}

@@ -1,0 +1,178 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  WebhookSecretNotConfiguredError,
+  WebhookSignatureMalformedError,
+  WebhookSignatureMismatchError,
+  WebhookSignatureMissingError,
+  WebhookTimestampOutOfToleranceError,
+} from './payment-webhook.errors.js';
+
+/** Header carrying the signature (spec 6.3). Node lower-cases incoming header names. */
+export const WEBHOOK_SIGNATURE_HEADER = 'x-service-signature';
+
+/** Replay window of spec 6.3 / 8. */
+export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS = 300;
+
+/** Longest header accepted; a real one is ~80 characters per digest. Bounds the parsing work. */
+const MAX_HEADER_LENGTH = 4096;
+/** Most `v1=` entries looked at; more than this is not a rotation, it is abuse. */
+const MAX_SIGNATURES = 8;
+/** `t` has at most 12 digits (year 33658); longer is garbage and could overflow. */
+const MAX_TIMESTAMP_DIGITS = 12;
+const DIGEST_BYTES = 32;
+const DIGEST_HEX_LENGTH = DIGEST_BYTES * 2;
+
+export interface VerifyWebhookSignatureOptions {
+  /** Largest accepted `|now - t|`, in seconds. @default 300 */
+  toleranceSeconds?: number;
+  /** Current time in milliseconds (inject a clock in tests). @default Date.now() */
+  now?: number;
+}
+
+/** What a successful verification learned. */
+export interface WebhookSignatureVerification {
+  /** `t` of the header, unix seconds. */
+  timestamp: number;
+  /** Index (in the `secrets` given) of the secret that matched; useful to watch a rotation. */
+  secretIndex: number;
+}
+
+/** The parts of a well-formed header. */
+export interface ParsedWebhookSignatureHeader {
+  /** `t` exactly as sent: the signed string starts with it. */
+  timestampText: string;
+  timestamp: number;
+  /** Decoded `v1` digests (32 bytes each). */
+  signatures: Buffer[];
+}
+
+/**
+ * Hex HMAC-SHA256 of `<timestamp>.<rawBody>` keyed with `secret` (spec 6.3).
+ * `rawBody` must be the exact bytes sent or received, never re-serialised JSON.
+ */
+export function computeWebhookSignature(rawBody: Buffer | string, secret: string, timestamp: number | string): string {
+  return hmac(rawBody, secret, String(timestamp)).toString('hex');
+}
+
+/** `t=<timestamp>,v1=<digest>` for `rawBody`: the value of `X-Service-Signature`. `timestamp` defaults to now. */
+export function createWebhookSignatureHeader(
+  rawBody: Buffer | string,
+  secret: string,
+  timestamp: number = Math.floor(Date.now() / 1000),
+): string {
+  return `t=${timestamp},v1=${computeWebhookSignature(rawBody, secret, timestamp)}`;
+}
+
+function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Buffer {
+  // Three updates instead of a concatenation: no copy of the body, bytes hashed as received.
+  return createHmac('sha256', secret).update(timestampText).update('.').update(rawBody).digest();
+}
+
+/**
+ * Parses `t=<unix>,v1=<hex>[,v1=<hex>...]`. Unknown schemes (`v0=`, `v2=`) are ignored so
+ * the sender can add one later. Linear scan, no regular expression.
+ */
+export function parseWebhookSignatureHeader(header: string | undefined): ParsedWebhookSignatureHeader {
+  if (header === undefined || header.length === 0) {
+    throw new WebhookSignatureMissingError();
+  }
+  if (header.length > MAX_HEADER_LENGTH) {
+    throw new WebhookSignatureMalformedError('too long');
+  }
+  let timestampText: string | undefined;
+  const signatures: Buffer[] = [];
+  let start = 0;
+  while (start <= header.length) {
+    let end = header.indexOf(',', start);
+    if (end === -1) end = header.length;
+    const part = header.slice(start, end).trim();
+    start = end + 1;
+    if (part.length === 0) continue;
+    const eq = part.indexOf('=');
+    if (eq <= 0) {
+      throw new WebhookSignatureMalformedError('expected key=value pairs');
+    }
+    const key = part.slice(0, eq);
+    const value = part.slice(eq + 1);
+    if (key === 't') {
+      if (timestampText !== undefined) {
+        throw new WebhookSignatureMalformedError('more than one t');
+      }
+      if (!isDigits(value, MAX_TIMESTAMP_DIGITS)) {
+        throw new WebhookSignatureMalformedError('t must be a unix timestamp in seconds');
+      }
+      timestampText = value;
+    } else if (key === 'v1') {
+      if (signatures.length === MAX_SIGNATURES) {
+        throw new WebhookSignatureMalformedError('too many v1 signatures');
+      }
+      const digest = value.length === DIGEST_HEX_LENGTH ? Buffer.from(value, 'hex') : undefined;
+      // Buffer.from stops at the first non-hex character, so a short result means bad hex.
+      if (digest === undefined || digest.length !== DIGEST_BYTES) {
+        throw new WebhookSignatureMalformedError('v1 must be 64 hexadecimal characters');
+      }
+      signatures.push(digest);
+    }
+  }
+  if (timestampText === undefined) {
+    throw new WebhookSignatureMalformedError('t is missing');
+  }
+  if (signatures.length === 0) {
+    throw new WebhookSignatureMalformedError('v1 is missing');
+  }
+  return { timestampText, timestamp: Number(timestampText), signatures };
+}
+
+function isDigits(value: string, maxLength: number): boolean {
+  if (value.length === 0 || value.length > maxLength) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/**
+ * Verifies `X-Service-Signature` over the raw body exactly as spec 6.3 says, usable outside
+ * Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
+ * `WebhookSignatureError` subclass (`code`, `httpStatus`) on failure.
+ *
+ * The digest is checked before the timestamp, so a forged request is reported as a
+ * mismatch and only a genuine but old one as out of tolerance.
+ */
+export function verifyWebhookSignature(
+  rawBody: Buffer | string,
+  header: string | undefined,
+  secrets: string | readonly string[],
+  options: VerifyWebhookSignatureOptions = {},
+): WebhookSignatureVerification {
+  const secretList = typeof secrets === 'string' ? [secrets] : secrets;
+  if (secretList.length === 0 || secretList.some((s) => typeof s !== 'string' || s.length === 0)) {
+    throw new WebhookSecretNotConfiguredError();
+  }
+  const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
+  if (!(toleranceSeconds >= 0)) {
+    throw new TypeError('toleranceSeconds must be a number >= 0');
+  }
+  const parsed = parseWebhookSignatureHeader(header);
+
+  let secretIndex = -1;
+  for (let i = 0; i < secretList.length; i++) {
+    const expected = hmac(rawBody, secretList[i]!, parsed.timestampText);
+    // Every candidate is compared (no early exit) so timing says nothing about which one matched.
+    for (const candidate of parsed.signatures) {
+      if (timingSafeEqual(expected, candidate) && secretIndex === -1) {
+        secretIndex = i;
+      }
+    }
+  }
+  if (secretIndex === -1) {
+    throw new WebhookSignatureMismatchError();
+  }
+
+  const nowSeconds = (options.now ?? Date.now()) / 1000;
+  if (Math.abs(nowSeconds - parsed.timestamp) > toleranceSeconds) {
+    throw new WebhookTimestampOutOfToleranceError(parsed.timestamp, toleranceSeconds);
+  }
+  return { timestamp: parsed.timestamp, secretIndex };
+}
