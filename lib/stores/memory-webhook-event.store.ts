@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
+import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
+
+export interface MemoryWebhookEventStoreOptions {
+  /**
+   * Most event ids kept at once; the least recently used is forgotten first.
+   * @default 100000
+   */
+  maxEntries?: number;
+  /** Clock in epoch milliseconds, for tests. @default Date.now */
+  now?: () => number;
+}
+
+export const DEFAULT_MEMORY_STORE_MAX_ENTRIES = 100_000;
+
+/**
+ * How many live claims eviction may step over before it gives up and evicts one.
+ * Keeps every operation O(1) even when the oldest entries are all in flight.
+ */
+const LIVE_CLAIM_SKIP_LIMIT = 64;
+
+/** One remembered id: an in-flight claim (token set) or a processed event (no token). */
+class Entry {
+  constructor(
+    public token: string | undefined,
+    public expiresAt: number,
+  ) {}
+}
+
+const PROCESSED: WebhookClaimResult = Object.freeze({ outcome: 'processed' });
+const IN_FLIGHT: WebhookClaimResult = Object.freeze({ outcome: 'in-flight' });
+
+/**
+ * In-process store, the default. Atomic because every method runs synchronously
+ * inside one event-loop turn; it does NOT deduplicate across several processes
+ * (use `RedisWebhookEventStore` for that).
+ *
+ * Memory is bounded by `maxEntries`. A Map keeps insertion order, so deleting and
+ * re-inserting a key on use turns it into an O(1) LRU list. Expired entries are
+ * dropped lazily, when touched or when they reach the old end of the list.
+ *
+ * A live in-flight claim is not evicted while there is anything else to evict:
+ * eviction moves such a claim to the recent end and tries the next entry. Only
+ * when the 64 oldest entries are all live claims (more than 64 deliveries in
+ * flight in a full store) is the oldest claim evicted; its event may then run
+ * again on a concurrent delivery, so size `maxEntries` well above the number of
+ * webhooks you expect in flight at once.
+ */
+export class MemoryWebhookEventStore implements WebhookEventStore {
+  readonly maxEntries: number;
+  readonly #entries = new Map<string, Entry>();
+  readonly #now: () => number;
+
+  constructor(options: MemoryWebhookEventStoreOptions = {}) {
+    const maxEntries = options.maxEntries ?? DEFAULT_MEMORY_STORE_MAX_ENTRIES;
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
+      throw new RangeError(`MemoryWebhookEventStore: maxEntries must be a positive integer, got ${String(maxEntries)}`);
+    }
+    this.maxEntries = maxEntries;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Number of ids currently held (expired ones not yet dropped included). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  async claim(key: string, leaseMs: number): Promise<WebhookClaimResult> {
+    assertKey(key);
+    assertDuration('leaseMs', leaseMs);
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry) {
+      this.#touch(key, entry);
+      return entry.token === undefined ? PROCESSED : IN_FLIGHT;
+    }
+    const claimToken = randomUUID();
+    this.#insert(key, new Entry(claimToken, now + leaseMs), now);
+    return { outcome: 'claimed', claimToken };
+  }
+
+  /**
+   * Marks `key` processed when `claimToken` still holds it, or when nobody holds it
+   * any more (our lease ran out but no other delivery took over): the handlers did
+   * run, so recording it prevents a second run. Does nothing when another delivery
+   * holds a live claim or the event is already processed.
+   */
+  async complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    assertKey(key);
+    assertToken(claimToken);
+    assertDuration('retentionMs', retentionMs);
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry && entry.token !== claimToken) return;
+    this.#insert(key, new Entry(undefined, now + retentionMs), now);
+  }
+
+  async release(key: string, claimToken: string): Promise<void> {
+    assertKey(key);
+    assertToken(claimToken);
+    const entry = this.#entries.get(key);
+    if (entry && entry.token === claimToken) this.#entries.delete(key);
+  }
+
+  async close(): Promise<void> {
+    this.#entries.clear();
+  }
+
+  /** The entry of `key` if it has not expired; an expired one is dropped. */
+  #live(key: string, now: number): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt > now) return entry;
+    this.#entries.delete(key);
+    return undefined;
+  }
+
+  #touch(key: string, entry: Entry): void {
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
+  }
+
+  #insert(key: string, entry: Entry, now: number): void {
+    // Re-inserting moves the key to the recent end and never needs room.
+    if (this.#entries.delete(key)) {
+      this.#entries.set(key, entry);
+      return;
+    }
+    this.#makeRoom(now);
+    this.#entries.set(key, entry);
+  }
+
+  /** Frees one slot when the store is full; also drops an expired entry or two at the old end. */
+  #makeRoom(now: number): void {
+    for (let i = 0; i < 2 && this.#entries.size > 0; i++) {
+      const [oldestKey, oldest] = this.#oldest();
+      if (oldest.expiresAt > now) break;
+      this.#entries.delete(oldestKey);
+    }
+    let skips = 0;
+    while (this.#entries.size >= this.maxEntries) {
+      const [oldestKey, oldest] = this.#oldest();
+      this.#entries.delete(oldestKey);
+      const liveClaim = oldest.token !== undefined && oldest.expiresAt > now;
+      if (liveClaim && skips < LIVE_CLAIM_SKIP_LIMIT) {
+        skips++;
+        this.#entries.set(oldestKey, oldest);
+      }
+    }
+  }
+
+  #oldest(): [string, Entry] {
+    return this.#entries.entries().next().value as [string, Entry];
+  }
+}

@@ -1,0 +1,263 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { RedisClientMissingError, WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
+import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
+import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
+
+/**
+ * The part of an ioredis client this store uses. Typed structurally so the
+ * package's declarations do not depend on `ioredis`, an optional peer.
+ */
+export interface RedisClientLike {
+  readonly status: string;
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  connect?(): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  once(event: string, listener: (...args: any[]) => void): unknown;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  removeListener(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+export interface RedisWebhookEventStoreOptions {
+  /** Prefix of every key this store writes. @default 'payment-gateway:webhook:' */
+  keyPrefix?: string;
+  /**
+   * Longest wait for one store operation (and for the first connection) before it
+   * fails with `WebhookStoreUnavailableError`. @default 2000
+   */
+  operationTimeoutMs?: number;
+}
+
+export const DEFAULT_REDIS_KEY_PREFIX = 'payment-gateway:webhook:';
+const DEFAULT_OPERATION_TIMEOUT_MS = 2000;
+const PROCESSED_VALUE = 'processed';
+
+// Claim in one round trip: take the key if free, else say who holds it.
+// 1 = claimed, 2 = processed, 3 = in flight.
+const CLAIM_SCRIPT = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' then return 2 end
+return 3`;
+
+// Mark processed if the key is still ours, or free again (our lease ran out and
+// nobody took over: the handlers did run, so remember it). Leave another
+// holder's live claim and an existing 'processed' alone.
+const COMPLETE_SCRIPT = `
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or not v then
+  redis.call('SET', KEYS[1], '${PROCESSED_VALUE}', 'PX', ARGV[2])
+  return 1
+end
+return 0`;
+
+// Delete only our own claim.
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
+
+/**
+ * Loads ioredis only when a store is built from a URL, so the package works
+ * without it. The compiled package is CommonJS (`require` exists); the ESM test
+ * run has no `require`, so it falls back to resolving from the working directory.
+ * @internal exported for tests
+ */
+export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
+  const load: NodeJS.Require =
+    typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
+  let mod: any;
+  try {
+    mod = load(moduleName);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND') {
+      throw new RedisClientMissingError({ cause: error });
+    }
+    throw error;
+  }
+  const ctor = mod?.Redis ?? mod?.default ?? mod;
+  if (typeof ctor !== 'function') throw new RedisClientMissingError();
+  return ctor as RedisConstructor;
+}
+
+/**
+ * Store shared by every instance of an app, in Redis. Claims are atomic
+ * (`SET NX PX` inside a script), complete/release are owner-checked scripts, and
+ * lease and retention are plain key expiries, so nothing needs sweeping.
+ *
+ * When Redis cannot be reached every method rejects quickly with
+ * `WebhookStoreUnavailableError` (the webhook route answers 503, the service
+ * retries): commands are not queued while disconnected, and the client keeps
+ * reconnecting in the background.
+ */
+export class RedisWebhookEventStore implements WebhookEventStore {
+  readonly keyPrefix: string;
+  readonly #client: RedisClientLike;
+  readonly #ownsClient: boolean;
+  readonly #timeoutMs: number;
+  readonly #logger = new Logger('RedisWebhookEventStore');
+  #everReady = false;
+  #closed = false;
+  #outageLogged = false;
+
+  /**
+   * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
+   *   ioredis client you own. A client you pass is never closed by the store;
+   *   create it with `enableOfflineQueue: false` so commands fail fast while
+   *   Redis is down (the operation timeout bounds them in any case).
+   */
+  constructor(connection: string | RedisClientLike, options: RedisWebhookEventStoreOptions = {}) {
+    this.keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
+    this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
+    assertDuration('operationTimeoutMs', this.#timeoutMs);
+    if (typeof connection === 'string') {
+      if (connection.length === 0) throw new TypeError('RedisWebhookEventStore: the Redis URL is empty');
+      const Redis = loadRedisConstructor();
+      this.#client = new Redis(connection, {
+        enableOfflineQueue: false, // fail fast instead of queueing while disconnected
+        maxRetriesPerRequest: 1,
+        connectTimeout: this.#timeoutMs,
+        commandTimeout: this.#timeoutMs,
+        // keep reconnecting forever, at most every 2 s, so the store heals by itself
+        retryStrategy: (times: number) => Math.min(times * 100, 2000),
+      });
+      this.#ownsClient = true;
+    } else if (connection && typeof connection.eval === 'function') {
+      this.#client = connection;
+      this.#ownsClient = false;
+    } else {
+      throw new TypeError('RedisWebhookEventStore: pass a Redis URL or an ioredis client');
+    }
+    this.#client.on('ready', this.#onReady);
+    this.#client.on('error', this.#onError);
+    if (this.#client.status === 'ready') this.#everReady = true;
+  }
+
+  async claim(key: string, leaseMs: number): Promise<WebhookClaimResult> {
+    assertKey(key);
+    assertDuration('leaseMs', leaseMs);
+    const claimToken = randomUUID();
+    const code = await this.#run('claim', CLAIM_SCRIPT, this.keyPrefix + key, claimToken, leaseMs);
+    if (code === 1) return { outcome: 'claimed', claimToken };
+    if (code === 2) return { outcome: 'processed' };
+    return { outcome: 'in-flight' };
+  }
+
+  /** Like the memory store: also marks a key nobody holds any more (see COMPLETE_SCRIPT). */
+  async complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    assertKey(key);
+    assertToken(claimToken);
+    assertDuration('retentionMs', retentionMs);
+    await this.#run('complete', COMPLETE_SCRIPT, this.keyPrefix + key, claimToken, retentionMs);
+  }
+
+  async release(key: string, claimToken: string): Promise<void> {
+    assertKey(key);
+    assertToken(claimToken);
+    await this.#run('release', RELEASE_SCRIPT, this.keyPrefix + key, claimToken);
+  }
+
+  /** Quits the connection if this store opened it; a client passed in is left open. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#client.removeListener('ready', this.#onReady);
+    if (!this.#ownsClient) {
+      this.#client.removeListener('error', this.#onError);
+      return;
+    }
+    if (this.#client.status === 'ready') {
+      try {
+        await withTimeout(this.#client.quit(), this.#timeoutMs);
+        return;
+      } catch {
+        // fall through: drop the socket instead
+      }
+    }
+    this.#client.disconnect();
+  }
+
+  /** Never exposes the URL (it may carry a password). */
+  toJSON(): Record<string, unknown> {
+    return { store: 'redis', keyPrefix: this.keyPrefix, status: this.#client.status };
+  }
+
+  async #run(op: string, script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+    if (this.#closed) throw new WebhookStoreUnavailableError('The Redis webhook event store is closed');
+    try {
+      await this.#ensureConnected();
+      return await withTimeout(this.#client.eval(script, 1, key, ...args), this.#timeoutMs);
+    } catch (error) {
+      if (error instanceof WebhookStoreUnavailableError) throw error;
+      throw new WebhookStoreUnavailableError(
+        `Redis webhook event store could not ${op}: ${describe(error)}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /**
+   * Only the first connection is waited for (a webhook may arrive while the app
+   * is still connecting); after an outage, calls fail at once until the client
+   * has reconnected.
+   */
+  async #ensureConnected(): Promise<void> {
+    const status = this.#client.status;
+    if (status === 'ready') return;
+    if (this.#everReady || (status !== 'wait' && status !== 'connecting' && status !== 'connect')) {
+      throw new WebhookStoreUnavailableError(`Redis is not connected (status: ${status})`);
+    }
+    if (status === 'wait' && this.#client.connect) this.#client.connect().catch(() => undefined);
+    await new Promise<void>((resolve, reject) => {
+      const done = (error?: unknown) => {
+        clearTimeout(timer);
+        this.#client.removeListener('ready', onReady);
+        this.#client.removeListener('end', onEnd);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onReady = () => done();
+      const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
+      const timer = setTimeout(
+        () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+      timer.unref?.();
+      this.#client.once('ready', onReady);
+      this.#client.once('end', onEnd);
+    });
+  }
+
+  readonly #onReady = (): void => {
+    if (this.#outageLogged) this.#logger.log('Redis connection restored');
+    this.#everReady = true;
+    this.#outageLogged = false;
+  };
+
+  // Without an 'error' listener ioredis prints every reconnect failure itself; log once per outage.
+  readonly #onError = (error: unknown): void => {
+    if (this.#outageLogged || this.#closed) return;
+    this.#outageLogged = true;
+    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${describe(error)}`);
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new WebhookStoreUnavailableError(`Redis did not answer within ${ms} ms`)), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

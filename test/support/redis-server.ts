@@ -1,0 +1,155 @@
+// Starts a real `redis-server` for tests (Debian package `redis-server`). A
+// missing binary is an error, never a skip: CI installs it (.ci/run).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export interface TestRedisServer {
+  /** `redis://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  /** Stops the server (no data is kept). Safe to call twice. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port, empty, after `stop()`. */
+  restart(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+
+// Servers a test forgot to stop must not outlive the test process.
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
+
+function findRedisServerBinary(): string {
+  const candidates = [
+    process.env.REDIS_SERVER_BIN,
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'redis-server')),
+    '/usr/bin/redis-server',
+    '/usr/sbin/redis-server',
+    '/usr/local/bin/redis-server',
+  ].filter((p): p is string => Boolean(p));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error(
+    'redis-server binary not found. The Redis store tests need a real Redis: install it with ' +
+      '`apt-get install -y redis-server` (Debian/Ubuntu; .ci/run does this) or set REDIS_SERVER_BIN.',
+  );
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when the server answers PING with +PONG. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let reply = '';
+    const finish = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => finish(false));
+    socket.once('error', () => finish(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('\r\n')) finish(reply.startsWith('+PONG'));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function startRedisServer(): Promise<TestRedisServer> {
+  const binary = findRedisServerBinary();
+  const port = await freeLoopbackPort();
+  let dir: string | undefined;
+  let child: ChildProcess | undefined;
+  let output = '';
+
+  const launch = async (): Promise<void> => {
+    output = '';
+    // a fresh scratch dir per run, removed on stop (nothing is persisted anyway)
+    dir = mkdtempSync(join(tmpdir(), 'pg-redis-'));
+    const proc = spawn(
+      binary,
+      [
+        '--port', String(port),
+        '--bind', '127.0.0.1',
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', dir,
+        '--daemonize', 'no',
+        '--loglevel', 'warning',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child = proc;
+    running.add(proc);
+    proc.stdout?.on('data', (chunk) => (output += chunk));
+    proc.stderr?.on('data', (chunk) => (output += chunk));
+    let exited = false;
+    proc.once('exit', () => {
+      exited = true;
+      running.delete(proc);
+    });
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (exited) throw new Error(`redis-server exited at start on port ${port}:\n${output}`);
+      if (await ping(port)) return;
+      await sleep(50);
+    }
+    proc.kill('SIGKILL');
+    throw new Error(`redis-server did not answer PING on port ${port} within ${READY_TIMEOUT_MS} ms:\n${output}`);
+  };
+
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    child = undefined;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        proc.once('exit', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        proc.kill('SIGTERM');
+      });
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  };
+
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      await stop();
+    },
+    restart: async () => {
+      await stop();
+      await launch();
+    },
+  };
+}
