@@ -1,0 +1,262 @@
+/**
+ * Errors thrown by `PaymentGatewayService`. Every one extends `PaymentApiError`, so a
+ * single `instanceof` check catches them all; subclasses group the codes of spec 7.1 by
+ * what the caller should do. None of them holds request headers, the bearer token or a
+ * secret: they are built from our own fields, never from a raw axios error.
+ */
+
+/** Every error code of spec 7.1. Branch on these, never on `message`. */
+export const PaymentErrorCode = {
+  /** 401: no Authorization header sent. */
+  TOKEN_MISSING: 'PAY_1001',
+  /** 403: token matches no live payment session. */
+  TOKEN_INVALID: 'PAY_1002',
+  /** 401: token issued more than 10 minutes ago. */
+  TOKEN_EXPIRED: 'PAY_1003',
+  /** 401: `client_id` unknown or `client_secret` mismatch. */
+  INVALID_CREDENTIALS: 'PAY_1004',
+  /** 400: sandbox credentials on the live URL or the reverse. */
+  CREDENTIALS_MODE_MISMATCH: 'PAY_1005',
+  /** 404: `trx_id` unknown or owned by another merchant. */
+  PAYMENT_NOT_FOUND: 'PAY_2001',
+  /** 400: session status prevents the action. */
+  PAYMENT_INVALID_STATE: 'PAY_2002',
+  /** 400: credential mode differs from URL environment. */
+  MODE_MISMATCH: 'PAY_2003',
+  /** 422: only `SUCCESS` payments can be refunded. */
+  REFUND_PAYMENT_NOT_COMPLETED: 'PAY_2004',
+  /** 404: `refund_uid` unknown or owned by another merchant. */
+  REFUND_NOT_FOUND: 'PAY_2005',
+  /** 422: the payment's provider has no API refunds. */
+  REFUND_NOT_SUPPORTED: 'PAY_2006',
+  /** 422: payout rejected (balance, destination, recipient). */
+  PAYOUT_FAILED: 'PAY_3001',
+  /** 404: `payout_uid` unknown or owned by another merchant. */
+  PAYOUT_NOT_FOUND: 'PAY_3002',
+  /** 400: validation failed; per-field messages in `errors`. */
+  VALIDATION_FAILED: 'PAY_4000',
+  /** 500: token generation failed; retry with backoff. */
+  TOKEN_CREATION_FAILED: 'PAY_5001',
+  /** 400: session creation failed; retry with the same idempotency key. */
+  PAYMENT_CREATION_FAILED: 'PAY_5002',
+  /** 500: every provider of the cascade failed. */
+  PROVIDER_ERROR: 'PAY_5003',
+  /** 400: merchant deleted, suspended or credentials detached. */
+  MERCHANT_INACTIVE: 'PAY_6001',
+} as const;
+
+export type PaymentErrorCode = (typeof PaymentErrorCode)[keyof typeof PaymentErrorCode];
+
+/**
+ * Codes this client uses where the service gave none (the spec shows no code for 429
+ * and none for transport failures).
+ */
+export const PaymentClientErrorCode = {
+  RATE_LIMITED: 'RATE_LIMITED',
+  NETWORK_ERROR: 'NETWORK_ERROR',
+  TIMEOUT: 'TIMEOUT',
+  UNEXPECTED_RESPONSE: 'UNEXPECTED_RESPONSE',
+  CONFIGURATION_ERROR: 'CONFIGURATION_ERROR',
+} as const;
+
+export type PaymentClientErrorCode = (typeof PaymentClientErrorCode)[keyof typeof PaymentClientErrorCode];
+
+export interface PaymentApiErrorDetails {
+  code: string;
+  message: string;
+  /** HTTP status of the service's answer; undefined when there was none. */
+  httpStatus?: number;
+  /** Field name → messages (validation errors); empty otherwise. */
+  errors?: Record<string, string[]>;
+  /** Seconds from the `Retry-After` header, when the service sent one. */
+  retryAfterSeconds?: number;
+  /** Method and path (under the API base) of the failed call; no query secrets exist. */
+  method?: string;
+  path?: string;
+  /** Set on `createPayment` failures: retry with this key and at most one payment exists. */
+  idempotencyKey?: string;
+}
+
+/** Base class of every error this client throws. */
+export class PaymentApiError extends Error {
+  readonly code: string;
+  readonly httpStatus: number | undefined;
+  readonly errors: Record<string, string[]>;
+  readonly retryAfterSeconds: number | undefined;
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  readonly idempotencyKey: string | undefined;
+
+  constructor(details: PaymentApiErrorDetails) {
+    super(details.message);
+    this.name = new.target.name;
+    this.code = details.code;
+    this.httpStatus = details.httpStatus;
+    this.errors = details.errors ?? {};
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.method = details.method;
+    this.path = details.path;
+    this.idempotencyKey = details.idempotencyKey;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name,
+      code: this.code,
+      httpStatus: this.httpStatus,
+      message: this.message,
+      errors: this.errors,
+      retryAfterSeconds: this.retryAfterSeconds,
+      method: this.method,
+      path: this.path,
+      idempotencyKey: this.idempotencyKey,
+    };
+  }
+}
+
+/** 1001–1005, 2003, 6001: credentials, token or mode are wrong. Fix configuration; retrying does not help. */
+export class PaymentAuthenticationError extends PaymentApiError {}
+
+/** 2001, 2005, 3002: the payment, refund or payout does not exist for this merchant. */
+export class PaymentNotFoundError extends PaymentApiError {}
+
+/** 2002, 2004, 2006: the resource's state or provider forbids the action. */
+export class PaymentInvalidStateError extends PaymentApiError {}
+
+/** 3001: the payout was rejected (balance, destination or recipient); details in `message`. */
+export class PaymentPayoutError extends PaymentApiError {}
+
+/**
+ * 4000: bad input. Also thrown before any request for input this client can check
+ * itself; then `httpStatus` is undefined and nothing was sent.
+ */
+export class PaymentValidationError extends PaymentApiError {
+  /** True when the service never saw the request (client-side check). */
+  readonly clientSide: boolean;
+
+  constructor(details: PaymentApiErrorDetails & { clientSide?: boolean }) {
+    super(details);
+    this.clientSide = details.clientSide ?? false;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), clientSide: this.clientSide };
+  }
+}
+
+/** 5003: every provider of the cascade failed. */
+export class PaymentProviderError extends PaymentApiError {}
+
+/** 429: the service's rate limit was hit; `retryAfterSeconds` says how long to wait. */
+export class PaymentRateLimitError extends PaymentApiError {}
+
+/** 5001, 5002, other 5xx, or a 2xx answer this client cannot read. */
+export class PaymentServerError extends PaymentApiError {}
+
+/** The client is not configured to make this call (e.g. no client id / secret). */
+export class PaymentConfigurationError extends PaymentApiError {}
+
+export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | 'connection-reset' | 'other';
+
+/** No HTTP answer: time-out, refused or reset connection, DNS failure. */
+export class PaymentNetworkError extends PaymentApiError {
+  /**
+   * False only when the request surely never reached the service (refused connection,
+   * DNS failure): then even a refund or payout is safe to send again. True after a
+   * time-out or a reset once the request was sent: the service may have acted.
+   */
+  readonly mayHaveReachedService: boolean;
+  readonly failure: PaymentNetworkFailure;
+
+  constructor(details: PaymentApiErrorDetails & { mayHaveReachedService: boolean; failure: PaymentNetworkFailure }) {
+    super(details);
+    this.mayHaveReachedService = details.mayHaveReachedService;
+    this.failure = details.failure;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), mayHaveReachedService: this.mayHaveReachedService, failure: this.failure };
+  }
+}
+
+type PaymentApiErrorClass = new (details: PaymentApiErrorDetails) => PaymentApiError;
+
+const CLASS_BY_CODE: Record<string, PaymentApiErrorClass> = {
+  PAY_1001: PaymentAuthenticationError,
+  PAY_1002: PaymentAuthenticationError,
+  PAY_1003: PaymentAuthenticationError,
+  PAY_1004: PaymentAuthenticationError,
+  PAY_1005: PaymentAuthenticationError,
+  PAY_2003: PaymentAuthenticationError,
+  PAY_6001: PaymentAuthenticationError,
+  PAY_2001: PaymentNotFoundError,
+  PAY_2005: PaymentNotFoundError,
+  PAY_3002: PaymentNotFoundError,
+  PAY_2002: PaymentInvalidStateError,
+  PAY_2004: PaymentInvalidStateError,
+  PAY_2006: PaymentInvalidStateError,
+  PAY_3001: PaymentPayoutError,
+  PAY_4000: PaymentValidationError,
+  PAY_5001: PaymentServerError,
+  PAY_5002: PaymentServerError,
+  PAY_5003: PaymentProviderError,
+};
+
+/** Error class for a service answer: by code first, then by HTTP status for codes the spec does not list. */
+export function paymentErrorClassFor(code: string | undefined, httpStatus: number): PaymentApiErrorClass {
+  if (httpStatus === 429) return PaymentRateLimitError;
+  const byCode = code ? CLASS_BY_CODE[code] : undefined;
+  if (byCode) return byCode;
+  if (httpStatus === 401 || httpStatus === 403) return PaymentAuthenticationError;
+  if (httpStatus === 404) return PaymentNotFoundError;
+  if (httpStatus >= 500) return PaymentServerError;
+  return PaymentApiError;
+}
+
+export interface ErrorResponseContext {
+  httpStatus: number;
+  body: unknown;
+  retryAfterSeconds?: number;
+  method: string;
+  path: string;
+  idempotencyKey?: string;
+  /** Strings that must never appear in the error (token, secrets). */
+  redact?: (text: string) => string;
+}
+
+/** Builds the typed error for a non-2xx answer from the spec 7 envelope (or whatever came back). */
+export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
+  const redact = ctx.redact ?? ((text: string) => text);
+  const envelope = isRecord(ctx.body) ? ctx.body : undefined;
+  const rawCode = typeof envelope?.code === 'string' && envelope.code.length > 0 ? envelope.code : undefined;
+  const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
+  const serviceMessage = typeof envelope?.message === 'string' ? envelope.message : undefined;
+  const message = redact(
+    `${ctx.method} ${ctx.path} failed with HTTP ${ctx.httpStatus} ${code}` + (serviceMessage ? `: ${serviceMessage}` : ''),
+  );
+  const ErrorClass = paymentErrorClassFor(rawCode, ctx.httpStatus);
+  return new ErrorClass({
+    code,
+    message,
+    httpStatus: ctx.httpStatus,
+    errors: readFieldErrors(envelope?.errors, redact),
+    retryAfterSeconds: ctx.retryAfterSeconds,
+    method: ctx.method,
+    path: ctx.path,
+    idempotencyKey: ctx.idempotencyKey,
+  });
+}
+
+function readFieldErrors(value: unknown, redact: (text: string) => string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (!isRecord(value)) return out;
+  for (const [field, messages] of Object.entries(value)) {
+    const list = Array.isArray(messages) ? messages : [messages];
+    out[field] = list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)));
+  }
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

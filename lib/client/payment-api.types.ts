@@ -1,0 +1,146 @@
+/**
+ * Public input and output types of `PaymentGatewayService` (camelCase). Outputs keep
+ * every field the service returned, also the ones not typed here: the spec does not
+ * show full payloads, so nothing is dropped.
+ */
+
+/** An amount as a numeric string (`'10.5'`, `'10.50000000'`) or a number. Sent as a string with 8 decimals. */
+export type PaymentAmount = string | number;
+
+/** Payment statuses named by the spec (3); others may exist. */
+export type PaymentStatus = 'PENDING' | 'SUCCESS' | 'REJECTED' | (string & {});
+
+export interface PaymentSplitInput {
+  subaccountId: string;
+  amount: PaymentAmount;
+}
+
+export interface CreatePaymentInput {
+  amount: PaymentAmount;
+  /** ISO 4217, e.g. `'USD'`. */
+  currency: string;
+  /** Free text echoed back in events; use it to find your order. */
+  custom?: string;
+  /** ISO 3166-1 alpha-2, e.g. `'BD'`. */
+  country?: string;
+  gateway?: string;
+  returnUrl?: string;
+  cancelUrl?: string;
+  customer?: Record<string, unknown>;
+  splits?: PaymentSplitInput[];
+  /** Additional wire fields sent as given (payloads are "not shown" by the spec). */
+  extra?: Record<string, unknown>;
+}
+
+export interface CreatePaymentOptions {
+  /** Same key → at most one payment. Generated (UUID) when absent; reused on the client's own retries. */
+  idempotencyKey?: string;
+}
+
+/** Payment record as the service returns it (spec 2.2 field names). */
+export interface PaymentRecord {
+  trxId: string;
+  token?: string;
+  amount?: string;
+  currency?: string;
+  status: PaymentStatus;
+  custom?: string;
+  merchantId?: number;
+  [field: string]: unknown;
+}
+
+export interface CreatePaymentResult extends PaymentRecord {
+  token: string;
+  /** True when the service answered 202: awaiting asynchronous provider confirmation. */
+  pending: boolean;
+  /** The key the payment was created with; keep it to retry safely. */
+  idempotencyKey: string;
+  httpStatus: number;
+}
+
+export interface PaymentGateway {
+  id?: string;
+  name?: string;
+  [field: string]: unknown;
+}
+
+export interface RefundPaymentInput {
+  /** Partial refund amount; the whole payment when absent (service default). */
+  amount?: PaymentAmount;
+  reason?: string;
+  extra?: Record<string, unknown>;
+}
+
+export interface RefundRecord {
+  refundUid: string;
+  trxId?: string;
+  amount?: string;
+  status?: string;
+  failureReason?: string;
+  [field: string]: unknown;
+}
+
+export interface RefundResult extends RefundRecord {
+  httpStatus: number;
+}
+
+export interface CreatePayoutInput {
+  amount: PaymentAmount;
+  currency: string;
+  /** ISO 3166-1 alpha-2. */
+  country?: string;
+  /** Destination details; shape is provider-specific (not shown by the spec). */
+  recipient: Record<string, unknown>;
+  reference?: string;
+  extra?: Record<string, unknown>;
+}
+
+export interface PayoutRecord {
+  payoutUid: string;
+  amount?: string;
+  currency?: string;
+  status?: string;
+  failureReason?: string;
+  [field: string]: unknown;
+}
+
+export interface PayoutResult extends PayoutRecord {
+  /** True when the service answered 202: the payout waits for approval. */
+  pendingApproval: boolean;
+  httpStatus: number;
+}
+
+/**
+ * Which client-side limit (spec 8) a generic request counts against, which also picks
+ * its token: `create-payment` gets a new token like `createPayment`.
+ */
+export type PaymentRequestScope = 'read' | 'create-payment' | 'money-movement' | 'none';
+
+export type PaymentHttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface PaymentRequestOptions {
+  method: PaymentHttpMethod;
+  /** Path under the API base (`/sandbox/api/v1` or `/api/v1`), e.g. `/subaccounts`. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** JSON body. */
+  body?: unknown;
+  /** @default 'read' for GET, 'money-movement' otherwise */
+  scope?: PaymentRequestScope;
+  /**
+   * Whether sending the request twice is harmless. GETs are; other methods are
+   * retried only when the service surely did not act unless this is true.
+   * @default true for GET, false otherwise
+   */
+  idempotent?: boolean;
+  /** Send the bearer token. @default true */
+  authenticated?: boolean;
+}
+
+export interface PaymentResponse<T = unknown> {
+  httpStatus: number;
+  /** `data` of the success envelope. */
+  data: T;
+  /** The whole parsed body. */
+  body: unknown;
+}

@@ -1,0 +1,118 @@
+import http from 'node:http';
+import https from 'node:https';
+import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure } from './payment-api.errors.js';
+
+export interface HttpAttempt {
+  method: string;
+  /** Path under the API base, already filled in and encoded. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  bearerToken?: string;
+  /** Extra headers (never logged, never copied into errors). */
+  headers?: Record<string, string>;
+}
+
+export interface HttpAnswer {
+  status: number;
+  body: unknown;
+  retryAfterSeconds: number | undefined;
+}
+
+// Failures raised before a single byte of the request could reach the service.
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
+
+/**
+ * One HTTP attempt to the service. Owns the axios instance and ONE keep-alive agent
+ * pair; retries, tokens and limits live in the request executor above it. Answers of
+ * any status come back as `HttpAnswer`; only transport failures throw, as a
+ * `PaymentNetworkError` built from scratch: axios errors hold the request config with
+ * its Authorization header, so they are never passed on.
+ */
+export class PaymentHttpClient {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+  private readonly axios: AxiosInstance;
+
+  constructor(apiBaseUrl: string, timeoutMs: number) {
+    this.httpAgent = new http.Agent({ keepAlive: true });
+    this.httpsAgent = new https.Agent({ keepAlive: true });
+    this.axios = axios.create({
+      baseURL: apiBaseUrl,
+      timeout: timeoutMs,
+      httpAgent: this.httpAgent,
+      httpsAgent: this.httpsAgent,
+      // a redirect could carry the bearer token elsewhere
+      maxRedirects: 0,
+      // proxies from env would see the token; an app that needs one can use a custom agent later
+      proxy: false,
+      validateStatus: () => true,
+      transitional: { clarifyTimeoutError: true, silentJSONParsing: true },
+      headers: { Accept: 'application/json' },
+    });
+  }
+
+  async send(attempt: HttpAttempt): Promise<HttpAnswer> {
+    const headers: Record<string, string> = { ...attempt.headers };
+    if (attempt.bearerToken) headers.Authorization = `Bearer ${attempt.bearerToken}`;
+    if (attempt.body !== undefined) headers['Content-Type'] = 'application/json';
+    let response: AxiosResponse;
+    try {
+      response = await this.axios.request({
+        method: attempt.method,
+        url: attempt.path,
+        params: attempt.query,
+        data: attempt.body === undefined ? undefined : JSON.stringify(attempt.body),
+        headers,
+      });
+    } catch (error) {
+      throw networkErrorFrom(error, attempt.method, attempt.path);
+    }
+    return {
+      status: response.status,
+      body: response.data,
+      retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
+    };
+  }
+
+  /** Closes pooled sockets (module shutdown). */
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
+
+function networkErrorFrom(error: unknown, method: string, path: string): PaymentNetworkError {
+  const code = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : undefined;
+  let failure: PaymentNetworkFailure;
+  let mayHaveReachedService = true;
+  if (code && TIMEOUT_CODES.has(code)) failure = 'timeout';
+  else if (code === 'ECONNREFUSED') failure = 'connection-refused';
+  else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') failure = 'dns';
+  else if (code === 'ECONNRESET' || code === 'EPIPE') failure = 'connection-reset';
+  else failure = 'other';
+  if (code && NOT_SENT_CODES.has(code)) mayHaveReachedService = false;
+  const what = failure === 'timeout' ? 'timed out' : `failed without an answer (${code ?? 'unknown network error'})`;
+  return new PaymentNetworkError({
+    code: failure === 'timeout' ? PaymentClientErrorCode.TIMEOUT : PaymentClientErrorCode.NETWORK_ERROR,
+    message:
+      `${method} ${path} ${what}; ` +
+      (mayHaveReachedService ? 'the service may have received it' : 'the request never reached the service'),
+    method,
+    path,
+    mayHaveReachedService,
+    failure,
+  });
+}
+
+/** `Retry-After` as seconds: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, Math.ceil((date - now) / 1000));
+}

@@ -1,0 +1,134 @@
+import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
+import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
+
+/** Decimal places of every amount on the wire (spec 2.2: "numeric string with 8 decimal places"). */
+export const AMOUNT_DECIMALS = 8;
+
+const AMOUNT_PATTERN = /^(\d{1,18})(?:\.(\d{1,8}))?$/;
+const MAX_IDENTIFIER_LENGTH = 255;
+
+/**
+ * Collects field problems of one input so the thrown error names all of them at once.
+ * Nothing is sent while a collector has problems.
+ */
+export class InputChecker {
+  private readonly problems: Record<string, string[]> = {};
+
+  add(field: string, message: string): void {
+    (this.problems[field] ??= []).push(message);
+  }
+
+  /** Returns the wire form of an amount, or records why it is bad. */
+  amount(field: string, value: unknown, required = true): string | undefined {
+    if (value === undefined || value === null) {
+      if (required) this.add(field, 'is required');
+      return undefined;
+    }
+    const normalized = normalizeAmount(value);
+    if (typeof normalized !== 'string') {
+      this.add(field, normalized.problem);
+      return undefined;
+    }
+    return normalized;
+  }
+
+  currency(field: string, value: unknown): string | undefined {
+    if (typeof value !== 'string' || !/^[A-Z]{3}$/.test(value)) {
+      this.add(field, 'must be an ISO 4217 code of 3 uppercase letters, e.g. USD');
+      return undefined;
+    }
+    if (!ISO_4217_CURRENCY_CODES.has(value)) {
+      this.add(field, `is not an active ISO 4217 currency code: ${value}`);
+      return undefined;
+    }
+    return value;
+  }
+
+  country(field: string, value: unknown, required = false): string | undefined {
+    if (value === undefined || value === null) {
+      if (required) this.add(field, 'is required');
+      return undefined;
+    }
+    if (typeof value !== 'string' || !/^[A-Z]{2}$/.test(value) || !ISO_3166_ALPHA2_COUNTRY_CODES.has(value)) {
+      this.add(field, 'must be an ISO 3166-1 alpha-2 country code of 2 uppercase letters, e.g. US');
+      return undefined;
+    }
+    return value;
+  }
+
+  /** Identifiers go into paths and keys: non-empty, bounded, no control characters. */
+  identifier(field: string, value: unknown): string | undefined {
+    if (typeof value !== 'string' || value.length === 0 || value.trim() !== value) {
+      this.add(field, 'must be a non-empty string without surrounding spaces');
+      return undefined;
+    }
+    if (value.length > MAX_IDENTIFIER_LENGTH) {
+      this.add(field, `must be at most ${MAX_IDENTIFIER_LENGTH} characters`);
+      return undefined;
+    }
+    if (/[\u0000-\u001f\u007f]/.test(value)) {
+      this.add(field, 'must not contain control characters');
+      return undefined;
+    }
+    return value;
+  }
+
+  optionalString(field: string, value: unknown): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== 'string') {
+      this.add(field, 'must be a string');
+      return undefined;
+    }
+    return value;
+  }
+
+  optionalObject(field: string, value: unknown, required = false): Record<string, unknown> | undefined {
+    if (value === undefined || value === null) {
+      if (required) this.add(field, 'is required');
+      return undefined;
+    }
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      this.add(field, 'must be an object');
+      return undefined;
+    }
+    return value as Record<string, unknown>;
+  }
+
+  /** Throws a client-side `PaymentValidationError` naming every bad field, if any. */
+  throwIfInvalid(operation: string): void {
+    const fields = Object.keys(this.problems);
+    if (fields.length === 0) return;
+    const summary = fields.map((f) => `${f} ${this.problems[f].join(', ')}`).join('; ');
+    throw new PaymentValidationError({
+      code: PaymentErrorCode.VALIDATION_FAILED,
+      message: `Invalid ${operation} input (nothing was sent): ${summary}`,
+      errors: { ...this.problems },
+      clientSide: true,
+    });
+  }
+}
+
+/**
+ * Turns `10`, `'10.5'` or `'0010.50000000'` into `'10.50000000'`. Rejects negatives,
+ * zero, NaN, exponents and more than 8 decimals rather than rounding money.
+ */
+export function normalizeAmount(value: unknown): string | { problem: string } {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return { problem: 'must be a finite number' };
+    text = String(value);
+  } else if (typeof value === 'string') {
+    text = value;
+  } else {
+    return { problem: 'must be a numeric string such as "10.50" or a number' };
+  }
+  if (text.startsWith('-')) return { problem: 'must not be negative' };
+  const match = AMOUNT_PATTERN.exec(text);
+  if (!match) {
+    return { problem: `must be a numeric string with at most ${AMOUNT_DECIMALS} decimals, e.g. "10.50"` };
+  }
+  const integer = match[1].replace(/^0+(?=\d)/, '');
+  const fraction = (match[2] ?? '').padEnd(AMOUNT_DECIMALS, '0');
+  if (/^0+$/.test(integer) && /^0+$/.test(fraction)) return { problem: 'must be greater than 0' };
+  return `${integer}.${fraction}`;
+}

@@ -1,0 +1,148 @@
+import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
+import type { PaymentClock } from './payment-client.clock.js';
+
+/** Spec 8 windows are per minute. */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+/** Extra wait past a window's end, so a boundary request never lands inside the service's window. */
+const WINDOW_MARGIN_MS = 50;
+
+/** Call when the request's answer (or failure) arrived. Idempotent. */
+export type RateLimitRelease = () => void;
+
+/**
+ * Rolling-window limiter with a FIFO queue: at most `limit` requests in any window.
+ * A slot is stamped when its request FINISHES, not when it starts: the service saw the
+ * request somewhere between the two, so counting from the end can never undercount
+ * what the service counted, whatever the latency.
+ */
+export class SlidingWindowLimiter {
+  private readonly finishedAt: number[] = [];
+  private inFlight = 0;
+  private readonly queue: Array<(release: RateLimitRelease) => void> = [];
+  private pumping = false;
+  private releaseSignal: (() => void) | undefined;
+
+  constructor(
+    readonly limit: number,
+    private readonly windowMs: number,
+    private readonly clock: PaymentClock,
+  ) {}
+
+  /** Waits (never fails) until a slot is free. */
+  acquire(): Promise<RateLimitRelease> {
+    return new Promise((resolve) => {
+      this.queue.push(resolve);
+      void this.pump();
+    });
+  }
+
+  /** True when nothing is queued, in flight or inside the window (the limiter can be dropped). */
+  isIdle(): boolean {
+    this.prune(this.clock.now());
+    return this.queue.length === 0 && this.inFlight === 0 && this.finishedAt.length === 0;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length > 0) {
+        const now = this.clock.now();
+        this.prune(now);
+        if (this.finishedAt.length + this.inFlight < this.limit) {
+          this.inFlight++;
+          this.queue.shift()!(this.makeRelease());
+          continue;
+        }
+        if (this.finishedAt.length === 0) {
+          // Every slot is held by a request still running: its end starts the window.
+          await new Promise<void>((resolve) => (this.releaseSignal = resolve));
+        } else {
+          await this.clock.sleep(this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS - now);
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private makeRelease(): RateLimitRelease {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      const at = this.clock.now();
+      // keep sorted even if the clock steps back
+      let i = this.finishedAt.length;
+      while (i > 0 && this.finishedAt[i - 1] > at) i--;
+      this.finishedAt.splice(i, 0, at);
+      const signal = this.releaseSignal;
+      this.releaseSignal = undefined;
+      signal?.();
+    };
+  }
+
+  private prune(now: number): void {
+    while (this.finishedAt.length > 0 && this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS <= now) {
+      this.finishedAt.shift();
+    }
+  }
+}
+
+/** Which spec-8 limit a request counts against. */
+export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
+
+/**
+ * Client-side queue for every limit of spec 8. Keys: `token` is one bucket per client
+ * (the service counts per IP), `create-payment` and `read` one per access token,
+ * `money-movement` one per client id.
+ */
+export class PaymentRateLimiter {
+  private readonly limiters = new Map<string, SlidingWindowLimiter>();
+
+  constructor(
+    private readonly limits: PaymentRateLimits | false,
+    private readonly clock: PaymentClock,
+    private readonly windowMs = RATE_LIMIT_WINDOW_MS,
+  ) {}
+
+  async acquire(scope: RateLimitScope, key: string): Promise<RateLimitRelease> {
+    const limit = this.limitFor(scope);
+    if (limit === undefined) return () => undefined;
+    const mapKey = `${scope}\u0000${key}`;
+    let limiter = this.limiters.get(mapKey);
+    if (!limiter) {
+      this.dropIdle();
+      limiter = new SlidingWindowLimiter(limit, this.windowMs, this.clock);
+      this.limiters.set(mapKey, limiter);
+    }
+    return limiter.acquire();
+  }
+
+  /** Number of live buckets (tests check old tokens' buckets are dropped). */
+  get bucketCount(): number {
+    return this.limiters.size;
+  }
+
+  private limitFor(scope: RateLimitScope): number | undefined {
+    if (this.limits === false || scope === 'none') return undefined;
+    switch (scope) {
+      case 'token':
+        return this.limits.tokenPerMinute;
+      case 'create-payment':
+        return this.limits.createPaymentPerMinute;
+      case 'read':
+        return this.limits.readsPerMinute;
+      case 'money-movement':
+        return this.limits.moneyMovementPerMinute;
+    }
+  }
+
+  // Buckets of expired tokens would pile up otherwise.
+  private dropIdle(): void {
+    for (const [key, limiter] of this.limiters) {
+      if (limiter.isIdle()) this.limiters.delete(key);
+    }
+  }
+}

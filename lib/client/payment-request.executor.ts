@@ -1,0 +1,222 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import {
+  PaymentApiError,
+  PaymentClientErrorCode,
+  PaymentConfigurationError,
+  PaymentErrorCode,
+  PaymentNetworkError,
+  PaymentRateLimitError,
+  PaymentServerError,
+  paymentErrorFromResponse,
+} from './payment-api.errors.js';
+import type { PaymentClientRuntime } from './payment-client.clock.js';
+import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
+import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
+import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
+
+/**
+ * How a call may be retried:
+ * - `safe`: reads; any network error, 5xx and 429.
+ * - `keyed`: payment creation with an idempotency key; PAY_5001, PAY_5002, 429,
+ *   network errors and bare 5xx from proxies; never PAY_5003 (a real provider answer).
+ * - `unsafe`: refunds, payouts, anything not idempotent; only when the service surely
+ *   did not act: 429 and failures before the request was sent.
+ * - `token`: the token call; harmless to repeat.
+ */
+export type RetryPolicy = 'safe' | 'keyed' | 'unsafe' | 'token';
+
+export type TokenMode = 'cached' | 'fresh' | 'none';
+
+export interface ServiceCall {
+  method: string;
+  /** Path under the API base, filled in and encoded. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  auth: TokenMode;
+  limit: RateLimitScope;
+  retry: RetryPolicy;
+  /** Copied onto errors of payment creation. */
+  idempotencyKey?: string;
+}
+
+export interface ServiceAnswer {
+  status: number;
+  body: unknown;
+  /** `data` of the success envelope (the body itself when it has no `data`). */
+  data: unknown;
+}
+
+/**
+ * Runs one logical call: token, client-side rate limit, HTTP attempt, error mapping,
+ * one retry with a new token on PAY_1002/PAY_1003, then backoff retries per policy.
+ */
+export class PaymentRequestExecutor {
+  readonly tokens: PaymentTokenManager;
+  readonly limiter: PaymentRateLimiter;
+
+  constructor(
+    private readonly options: ResolvedPaymentOptions,
+    private readonly http: PaymentHttpClient,
+    private readonly runtime: PaymentClientRuntime,
+    private readonly logger: LoggerService,
+  ) {
+    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock);
+    this.tokens = new PaymentTokenManager(() => this.requestToken(), runtime.clock, options.tokenResponse);
+  }
+
+  async execute(call: ServiceCall): Promise<ServiceAnswer> {
+    let token = await this.tokenFor(call.auth);
+    let renewedToken = false;
+    for (let retry = 0; ; ) {
+      let answer: HttpAnswer | undefined;
+      let failure: PaymentApiError;
+      const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit, token));
+      try {
+        answer = await this.http.send({
+          method: call.method,
+          path: call.path,
+          query: call.query,
+          body: call.body,
+          bearerToken: token,
+        });
+      } catch (error) {
+        failure = this.scrub(error as PaymentNetworkError, call);
+      } finally {
+        release();
+      }
+      if (answer) {
+        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: dataOf(answer.body) };
+        failure = paymentErrorFromResponse({
+          httpStatus: answer.status,
+          body: answer.body,
+          retryAfterSeconds: answer.retryAfterSeconds,
+          method: call.method,
+          path: call.path,
+          idempotencyKey: call.idempotencyKey,
+          redact: (text) => this.redact(text),
+        });
+      }
+      failure = failure!;
+
+      // A rejected token means the service did nothing: safe for every policy.
+      if (token && !renewedToken && (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)) {
+        renewedToken = true;
+        this.tokens.invalidate(token);
+        this.logger.warn?.(`${call.method} ${call.path}: token rejected (${failure.code}); retrying once with a new token`);
+        token = await this.tokenFor(call.auth);
+        continue;
+      }
+      if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
+      const delayMs = this.delayBefore(retry, failure);
+      retry++;
+      this.logger.warn?.(
+        `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
+      );
+      await this.runtime.clock.sleep(delayMs);
+    }
+  }
+
+  private async tokenFor(mode: TokenMode): Promise<string | undefined> {
+    if (mode === 'none') return undefined;
+    return mode === 'fresh' ? this.tokens.getFreshToken() : this.tokens.getToken();
+  }
+
+  private async requestToken() {
+    const { clientId, clientSecret } = this.options;
+    if (!clientId || !clientSecret) {
+      throw new PaymentConfigurationError({
+        code: PaymentClientErrorCode.CONFIGURATION_ERROR,
+        message: 'clientId and clientSecret (PAYMENT_CLIENT_ID / PAYMENT_CLIENT_SECRET) are required to call the payment service',
+      });
+    }
+    this.logger.debug?.('Requesting an access token');
+    const answer = await this.execute({
+      method: 'POST',
+      path: this.options.endpoints.token,
+      body: { client_id: clientId, client_secret: clientSecret },
+      auth: 'none',
+      limit: 'token',
+      retry: 'token',
+    });
+    return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token);
+  }
+
+  private limitKey(scope: RateLimitScope, token: string | undefined): string {
+    if (scope === 'create-payment' || scope === 'read') return token ?? '';
+    if (scope === 'money-movement') return this.options.clientId ?? '';
+    return '';
+  }
+
+  /** Full-jitter exponential backoff; 429 waits for `Retry-After` (both capped). */
+  private delayBefore(retry: number, failure: PaymentApiError): number {
+    const cap = this.options.retryMaxDelayMs;
+    if (failure instanceof PaymentRateLimitError && failure.retryAfterSeconds !== undefined) {
+      return Math.min(failure.retryAfterSeconds * 1000, cap);
+    }
+    const ceiling = Math.min(cap, this.options.retryBaseDelayMs * 2 ** retry);
+    return Math.floor(this.runtime.random() * ceiling);
+  }
+
+  /** Removes the client secret, webhook secrets and recent tokens from error text. */
+  redact(text: string): string {
+    const secrets = [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens()];
+    let out = text;
+    for (const secret of secrets) {
+      if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+    }
+    return out;
+  }
+
+  private scrub(error: unknown, call: ServiceCall): PaymentApiError {
+    if (error instanceof PaymentNetworkError) {
+      return new PaymentNetworkError({
+        code: error.code,
+        message: this.redact(error.message),
+        method: error.method,
+        path: error.path,
+        mayHaveReachedService: error.mayHaveReachedService,
+        failure: error.failure,
+        idempotencyKey: call.idempotencyKey,
+      });
+    }
+    // Unknown throwables are not passed on: they may carry request details.
+    return new PaymentServerError({
+      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
+      message: `${call.method} ${call.path} failed inside the client: ${this.redact(error instanceof Error ? error.name : typeof error)}`,
+      method: call.method,
+      path: call.path,
+      idempotencyKey: call.idempotencyKey,
+    });
+  }
+}
+
+export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolean {
+  const status = error.httpStatus;
+  if (error instanceof PaymentRateLimitError) return true;
+  if (error instanceof PaymentNetworkError) {
+    return policy === 'unsafe' ? !error.mayHaveReachedService : true;
+  }
+  switch (policy) {
+    case 'safe':
+    case 'token':
+      return status !== undefined && status >= 500;
+    case 'keyed':
+      return (
+        error.code === PaymentErrorCode.TOKEN_CREATION_FAILED ||
+        error.code === PaymentErrorCode.PAYMENT_CREATION_FAILED ||
+        // bare gateway errors (no service code): the idempotency key makes a repeat harmless
+        (status !== undefined && status >= 502 && error.code.startsWith('HTTP_'))
+      );
+    case 'unsafe':
+      return false;
+  }
+}
+
+function dataOf(body: unknown): unknown {
+  if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'data' in body) {
+    return (body as { data: unknown }).data;
+  }
+  return body;
+}

@@ -1,0 +1,95 @@
+import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
+import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
+import type { PaymentClock } from './payment-client.clock.js';
+
+/** What the token endpoint gave: the token and its lifetime. */
+export interface IssuedToken {
+  token: string;
+  expiresInSeconds: number;
+}
+
+interface CachedToken {
+  token: string;
+  /** When the cached token stops being handed out (expiry minus the refresh margin). */
+  reuseUntil: number;
+}
+
+/** How many recent tokens are remembered for redaction of error text. */
+const REMEMBERED_TOKENS = 16;
+
+/**
+ * Access tokens (spec 5). Payment creations always get a token requested for them
+ * (spec 5.2: "a new token is requested before each payment"); every other call reuses
+ * the cached token until `refreshMarginSeconds` before it expires. Callers that find no
+ * usable token while a request for one is running wait for that request instead of
+ * starting another.
+ */
+export class PaymentTokenManager {
+  private cached: CachedToken | undefined;
+  private inFlight: Promise<string> | undefined;
+  private readonly recent: string[] = [];
+
+  constructor(
+    private readonly requestToken: () => Promise<IssuedToken>,
+    private readonly clock: PaymentClock,
+    private readonly options: Pick<PaymentTokenResponseOptions, 'refreshMarginSeconds'>,
+  ) {}
+
+  /** A token for a read or money movement: cached if still good, else one shared new request. */
+  getToken(): Promise<string> {
+    if (this.cached && this.clock.now() < this.cached.reuseUntil) return Promise.resolve(this.cached.token);
+    this.inFlight ??= this.fetch().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  /** A token requested for this caller alone (payment creation). It also refreshes the cache. */
+  getFreshToken(): Promise<string> {
+    return this.fetch();
+  }
+
+  /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */
+  invalidate(token: string): void {
+    if (this.cached?.token === token) this.cached = undefined;
+  }
+
+  /** Tokens issued lately; the client scrubs them from any error text. */
+  knownTokens(): readonly string[] {
+    return this.recent;
+  }
+
+  private async fetch(): Promise<string> {
+    // Stamp before the call: the service's 10 minutes start no later than this.
+    const requestedAt = this.clock.now();
+    const issued = await this.requestToken();
+    const lifetimeMs = issued.expiresInSeconds * 1000;
+    // A margin as long as the lifetime would make every token unusable at once.
+    const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);
+    const reuseUntil = requestedAt + lifetimeMs - marginMs;
+    if (!this.cached || reuseUntil >= this.cached.reuseUntil) this.cached = { token: issued.token, reuseUntil };
+    this.recent.push(issued.token);
+    if (this.recent.length > REMEMBERED_TOKENS) this.recent.shift();
+    return issued.token;
+  }
+}
+
+/**
+ * Reads the token call's `data` (spec 5: fields "not shown"): the first present field
+ * of `tokenFields`, lifetime from `expiresInField` or the default.
+ */
+export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string): IssuedToken {
+  const record = typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
+  const token = options.tokenFields.map((field) => record[field]).find((v) => typeof v === 'string' && v.length > 0);
+  if (typeof token !== 'string') {
+    throw new PaymentServerError({
+      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
+      message: `POST ${path} answered without a token in any of data.${options.tokenFields.join(', data.')} (set tokenResponse.tokenFields)`,
+      method: 'POST',
+      path,
+    });
+  }
+  const rawExpiry = record[options.expiresInField];
+  const expiresIn = typeof rawExpiry === 'string' ? Number(rawExpiry) : rawExpiry;
+  const expiresInSeconds =
+    typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : options.defaultExpiresInSeconds;
+  return { token, expiresInSeconds };
+}
