@@ -1,0 +1,93 @@
+import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
+import { ClientFakeClock, flushMicrotasks } from '../support/client-fake-clock.js';
+
+describe('SlidingWindowLimiter (fake clock)', () => {
+  it('lets `limit` requests through per rolling window and queues the rest in order', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new SlidingWindowLimiter(3, 60_000, clock);
+    const granted: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      void limiter.acquire().then((release) => {
+        granted.push(i);
+        release();
+      });
+    }
+    await flushMicrotasks();
+    expect(granted).toEqual([0, 1, 2]);
+    clock.advance(59_000);
+    await flushMicrotasks();
+    expect(granted).toEqual([0, 1, 2]);
+    clock.advance(1_100);
+    await flushMicrotasks();
+    expect(granted).toEqual([0, 1, 2, 3, 4, 5]);
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(granted).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('counts the window from when a request finished, not when it started', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new SlidingWindowLimiter(1, 60_000, clock);
+    const first = await limiter.acquire();
+    let secondGranted = false;
+    void limiter.acquire().then(() => (secondGranted = true));
+    clock.advance(30_000); // slow answer
+    first();
+    clock.advance(40_000); // 70 s after the start, only 40 s after the end
+    await flushMicrotasks();
+    expect(secondGranted).toBe(false);
+    clock.advance(20_100);
+    await flushMicrotasks();
+    expect(secondGranted).toBe(true);
+  });
+
+  it('a burst of 100 never has more than `limit` requests inside any window', async () => {
+    const clock = new ClientFakeClock(0, true);
+    const limiter = new SlidingWindowLimiter(60, 60_000, clock);
+    const finished: number[] = [];
+    await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const release = await limiter.acquire();
+        finished.push(clock.now());
+        release();
+      }),
+    );
+    expect(finished).toHaveLength(100);
+    for (const t of finished) {
+      expect(finished.filter((u) => u > t - 60_000 && u <= t).length).toBeLessThanOrEqual(60);
+    }
+  });
+});
+
+describe('PaymentRateLimiter', () => {
+  const limits = { tokenPerMinute: 1, createPaymentPerMinute: 1, readsPerMinute: 2, moneyMovementPerMinute: 1 };
+
+  it('keeps separate buckets per scope and key; none/false do not wait', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new PaymentRateLimiter(limits, clock);
+    (await limiter.acquire('read', 'tokenA'))();
+    (await limiter.acquire('read', 'tokenA'))();
+    (await limiter.acquire('read', 'tokenB'))(); // new token, new bucket (per access token)
+    (await limiter.acquire('money-movement', 'client'))();
+    (await limiter.acquire('none', ''))();
+    let third = false;
+    void limiter.acquire('read', 'tokenA').then(() => (third = true));
+    await flushMicrotasks();
+    expect(third).toBe(false);
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(third).toBe(true);
+
+    const off = new PaymentRateLimiter(false, clock);
+    for (let i = 0; i < 10; i++) (await off.acquire('read', 'x'))();
+  });
+
+  it('drops buckets of tokens that are no longer used', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new PaymentRateLimiter(limits, clock);
+    (await limiter.acquire('read', 'old-token'))();
+    clock.advance(120_000);
+    (await limiter.acquire('read', 'new-token'))();
+    expect(limiter.bucketCount).toBe(1);
+  });
+});
