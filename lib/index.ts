@@ -19,3 +19,46 @@ export { PaymentConfigurationError, resolvePaymentOptions } from './config/payme
 // stores
 export { WebhookEventStore } from './stores/webhook-event-store.interface.js';
 export type { WebhookClaimResult } from './stores/webhook-event-store.interface.js';
+
+// events (EVENTS engineer; lead to tidy)
+export { OnPaymentEvent } from './events/on-payment-event.decorator.js';
+export type { PaymentEventHandlerDecorator } from './events/on-payment-event.decorator.js';
+export {
+  PAYMENT_EVENT_TYPES,
+  PAYMENT_EVENT_FAMILIES,
+  isKnownPaymentEventType,
+  isPaymentEventOfType,
+  paymentEventFamilyOf,
+} from './events/payment-event.types.js';
+export type {
+  AnyPaymentEvent,
+  DisputeCreatedEventData,
+  PaymentEvent,
+  PaymentEventData,
+  PaymentEventDataMap,
+  PaymentEventDataOf,
+  PaymentEventEnvelope,
+  PaymentEventExtras,
+  PaymentEventFamily,
+  PaymentEventForPattern,
+  PaymentEventPattern,
+  PaymentEventType,
+  PaymentEventTypesMatching,
+  PaymentEventWildcard,
+  PayoutEventData,
+  PayoutFailedEventData,
+  RefundEventData,
+  RefundFailedEventData,
+  SplitSettledEventData,
+  SubaccountPayoutEventData,
+  SubaccountPayoutFailedEventData,
+  UnknownPaymentEvent,
+} from './events/payment-event.types.js';
+export {
+  InvalidPaymentEventPatternError,
+  PaymentEventHandlerError,
+  PaymentEventReconciliationError,
+} from './events/payment-event.errors.js';
+export type { PaymentEventHandlerFailure } from './events/payment-event.errors.js';
+export { PaymentEventDispatcher, paymentEventEmitterName } from './events/payment-event.dispatcher.js';
+export { PaymentEventExplorer } from './events/payment-event.explorer.js';

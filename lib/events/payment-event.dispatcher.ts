@@ -45,6 +45,7 @@ export class PaymentEventDispatcher {
    *   (the others still ran). Either way the delivery must not be answered 2xx.
    */
   async dispatch(event: AnyPaymentEvent): Promise<void> {
+    event.receivedAt ??= new Date();
     if (this.options?.reconcile) {
       await this.reconcile(event);
     }
