@@ -154,7 +154,7 @@ export class PaymentRateLimitError extends PaymentApiError {}
 export class PaymentServerError extends PaymentApiError {}
 
 /** The client is not configured to make this call (e.g. no client id / secret). */
-export class PaymentConfigurationError extends PaymentApiError {}
+export class PaymentClientConfigurationError extends PaymentApiError {}
 
 export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | 'connection-reset' | 'other';
 

@@ -3,7 +3,7 @@ import type { ResolvedPaymentOptions } from '../config/payment-module-options.in
 import {
   PaymentApiError,
   PaymentClientErrorCode,
-  PaymentConfigurationError,
+  PaymentClientConfigurationError,
   PaymentErrorCode,
   PaymentNetworkError,
   PaymentRateLimitError,
@@ -126,7 +126,7 @@ export class PaymentRequestExecutor {
   private async requestToken() {
     const { clientId, clientSecret } = this.options;
     if (!clientId || !clientSecret) {
-      throw new PaymentConfigurationError({
+      throw new PaymentClientConfigurationError({
         code: PaymentClientErrorCode.CONFIGURATION_ERROR,
         message: 'clientId and clientSecret (PAYMENT_CLIENT_ID / PAYMENT_CLIENT_SECRET) are required to call the payment service',
       });
