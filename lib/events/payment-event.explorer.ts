@@ -56,7 +56,8 @@ export class PaymentEventExplorer implements OnModuleInit {
     if (!instance || typeof instance !== 'object') return;
     const prototype = Object.getPrototypeOf(instance) as object | null;
     if (!prototype || prototype === Object.prototype) return;
-    const isStatic = wrapper.isDependencyTreeStatic();
+    // Transient wrappers hold an unconstructed prototype, like request-scoped ones: resolve those per event.
+    const isStatic = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
     const identity = isStatic ? instance : wrapper;
     if (seen.has(identity)) return;
     seen.add(identity);
@@ -75,9 +76,9 @@ export class PaymentEventExplorer implements OnModuleInit {
   }
 
   /**
-   * A request-scoped (or request-dependent) provider has no shared instance:
-   * resolve one in the event's context id, from the provider's own module so
-   * a class declared in two modules resolves the right one.
+   * A request-scoped, request-dependent or transient provider has no shared
+   * instance: resolve one in the event's context id, from the provider's own
+   * module so a class declared in two modules resolves the right one.
    */
   private scopedInvoker(wrapper: InstanceWrapper, methodName: string): PaymentEventHandler['invoke'] {
     const hostRef = wrapper.host?.getProviderByKey(ModuleRef)?.instance as ModuleRef | undefined;

@@ -328,3 +328,34 @@ describe('@OnPaymentEvent at run time', () => {
     expect(() => decorate(['payment.*', '*', 'dispute.created'])).not.toThrow();
   });
 });
+
+/** Transient wrappers hold a bare prototype; the handler must run on a constructed instance. */
+@Injectable({ scope: Scope.TRANSIENT })
+class TransientHandlers {
+  constructor(private readonly calls: Calls) {}
+
+  @OnPaymentEvent('payment.succeeded')
+  handle(event: PaymentEvent<'payment.succeeded'>): void {
+    this.calls.record('transient', event);
+  }
+}
+
+@Injectable()
+class UsesTransient {
+  constructor(readonly handlers: TransientHandlers) {}
+}
+
+describe('PaymentEventDispatcher with a transient handler provider', () => {
+  it('runs the handler on a constructed instance, once per event', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [PaymentEventExplorer, PaymentEventDispatcher, Calls, TransientHandlers, UsesTransient],
+    }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    const e = event('payment.succeeded');
+    await moduleRef.get(PaymentEventDispatcher).dispatch(e);
+    expect(moduleRef.get(Calls).log).toEqual([`transient:${e.eventId}`]);
+    await moduleRef.close();
+  });
+});
