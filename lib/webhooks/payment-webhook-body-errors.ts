@@ -1,0 +1,115 @@
+import type { HttpServer } from '@nestjs/common';
+import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
+import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
+
+/*
+ * Body parsing runs before Nest's routing: on Express the JSON parser is a middleware whose
+ * errors (broken JSON, body over its limit) skip route-scoped filters, and on Fastify the
+ * content-type parser's errors go to the instance's error handler. Neither would carry a
+ * `code`. These adapter-level hooks give such errors on the webhook path the same
+ * `{ statusCode, code, message }` body as every other webhook error, and leave every other
+ * path of the host app alone.
+ */
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  statusCode?: number;
+  code?: string;
+}
+
+/** True when `urlPath` (no query) is the webhook route, under any global prefix. */
+export function isWebhookPath(urlPath: string, webhookPath: string): boolean {
+  let end = urlPath.length;
+  while (end > 1 && urlPath[end - 1] === '/') end--;
+  const p = urlPath.slice(0, end);
+  const suffix = `/${webhookPath}`;
+  return p === suffix || p.endsWith(suffix);
+}
+
+function pathOf(url: string | undefined): string {
+  if (!url) return '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** Body of an Express body-parser error, or `undefined` when it is not a client error of the parser. */
+export function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | undefined {
+  const status = error.status ?? error.statusCode;
+  switch (error.type) {
+    case 'entity.too.large':
+      return { statusCode: 413, code: PaymentWebhookErrorCode.BODY_TOO_LARGE, message: 'The webhook body is larger than the JSON body parser accepts' };
+    case 'entity.parse.failed':
+      return { statusCode: 400, code: PaymentWebhookErrorCode.INVALID_JSON, message: 'The webhook body is not valid JSON' };
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return { statusCode: 415, code: PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE, message: 'The webhook body encoding or charset is not supported' };
+    default:
+      if (typeof status === 'number' && status >= 400 && status < 500) {
+        return { statusCode: status, code: webhookErrorCodeForStatus(status), message: 'The webhook request could not be read' };
+      }
+      return undefined;
+  }
+}
+
+/** Installs the adapter-level error shaping for `webhookPath` (Express or Fastify; others untouched). */
+export function installWebhookBodyErrorHandler(adapter: HttpServer, webhookPath: string): void {
+  const type = (adapter as { getType?: () => string }).getType?.();
+  if (type === 'express') {
+    installExpress(adapter, webhookPath);
+  } else if (type === 'fastify') {
+    installFastify(adapter, webhookPath);
+  }
+}
+
+function installExpress(adapter: HttpServer, webhookPath: string): void {
+  // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
+  // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
+  const handler = (error: BodyParserError, req: { url?: string; originalUrl?: string }, res: any, next: (e?: unknown) => void): void => {
+    const body = isWebhookPath(pathOf(req.originalUrl ?? req.url), webhookPath) ? bodyParserErrorBody(error) : undefined;
+    if (!body || res.headersSent) {
+      next(error);
+      return;
+    }
+    res.status(body.statusCode).json(body);
+  };
+  adapter.getInstance().use(handler);
+}
+
+/** Statuses a Fastify content-type parser can produce. */
+const PARSER_STATUSES = new Set([400, 413, 415]);
+
+function installFastify(adapter: HttpServer, webhookPath: string): void {
+  const instance = adapter.getInstance();
+  // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
+  // instance's error handler without a code; add it on the way out, for this path only.
+  instance.addHook('onSend', (request: { url?: string }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
+    if (!PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhookPath(pathOf(request.url), webhookPath)) {
+      done(null, payload);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload);
+    } catch {
+      done(null, payload);
+      return;
+    }
+    if (typeof parsed !== 'object' || parsed === null || typeof (parsed as { code?: unknown }).code === 'string') {
+      done(null, payload);
+      return;
+    }
+    const original = parsed as { message?: unknown };
+    const status = reply.statusCode;
+    const code =
+      status === 400 && typeof original.message === 'string' && /json/i.test(original.message)
+        ? PaymentWebhookErrorCode.INVALID_JSON
+        : webhookErrorCodeForStatus(status);
+    const body: PaymentWebhookErrorBody = {
+      statusCode: status,
+      code,
+      message: typeof original.message === 'string' ? original.message : 'Bad request',
+    };
+    done(null, JSON.stringify(body));
+  });
+}

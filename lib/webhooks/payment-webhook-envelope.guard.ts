@@ -1,0 +1,34 @@
+import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
+import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
+
+/**
+ * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the
+ * adapter's parsed body, so handlers see exactly what was signed) as the envelope of
+ * spec 2.1 and keeps the event on the request, where the idempotency interceptor
+ * finds its `eventId` before any handler runs.
+ */
+@Injectable()
+export class PaymentWebhookEnvelopeGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
+    try {
+      getPaymentWebhookState(request).event = this.parse(request);
+      return true;
+    } catch (error) {
+      throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
+    }
+  }
+
+  protected parse(request: PaymentWebhookRequest): AnyPaymentEvent {
+    const rawBody = getPaymentWebhookState(request).rawBody ?? request.rawBody;
+    if (!Buffer.isBuffer(rawBody)) {
+      // Never fall back to the adapter's parsed copy: it is not what was signed.
+      throw new WebhookRawBodyMissingError();
+    }
+    return parseWebhookEnvelope(rawBody);
+  }
+}

@@ -1,0 +1,64 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
+
+/** Code of an `HttpException` that did not come from this package (e.g. a body parser error). */
+export function webhookErrorCodeForStatus(status: number): PaymentWebhookErrorCode {
+  switch (status) {
+    case 413:
+      return PaymentWebhookErrorCode.BODY_TOO_LARGE;
+    case 415:
+      return PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE;
+    case 400:
+      return PaymentWebhookErrorCode.BAD_REQUEST;
+    default:
+      return status >= 500 ? PaymentWebhookErrorCode.INTERNAL_ERROR : PaymentWebhookErrorCode.BAD_REQUEST;
+  }
+}
+
+/**
+ * Turns anything thrown on the webhook route into `{ statusCode, code, message }` with a
+ * stable code. Unknown errors become a 500 whose message says nothing about the cause
+ * (it may hold payload values); the cause is logged.
+ */
+export function toWebhookErrorBody(exception: unknown, logger?: Logger): PaymentWebhookErrorBody {
+  if (exception instanceof PaymentWebhookHttpException) {
+    return exception.getResponse();
+  }
+  if (exception instanceof PaymentWebhookError) {
+    return exception.toResponseBody();
+  }
+  if (exception instanceof HttpException) {
+    const statusCode = exception.getStatus();
+    const response = exception.getResponse();
+    const code =
+      typeof response === 'object' && response !== null && typeof (response as { code?: unknown }).code === 'string'
+        ? (response as { code: string }).code
+        : statusCode === 400 && exception.cause instanceof SyntaxError
+          ? PaymentWebhookErrorCode.INVALID_JSON
+          : webhookErrorCodeForStatus(statusCode);
+    const message = statusCode >= 500 ? 'Internal server error' : exception.message;
+    if (statusCode >= 500) logger?.error(`Webhook request failed: ${exception.message}`, exception.stack);
+    return { statusCode, code, message };
+  }
+  logger?.error(
+    `Webhook request failed: ${exception instanceof Error ? `${exception.name}: ${exception.message}` : String(exception)}`,
+    exception instanceof Error ? exception.stack : undefined,
+  );
+  return { statusCode: 500, code: PaymentWebhookErrorCode.INTERNAL_ERROR, message: 'Internal server error' };
+}
+
+/** Exception filter of the webhook controller; works on Express and Fastify. */
+@Catch()
+export class PaymentWebhookExceptionFilter implements ExceptionFilter {
+  protected readonly logger = new Logger('PaymentWebhooks');
+
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const body = toWebhookErrorBody(exception, this.logger);
+    const response = host.switchToHttp().getResponse();
+    this.adapterHost.httpAdapter.reply(response, body, body.statusCode);
+  }
+}

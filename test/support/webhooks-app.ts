@@ -1,0 +1,159 @@
+import 'reflect-metadata';
+import { type DynamicModule, Injectable, type INestApplication, Module, type Provider, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { createPaymentWebhookParts } from '../../lib/webhooks/payment-webhook.providers.js';
+import { createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
+import { PaymentEventExplorer } from '../../lib/events/payment-event.explorer.js';
+import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
+
+export type AdapterKind = 'express' | 'fastify';
+export const ADAPTERS: AdapterKind[] = ['express', 'fastify'];
+
+export const WEBHOOK_SECRET = 'whsec_e2e_primary';
+
+/** Records what reached handlers; a test may make the next calls fail. */
+@Injectable()
+export class RecordingHandlers {
+  readonly calls: Array<{ handler: string; event: AnyPaymentEvent }> = [];
+  /** Number of upcoming `payment.*` handler calls that throw. */
+  failNext = 0;
+  /** Resolves the next `payment.*` handler call only when released (for concurrency tests). */
+  gate?: Promise<void>;
+
+  @OnPaymentEvent('payment.*')
+  async onPayment(event: AnyPaymentEvent): Promise<void> {
+    if (this.gate) await this.gate;
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error('handler failure injected by the test');
+    }
+    this.calls.push({ handler: 'payment.*', event });
+  }
+
+  @OnPaymentEvent('*')
+  onAny(event: AnyPaymentEvent): void {
+    this.calls.push({ handler: '*', event });
+  }
+
+  count(handler: string, eventId?: string): number {
+    return this.calls.filter((c) => c.handler === handler && (eventId === undefined || c.event.eventId === eventId)).length;
+  }
+}
+
+export interface WebhookAppOptions {
+  adapter: AdapterKind;
+  payment?: PaymentModuleOptions;
+  rawBody?: boolean;
+  extraProviders?: Provider[];
+  extraImports?: Array<Type<unknown> | DynamicModule>;
+}
+
+export interface WebhookApp {
+  app: INestApplication;
+  url: string;
+  handlers: RecordingHandlers;
+  close(): Promise<void>;
+}
+
+/**
+ * `PaymentModule.forRoot(options)`; while the module does not wire the webhook parts yet,
+ * adds them (temporary bridge, removed once the lead's wiring lands).
+ */
+export function paymentModule(options: PaymentModuleOptions): DynamicModule {
+  const dm = PaymentModule.forRoot(options);
+  if (dm.controllers?.length) return dm;
+  const parts = createPaymentWebhookParts();
+  return {
+    ...dm,
+    controllers: [parts.controller],
+    providers: [
+      ...(dm.providers ?? []),
+      ...createWebhookEventStoreProviders(),
+      PaymentEventExplorer,
+      PaymentEventDispatcher,
+      ...parts.providers,
+    ],
+  };
+}
+
+/** Boots a real app with `PaymentModule.forRoot()` on 127.0.0.1:0. */
+export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookApp> {
+  @Module({
+    imports: [
+      paymentModule({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, ...opts.payment }),
+      ...(opts.extraImports ?? []),
+    ],
+    providers: [RecordingHandlers, ...(opts.extraProviders ?? [])],
+  })
+  class AppModule {}
+
+  const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter();
+  const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: false });
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  return {
+    app,
+    url: `http://127.0.0.1:${address.port}`,
+    handlers: app.get(RecordingHandlers),
+    close: () => app.close(),
+  };
+}
+
+let counter = 0;
+
+/** A valid spec 2.1 envelope. */
+export function envelope(eventType = 'payment.succeeded', overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  counter++;
+  return {
+    eventId: `evt_e2e_${process.pid}_${counter}`,
+    eventType,
+    apiVersion: '2024-01-15',
+    createdAt: new Date().toISOString(),
+    environment: 'sandbox',
+    data: {
+      trxId: `trx_${counter}`,
+      token: `tok_${counter}`,
+      amount: '10.00000000',
+      currency: 'USD',
+      status: 'SUCCESS',
+      custom: `order-${counter}`,
+      merchantId: 1,
+    },
+    ...overrides,
+  };
+}
+
+export interface PostOptions {
+  secret?: string;
+  timestamp?: number;
+  signature?: string | null;
+  contentType?: string | null;
+  path?: string;
+}
+
+/** POSTs `body` (object → JSON) signed like the service does. */
+export async function postWebhook(baseUrl: string, body: unknown, opts: PostOptions = {}): Promise<{ status: number; json: any; text: string }> {
+  const raw = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  const headers: Record<string, string> = {};
+  if (opts.contentType !== null) headers['content-type'] = opts.contentType ?? 'application/json';
+  if (opts.signature !== null) {
+    headers['x-service-signature'] =
+      opts.signature ?? createWebhookSignatureHeader(raw, opts.secret ?? WEBHOOK_SECRET, opts.timestamp ?? Math.floor(Date.now() / 1000));
+  }
+  const response = await fetch(`${baseUrl}/${opts.path ?? 'payments/webhook'}`, { method: 'POST', headers, body: raw });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, json, text };
+}
