@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import type {
+  PaymentEventDataMap,
+  PaymentEventEnvelope,
+  PaymentEventType,
+} from '../events/payment-event.types.js';
+
+/** `apiVersion` the simulator stamps on every envelope. */
+export const SIMULATOR_API_VERSION = '2025-01-01';
+
+type EnvelopeOverrides = Partial<Omit<PaymentEventEnvelope, 'data' | 'eventType'>>;
+type DataOf<T extends string> = T extends PaymentEventType ? PaymentEventDataMap[T] : Record<string, unknown>;
+
+/** A fresh unique event id (`evt_` + 24 hex chars). */
+export function newEventId(): string {
+  return `evt_${randomBytes(12).toString('hex')}`;
+}
+
+/**
+ * A spec 2.1 envelope around `data`: fresh `eventId`, `apiVersion`, `createdAt` now,
+ * `environment: 'sandbox'` unless overridden (`'production'` is the live value).
+ */
+export function buildEvent<T extends string>(
+  type: T,
+  data: DataOf<T> | Record<string, unknown>,
+  envelopeOverrides: EnvelopeOverrides = {},
+): PaymentEventEnvelope<T, DataOf<T>> {
+  return {
+    eventId: envelopeOverrides.eventId ?? newEventId(),
+    eventType: type,
+    apiVersion: envelopeOverrides.apiVersion ?? SIMULATOR_API_VERSION,
+    createdAt: envelopeOverrides.createdAt ?? new Date().toISOString(),
+    environment: envelopeOverrides.environment ?? 'sandbox',
+    data: data as DataOf<T>,
+  };
+}
+
+const PAYMENT_STATUS_BY_TYPE: Record<string, string> = {
+  'payment.created': 'PENDING',
+  'payment.pending': 'PENDING',
+  'payment.succeeded': 'SUCCESS',
+  'payment.failed': 'REJECTED',
+  'payment.cancelled': 'REJECTED',
+  'payment.expired': 'REJECTED',
+};
+
+/** A valid `payment.*` envelope; `data` defaults to a 10.00000000 USD payment of merchant 1 with the status that fits the type. */
+export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.${string}`>>(
+  type: T,
+  dataOverrides: Partial<PaymentEventDataMap['payment.created']> = {},
+  envelopeOverrides: EnvelopeOverrides = {},
+): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+  const data = {
+    trxId: `trx_${randomBytes(8).toString('hex')}`,
+    token: `pst_${randomBytes(8).toString('hex')}`,
+    amount: '10.00000000',
+    currency: 'USD',
+    status: PAYMENT_STATUS_BY_TYPE[type] ?? 'PENDING',
+    custom: 'order-1',
+    merchantId: 1,
+    ...dataOverrides,
+  };
+  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+}
+
+/** A valid `refund.*` envelope (status `SUCCESS` or `FAILED` with a `failureReason`). */
+export function buildRefundEvent<T extends Extract<PaymentEventType, `refund.${string}`>>(
+  type: T,
+  dataOverrides: Partial<PaymentEventDataMap['refund.failed']> = {},
+  envelopeOverrides: EnvelopeOverrides = {},
+): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+  const failed = type === 'refund.failed';
+  const data = {
+    refundUid: `rfd_${randomBytes(8).toString('hex')}`,
+    trxId: `trx_${randomBytes(8).toString('hex')}`,
+    amount: '10.00000000',
+    currency: 'USD',
+    status: failed ? 'FAILED' : 'SUCCESS',
+    merchantId: 1,
+    ...(failed ? { failureReason: 'Provider declined the refund' } : {}),
+    ...dataOverrides,
+  };
+  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+}
+
+const PAYOUT_STATUS_BY_TYPE: Record<string, string> = {
+  'payout.created': 'PENDING',
+  'payout.succeeded': 'SUCCESS',
+  'payout.failed': 'FAILED',
+};
+
+/** A valid `payout.*` envelope. */
+export function buildPayoutEvent<T extends Extract<PaymentEventType, `payout.${string}`>>(
+  type: T,
+  dataOverrides: Partial<PaymentEventDataMap['payout.failed']> = {},
+  envelopeOverrides: EnvelopeOverrides = {},
+): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+  const failed = type === 'payout.failed';
+  const data = {
+    payoutUid: `pyo_${randomBytes(8).toString('hex')}`,
+    amount: '10.00000000',
+    currency: 'USD',
+    status: PAYOUT_STATUS_BY_TYPE[type] ?? 'PENDING',
+    merchantId: 1,
+    ...(failed ? { failureReason: 'Recipient account closed' } : {}),
+    ...dataOverrides,
+  };
+  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+}

@@ -1,0 +1,32 @@
+// Public surface of `nestjs-payment-gateway/testing`.
+export { PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './payment-service.simulator.js';
+export { signWebhookPayload, type SignWebhookPayloadOptions } from './webhook-signing.js';
+export {
+  buildEvent,
+  buildPaymentEvent,
+  buildPayoutEvent,
+  buildRefundEvent,
+  newEventId,
+  SIMULATOR_API_VERSION,
+} from './event-builders.js';
+export { SIMULATOR_ERROR_TABLE } from './simulator.errors.js';
+export { SPEC_RATE_LIMITS, type SimulatorRateLimits } from './simulator-rate-limiter.js';
+export { SPEC_MAX_ATTEMPTS, SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
+export {
+  PAYMENT_OUTCOMES,
+  type FaultKind,
+  type PaymentOutcome,
+  type PaymentServiceSimulatorOptions,
+  type SimulatedMerchant,
+  type SimulatedMode,
+  type SimulatedPayment,
+  type SimulatedPayout,
+  type SimulatedRefund,
+  type SimulatedSubaccount,
+  type SimulatedSubaccountPayout,
+  type SimulatorDeliveryFaults,
+  type SimulatorDeliveryRecord,
+  type SimulatorDeliveryState,
+  type SimulatorFault,
+  type SimulatorRequestRecord,
+} from './simulator.types.js';

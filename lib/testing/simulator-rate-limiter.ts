@@ -1,0 +1,47 @@
+/** Limits of spec 8 (requests per rolling minute). */
+export interface SimulatorRateLimits {
+  /** `POST /authentication/token` per client IP. @default 10 */
+  tokenPerMinute: number;
+  /** `POST /payment/create` per access token. @default 30 */
+  createPaymentPerMinute: number;
+  /** `GET /payment/status` and `GET /payments/gateways` per access token. @default 60 */
+  readsPerMinute: number;
+  /** Refunds, payouts and subaccount calls per client id. @default 30 */
+  moneyMovementPerMinute: number;
+}
+
+export const SPEC_RATE_LIMITS: Readonly<SimulatorRateLimits> = Object.freeze({
+  tokenPerMinute: 10,
+  createPaymentPerMinute: 30,
+  readsPerMinute: 60,
+  moneyMovementPerMinute: 30,
+});
+
+const WINDOW_MS = 60_000;
+
+/**
+ * Rolling-window counter on the simulator's clock, so `advanceTime(60_000)` frees
+ * every window. Only accepted requests count.
+ */
+export class SimulatorRateLimiter {
+  private readonly hits = new Map<string, number[]>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Records a hit and returns 0, or returns the whole seconds to wait when `limit` is reached. */
+  take(key: string, limit: number): number {
+    const now = this.now();
+    const list = (this.hits.get(key) ?? []).filter((t) => t > now - WINDOW_MS);
+    if (list.length >= limit) {
+      this.hits.set(key, list);
+      return Math.max(1, Math.ceil((list[0] + WINDOW_MS - now) / 1000));
+    }
+    list.push(now);
+    this.hits.set(key, list);
+    return 0;
+  }
+
+  clear(): void {
+    this.hits.clear();
+  }
+}

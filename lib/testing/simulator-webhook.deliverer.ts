@@ -1,0 +1,259 @@
+import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
+import { signWebhookPayload } from './webhook-signing.js';
+import type {
+  SimulatorDeliveryFaults,
+  SimulatorDeliveryRecord,
+  SimulatorDeliveryState,
+} from './simulator.types.js';
+
+/** Delays before attempts 2…6 (spec 6.2): 5 min, 15 min, 1 h, 4 h, 24 h. */
+export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
+export const SPEC_MAX_ATTEMPTS = 6;
+
+/** What the deliverer needs to know about a merchant at send time. */
+export interface DeliveryTarget {
+  merchantId: number;
+  webhookUrl?: string;
+  webhookSecret: string;
+}
+
+interface EventEntry {
+  state: SimulatorDeliveryState;
+  envelope: PaymentEventEnvelope;
+  body: string;
+  resourceKey: string;
+}
+
+interface Job {
+  eventId: string;
+  attempt: number;
+  /** Extra copies sent with this job (duplicate switch). */
+  copies: number;
+  concurrentCopies: boolean;
+  /** Re-trigger: one attempt, no retry schedule. */
+  manual?: (record: SimulatorDeliveryRecord) => void;
+}
+
+export interface DelivererDeps {
+  target(merchantId: number): DeliveryTarget | undefined;
+  now(): number;
+  signatureNow(): number;
+  timeScale: number;
+  timeoutMs: number;
+}
+
+/**
+ * Sends events to merchants' webhook URLs, one request at a time per merchant in
+ * emission order (so the out-of-order switch is the only source of disorder), with the
+ * spec's retry schedule scaled by `timeScale` on real timers.
+ */
+export class SimulatorWebhookDeliverer {
+  readonly log: SimulatorDeliveryRecord[] = [];
+  faults: SimulatorDeliveryFaults = {};
+  private readonly entries = new Map<string, EventEntry>();
+  private readonly queues = new Map<number, Job[]>();
+  private readonly busy = new Set<number>();
+  private readonly held = new Map<string, string[]>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly controllers = new Set<AbortController>();
+  private stopped = false;
+
+  constructor(private readonly deps: DelivererDeps) {}
+
+  get states(): SimulatorDeliveryState[] {
+    return [...this.entries.values()].map((e) => ({ ...e.state }));
+  }
+
+  state(eventId: string): SimulatorDeliveryState | undefined {
+    const e = this.entries.get(eventId);
+    return e && { ...e.state };
+  }
+
+  /** Nothing queued, sending or waiting for a retry (held events do not count). */
+  get quiet(): boolean {
+    return this.timers.size === 0 && this.busy.size === 0 && [...this.queues.values()].every((q) => q.length === 0);
+  }
+
+  get hasHeld(): boolean {
+    return this.held.size > 0;
+  }
+
+  enqueue(envelope: PaymentEventEnvelope, merchantId: number, resourceKey: string): void {
+    const target = this.deps.target(merchantId);
+    const entry: EventEntry = {
+      state: { eventId: envelope.eventId, eventType: envelope.eventType, merchantId, state: 'queued', attempts: 0 },
+      envelope,
+      body: JSON.stringify(envelope),
+      resourceKey,
+    };
+    this.entries.set(envelope.eventId, entry);
+    if (!target?.webhookUrl) {
+      entry.state.state = 'no-url';
+      return;
+    }
+    const holdable = /\.(created|pending)$/.test(envelope.eventType);
+    if (this.faults.outOfOrder && holdable) {
+      entry.state.state = 'held';
+      const list = this.held.get(resourceKey) ?? [];
+      list.push(envelope.eventId);
+      this.held.set(resourceKey, list);
+      return;
+    }
+    this.push(merchantId, this.firstJob(envelope.eventId));
+    this.release(resourceKey);
+  }
+
+  /** Sends every held event now (used when the test waits for quiet). */
+  releaseAll(): void {
+    for (const key of [...this.held.keys()]) this.release(key);
+  }
+
+  /** One more attempt of an event (portal re-trigger); resolves with its log record. */
+  retrigger(eventId: string): Promise<SimulatorDeliveryRecord> {
+    const entry = this.entries.get(eventId);
+    if (!entry) return Promise.reject(new Error(`Unknown event ${eventId}`));
+    if (!this.deps.target(entry.state.merchantId)?.webhookUrl) {
+      return Promise.reject(new Error(`Merchant ${entry.state.merchantId} has no webhook URL`));
+    }
+    return new Promise((resolve) => {
+      this.push(entry.state.merchantId, {
+        eventId,
+        attempt: entry.state.attempts + 1,
+        copies: 0,
+        concurrentCopies: false,
+        manual: resolve,
+      });
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const c of this.controllers) c.abort();
+    this.queues.clear();
+    this.held.clear();
+  }
+
+  private firstJob(eventId: string): Job {
+    const d = this.faults.duplicate;
+    const copies = d === true ? 1 : typeof d === 'number' && d > 0 ? Math.floor(d) : 0;
+    return { eventId, attempt: 1, copies, concurrentCopies: !!this.faults.concurrentDuplicates };
+  }
+
+  private release(resourceKey: string): void {
+    const ids = this.held.get(resourceKey);
+    if (!ids) return;
+    this.held.delete(resourceKey);
+    for (const id of ids) {
+      const entry = this.entries.get(id);
+      if (!entry) continue;
+      entry.state.state = 'queued';
+      this.push(entry.state.merchantId, this.firstJob(id));
+    }
+  }
+
+  private push(merchantId: number, job: Job): void {
+    if (this.stopped) return;
+    const q = this.queues.get(merchantId) ?? [];
+    q.push(job);
+    this.queues.set(merchantId, q);
+    this.pump(merchantId);
+  }
+
+  private pump(merchantId: number): void {
+    if (this.stopped || this.busy.has(merchantId)) return;
+    const job = this.queues.get(merchantId)?.shift();
+    if (!job) return;
+    this.busy.add(merchantId);
+    void this.run(merchantId, job).finally(() => {
+      this.busy.delete(merchantId);
+      this.pump(merchantId);
+    });
+  }
+
+  private async run(merchantId: number, job: Job): Promise<void> {
+    const entry = this.entries.get(job.eventId);
+    if (!entry) return;
+    entry.state.state = 'in-flight';
+    entry.state.attempts = Math.max(entry.state.attempts, job.attempt);
+    let original: SimulatorDeliveryRecord;
+    if (job.concurrentCopies && job.copies > 0) {
+      const all = await Promise.all([
+        this.send(entry, job.attempt, false),
+        ...Array.from({ length: job.copies }, () => this.send(entry, job.attempt, true)),
+      ]);
+      original = all[0];
+    } else {
+      original = await this.send(entry, job.attempt, false);
+      for (let i = 0; i < job.copies && !this.stopped; i++) await this.send(entry, job.attempt, true);
+    }
+    if (this.stopped) return;
+    const ok = original.status !== undefined && original.status >= 200 && original.status < 300;
+    if (ok) {
+      entry.state.state = 'delivered';
+    } else if (job.manual || job.attempt >= SPEC_MAX_ATTEMPTS) {
+      entry.state.state = 'abandoned';
+    } else {
+      entry.state.state = 'retry-scheduled';
+      const delay = SPEC_RETRY_DELAYS_MS[job.attempt - 1] * this.deps.timeScale;
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.push(merchantId, { eventId: job.eventId, attempt: job.attempt + 1, copies: 0, concurrentCopies: false });
+      }, delay);
+      this.timers.add(timer);
+    }
+    job.manual?.(original);
+  }
+
+  private async send(entry: EventEntry, attempt: number, duplicate: boolean): Promise<SimulatorDeliveryRecord> {
+    const target = this.deps.target(entry.state.merchantId);
+    const url = target?.webhookUrl ?? '';
+    const secret = this.faults.wrongSecret ?? target?.webhookSecret ?? '';
+    const signature = signWebhookPayload(entry.body, secret, {
+      timestamp: Math.floor(this.deps.signatureNow() / 1000),
+    });
+    const record: SimulatorDeliveryRecord = {
+      eventId: entry.envelope.eventId,
+      eventType: entry.envelope.eventType,
+      attempt,
+      url,
+      signature,
+      at: this.deps.now(),
+      ...(duplicate ? { duplicate: true } : {}),
+    };
+    this.log.push(record);
+    const controller = new AbortController();
+    this.controllers.add(controller);
+    const timer = setTimeout(() => controller.abort(new Error(`timed out after ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-service-signature': signature,
+          'user-agent': 'payment-service-simulator',
+        },
+        body: entry.body,
+        signal: controller.signal,
+      });
+      // Drain so the keep-alive connection is reusable.
+      await res.arrayBuffer().catch(() => undefined);
+      record.status = res.status;
+    } catch (err) {
+      const reason = controller.signal.aborted ? controller.signal.reason : err;
+      record.error = describeError(reason);
+    } finally {
+      clearTimeout(timer);
+      this.controllers.delete(controller);
+    }
+    return record;
+  }
+}
+
+/** `ECONNREFUSED`-style text for fetch failures (whose own message is just "fetch failed"). */
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? err.message;
+}

@@ -1,0 +1,244 @@
+import type { SimulatorRateLimits } from './simulator-rate-limiter.js';
+
+/** Environment of a base path: `/sandbox/api/v1` is sandbox, `/api/v1` is live. */
+export type SimulatedMode = 'sandbox' | 'live';
+
+/** A subaccount that receives split allocations. */
+export interface SimulatedSubaccount {
+  /** Id used in `splits[].subaccount_id`. */
+  subaccountId: string;
+  /** Start automatic subaccount payouts after settlement. @default true */
+  autoPayout?: boolean;
+  /** Make the automatic payouts of this subaccount fail (`subaccount_payout.failed`). @default false */
+  failPayouts?: boolean;
+}
+
+/** A merchant the simulator knows, with the credentials of one environment. */
+export interface SimulatedMerchant {
+  merchantId: number;
+  clientId: string;
+  clientSecret: string;
+  /** Key of the `X-Service-Signature` HMAC (spec 6.3). */
+  webhookSecret: string;
+  /** Which base path accepts these credentials (spec 5.1). */
+  mode: SimulatedMode;
+  /** Where events are POSTed; without one events are recorded in `sim.events` only. */
+  webhookUrl?: string;
+  /** Payout wallet, numeric string. @default '1000.00000000' */
+  walletBalance?: string;
+  /** `false` gives `PAY_6001`. @default true */
+  active?: boolean;
+  /** Payouts wait for `sim.approvePayout()` and answer 202. @default false */
+  payoutApprovalRequired?: boolean;
+  subaccounts?: SimulatedSubaccount[];
+}
+
+/**
+ * Scripted fate of a payment.
+ * - `manual`: stays `PENDING` until `sim.completePayment()`.
+ * - `succeed` / `fail` / `cancel` / `expire`: created `PENDING` (200), then settles at once
+ *   (`payment.succeeded` / `.failed` / `.cancelled` / `.expired`).
+ * - `pending-then-succeed` / `pending-then-fail`: asynchronous provider, create answers 202,
+ *   `payment.pending` follows `payment.created`, confirmation after `confirmationDelayMs`.
+ * - `provider-failure`: every cascade provider fails: 500 `PAY_5003`, nothing is created.
+ * - `no-api-refund`: succeeds through a provider without API refunds (refund → `PAY_2006`).
+ */
+export type PaymentOutcome =
+  | 'manual'
+  | 'succeed'
+  | 'fail'
+  | 'cancel'
+  | 'expire'
+  | 'pending-then-succeed'
+  | 'pending-then-fail'
+  | 'provider-failure'
+  | 'no-api-refund';
+
+export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = [
+  'manual',
+  'succeed',
+  'fail',
+  'cancel',
+  'expire',
+  'pending-then-succeed',
+  'pending-then-fail',
+  'provider-failure',
+  'no-api-refund',
+];
+
+/** Options of `new PaymentServiceSimulator()`. */
+export interface PaymentServiceSimulatorOptions {
+  /** @default one sandbox merchant: id 1, `sandbox-client` / `sandbox-secret`, webhook secret `whsec_sandbox`, wallet 1000 */
+  merchants?: SimulatedMerchant[];
+  /** Base clock in ms; `advanceTime()` adds to it. Drives token expiry, rate-limit windows and timestamps. @default Date.now */
+  now?: () => number;
+  /**
+   * Clock (ms) of the `t=` of webhook signatures. Kept on real time by default so
+   * `advanceTime()` for token tests does not push signatures out of a receiver's tolerance.
+   * @default Date.now
+   */
+  signatureClock?: () => number;
+  /** Multiplies the retry delays of spec 6.2 (5 min … 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
+  webhookTimeScale?: number;
+  /** Time-out of one webhook delivery request, in ms. @default 5000 */
+  deliveryTimeoutMs?: number;
+  /** `true` = spec 8 values; `false` = off; or overrides. @default true */
+  rateLimits?: boolean | Partial<SimulatorRateLimits>;
+  /** Fate of payments with no script. @default 'manual' */
+  defaultOutcome?: PaymentOutcome;
+  /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed. @default 20 */
+  confirmationDelayMs?: number;
+  /** Largest request body accepted (413 above). @default 1048576 */
+  maxBodyBytes?: number;
+  /** Loopback only. @default '127.0.0.1' */
+  host?: string;
+  /** @default 0 (a free port) */
+  port?: number;
+}
+
+/** A payment as the simulator holds it. */
+export interface SimulatedPayment {
+  trxId: string;
+  token: string;
+  amount: string;
+  currency: string;
+  status: 'PENDING' | 'SUCCESS' | 'REJECTED';
+  custom?: string;
+  merchantId: number;
+  country?: string;
+  gateway: string;
+  idempotencyKey: string;
+  outcome: PaymentOutcome;
+  /** Why a payment ended `REJECTED`: `failed`, `cancelled`, `expired` or a given reason. */
+  failureReason?: string;
+  splits: Array<{ subaccountId: string; amount: string }>;
+  /** Sum of refunds so far. */
+  refundedAmount: string;
+  createdAt: string;
+  updatedAt: string;
+  mode: SimulatedMode;
+}
+
+export interface SimulatedRefund {
+  refundUid: string;
+  trxId: string;
+  amount: string;
+  currency: string;
+  status: 'SUCCESS' | 'FAILED';
+  reason?: string;
+  failureReason?: string;
+  merchantId: number;
+  createdAt: string;
+}
+
+export interface SimulatedPayout {
+  payoutUid: string;
+  amount: string;
+  currency: string;
+  country?: string;
+  recipient: Record<string, unknown>;
+  reference?: string;
+  status: 'PENDING_APPROVAL' | 'PENDING' | 'SUCCESS' | 'FAILED';
+  failureReason?: string;
+  merchantId: number;
+  createdAt: string;
+}
+
+export interface SimulatedSubaccountPayout {
+  payoutUid: string;
+  subaccountId: string;
+  trxId: string;
+  amount: string;
+  currency: string;
+  status: 'PENDING' | 'SUCCESS' | 'FAILED';
+  failureReason?: string;
+  merchantId: number;
+}
+
+/** One request the simulator received. */
+export interface SimulatorRequestRecord {
+  method: string;
+  /** Full path without query, e.g. `/sandbox/api/v1/payment/create`. */
+  path: string;
+  /** Path after the base (`/payment/create`), or the full path when no base matched. */
+  route: string;
+  mode?: SimulatedMode;
+  query: Record<string, string>;
+  /** Lower-cased header names. */
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON, the raw text when it is not JSON, or `undefined` when empty. */
+  body: unknown;
+  /** HTTP status answered; 0 while unanswered or when the connection was reset/stalled. */
+  status: number;
+  /** Error `code` answered, if any. */
+  code?: string;
+  /** `reset` / `stall` / `status` when a fault was applied. */
+  fault?: FaultKind;
+  /** Simulator clock (ms) at arrival. */
+  at: number;
+}
+
+export type FaultKind = 'status' | 'reset' | 'stall';
+
+/** A failure the next matching request(s) get. */
+export interface SimulatorFault {
+  method?: 'GET' | 'POST';
+  /** Path after the base (`/payment/create`) or a RegExp tested against it. */
+  path?: string | RegExp;
+  /** Only for this environment. */
+  mode?: SimulatedMode;
+  kind: FaultKind;
+  /** For `status`. @default the code's spec status, else 500 */
+  status?: number;
+  /** Error code in the envelope. @default derived from `status` */
+  code?: string;
+  /** Adds `Retry-After`. For 429 the default is 1. */
+  retryAfterSeconds?: number;
+  /** How many matching requests fail. @default 1 */
+  times?: number;
+  /** Apply the real effect first, then fail (the service acted but the answer was lost). */
+  afterHandling?: boolean;
+}
+
+/** One attempt of one webhook delivery. */
+export interface SimulatorDeliveryRecord {
+  eventId: string;
+  eventType: string;
+  /** 1…6 on the spec's schedule; above 6 for re-triggers. */
+  attempt: number;
+  url: string;
+  /** HTTP status answered by the receiver. */
+  status?: number;
+  /** Network error / time-out text when there was no answer. */
+  error?: string;
+  /** A duplicate copy sent by the `duplicate` fault switch. */
+  duplicate?: boolean;
+  /** The `X-Service-Signature` value sent. */
+  signature: string;
+  /** Simulator clock (ms) when the attempt was sent. */
+  at: number;
+}
+
+/** State of one event's delivery. */
+export interface SimulatorDeliveryState {
+  eventId: string;
+  eventType: string;
+  merchantId: number;
+  state: 'queued' | 'in-flight' | 'retry-scheduled' | 'delivered' | 'abandoned' | 'no-url' | 'held';
+  attempts: number;
+}
+
+/** Webhook fault switches. */
+export interface SimulatorDeliveryFaults {
+  /** Send every event this many extra times (`true` = 1). @default 0 */
+  duplicate?: boolean | number;
+  /** Send the copies at the same time as the original instead of after it. @default false */
+  concurrentDuplicates?: boolean;
+  /**
+   * Hold `*.created` / `*.pending` events of a resource back until its next event
+   * (e.g. `payment.succeeded`), then send that one first: `succeeded, created, pending`.
+   */
+  outOfOrder?: boolean;
+  /** Sign with this secret instead of the merchant's (signature failure tests). */
+  wrongSecret?: string;
+}

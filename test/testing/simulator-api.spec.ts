@@ -1,0 +1,374 @@
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
+
+const LIVE = {
+  merchantId: 2,
+  clientId: 'live-client',
+  clientSecret: 'live-secret',
+  webhookSecret: 'whsec_live',
+  mode: 'live' as const,
+  walletBalance: '50',
+};
+const SANDBOX = {
+  merchantId: 1,
+  clientId: 'sandbox-client',
+  clientSecret: 'sandbox-secret',
+  webhookSecret: 'whsec_sandbox',
+  mode: 'sandbox' as const,
+  walletBalance: '100',
+  subaccounts: [{ subaccountId: 'sub-a' }],
+};
+
+function expectError(r: { status: number; body: any }, status: number, code: string): void {
+  expect({ status: r.status, code: r.body?.code }).toEqual({ status, code });
+  expect(r.body).toEqual({ status: 'error', code, message: expect.any(String), errors: expect.any(Object), data: [] });
+}
+
+describe('PaymentServiceSimulator API', () => {
+  let sim: PaymentServiceSimulator;
+
+  beforeEach(async () => {
+    sim = new PaymentServiceSimulator({ merchants: [SANDBOX, LIVE] });
+    await sim.start();
+  });
+  afterEach(() => sim.stop());
+
+  describe('authentication', () => {
+    it('issues a bearer token that lives 10 minutes', async () => {
+      const r = await simCall(sim, 'POST', '/authentication/token', {
+        body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' },
+      });
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({
+        status: 'success',
+        data: { access_token: expect.any(String), token_type: 'Bearer', expires_in: 600 },
+      });
+      const token = r.body.data.access_token;
+      expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
+      sim.advanceTime(599_000);
+      expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
+      sim.advanceTime(1_000);
+      expectError(await simCall(sim, 'GET', '/payments/gateways', { token }), 401, 'PAY_1003');
+    });
+
+    it('rejects bad credentials, missing fields, inactive merchants and the wrong environment', async () => {
+      expectError(
+        await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'sandbox-client', client_secret: 'nope' } }),
+        401,
+        'PAY_1004',
+      );
+      expectError(await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'who', client_secret: 'x' } }), 401, 'PAY_1004');
+      const missing = await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'sandbox-client' } });
+      expectError(missing, 400, 'PAY_4000');
+      expect(missing.body.errors).toEqual({ client_secret: [expect.any(String)] });
+      expectError(
+        await simCall(sim, 'POST', '/authentication/token', {
+          mode: 'live',
+          body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' },
+        }),
+        400,
+        'PAY_1005',
+      );
+      expectError(
+        await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'live-client', client_secret: 'live-secret' } }),
+        400,
+        'PAY_1005',
+      );
+      sim.setMerchantActive(1, false);
+      expectError(
+        await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' } }),
+        400,
+        'PAY_6001',
+      );
+    });
+
+    it('answers PAY_1001 / PAY_1002 / PAY_2003 / PAY_6001 on other calls', async () => {
+      expectError(await simCall(sim, 'GET', '/payments/gateways'), 401, 'PAY_1001');
+      expectError(await simCall(sim, 'GET', '/payments/gateways', { headers: { authorization: 'Basic abc' } }), 401, 'PAY_1001');
+      expectError(await simCall(sim, 'GET', '/payments/gateways', { token: 'forged' }), 403, 'PAY_1002');
+      const sandboxToken = await simToken(sim);
+      expectError(await simCall(sim, 'GET', '/payments/gateways', { token: sandboxToken, mode: 'live' }), 400, 'PAY_2003');
+      const liveToken = await simToken(sim, { clientId: 'live-client', clientSecret: 'live-secret', mode: 'live' });
+      expect((await simCall(sim, 'GET', '/payments/gateways', { token: liveToken, mode: 'live' })).status).toBe(200);
+      sim.setMerchantActive(1, false);
+      expectError(await simCall(sim, 'GET', '/payments/gateways', { token: sandboxToken }), 400, 'PAY_6001');
+    });
+  });
+
+  describe('payments', () => {
+    it('creates a PENDING payment with 8-decimal amounts, emits payment.created, reads it back', async () => {
+      const token = await simToken(sim);
+      const body = paymentBody({ amount: '25.5', country: 'GH', custom: 'order-42' });
+      const r = await simCall(sim, 'POST', '/payment/create', { token, body });
+      expect(r.status).toBe(200);
+      expect(r.body.status).toBe('success');
+      expect(r.body.data).toMatchObject({
+        trxId: expect.any(String),
+        token: expect.any(String),
+        amount: '25.50000000',
+        currency: 'USD',
+        status: 'PENDING',
+        custom: 'order-42',
+        merchantId: 1,
+      });
+      const trxId = r.body.data.trxId;
+      const s = await simCall(sim, 'GET', `/payment/status?trx_id=${encodeURIComponent(trxId)}`, { token });
+      expect(s.status).toBe(200);
+      expect(s.body.data).toMatchObject({ trxId, status: 'PENDING', amount: '25.50000000' });
+      expect(sim.events.map((e) => e.eventType)).toEqual(['payment.created']);
+      expect(sim.events[0]).toMatchObject({
+        eventId: expect.stringMatching(/^evt_/),
+        apiVersion: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+        environment: 'sandbox',
+        data: { trxId, amount: '25.50000000', status: 'PENDING', custom: 'order-42', merchantId: 1 },
+      });
+
+      sim.completePayment(trxId, 'SUCCESS');
+      const after = await simCall(sim, 'GET', `/payment/status?trx_id=${trxId}`, { token });
+      expect(after.body.data.status).toBe('SUCCESS');
+      expect(sim.events.map((e) => e.eventType)).toEqual(['payment.created', 'payment.succeeded']);
+    });
+
+    it('returns the same payment for the same idempotency key, without a second payment.created', async () => {
+      const token = await simToken(sim);
+      const body = paymentBody();
+      const a = await simCall(sim, 'POST', '/payment/create', { token, body });
+      const b = await simCall(sim, 'POST', '/payment/create', { token: await simToken(sim), body });
+      expect(b.status).toBe(200);
+      expect(b.body.data.trxId).toBe(a.body.data.trxId);
+      expect(sim.payments).toHaveLength(1);
+      expect(sim.events.filter((e) => e.eventType === 'payment.created')).toHaveLength(1);
+    });
+
+    it('validates with per-field errors (PAY_4000)', async () => {
+      const token = await simToken(sim);
+      const r = await simCall(sim, 'POST', '/payment/create', {
+        token,
+        body: { amount: 12.5, currency: 'usd', country: 'GHA', splits: [{ subaccount_id: 'nope', amount: 'x' }] },
+      });
+      expectError(r, 400, 'PAY_4000');
+      expect(Object.keys(r.body.errors).sort()).toEqual(
+        ['amount', 'country', 'currency', 'idempotency_key', 'splits.0.amount', 'splits.0.subaccount_id'].sort(),
+      );
+      for (const messages of Object.values(r.body.errors)) expect(messages).toEqual([expect.any(String)]);
+      for (const bad of ['-1', '0', '1.123456789', 'abc', '1e5', ' 1']) {
+        const x = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: bad }) });
+        expect({ bad, code: x.body.code, fields: Object.keys(x.body.errors) }).toEqual({ bad, code: 'PAY_4000', fields: ['amount'] });
+      }
+      expect(sim.payments).toHaveLength(0);
+    });
+
+    it('answers 202 and emits payment.pending for asynchronous providers, then confirms', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayment('pending-then-succeed');
+      const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() });
+      expect(r.status).toBe(202);
+      expect(r.body.data.status).toBe('PENDING');
+      await sim.waitForDeliveries();
+      expect(sim.payment(r.body.data.trxId)?.status).toBe('SUCCESS');
+      expect(sim.events.map((e) => e.eventType)).toEqual(['payment.created', 'payment.pending', 'payment.succeeded']);
+    });
+
+    it('runs scripted outcomes from the queue, the idempotency key and a sim: tag in custom', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayment('fail', 'cancel');
+      const keyed = paymentBody();
+      sim.scriptPayment(keyed.idempotency_key as string, 'expire');
+      const ids: string[] = [];
+      for (const body of [paymentBody(), paymentBody(), keyed, paymentBody({ custom: 'order-9 sim:succeed' })]) {
+        const r = await simCall(sim, 'POST', '/payment/create', { token, body });
+        expect(r.status).toBe(200);
+        ids.push(r.body.data.trxId);
+      }
+      const finals = sim.events.filter((e) => e.eventType !== 'payment.created').map((e) => [e.eventType, (e.data as any).trxId]);
+      expect(finals).toEqual([
+        ['payment.failed', ids[0]],
+        ['payment.cancelled', ids[1]],
+        ['payment.expired', ids[2]],
+        ['payment.succeeded', ids[3]],
+      ]);
+      expect(sim.payments.map((p) => p.status)).toEqual(['REJECTED', 'REJECTED', 'REJECTED', 'SUCCESS']);
+    });
+
+    it('answers PAY_5003 when every provider fails, creating nothing', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayment('provider-failure');
+      const body = paymentBody();
+      expectError(await simCall(sim, 'POST', '/payment/create', { token, body }), 500, 'PAY_5003');
+      expect(sim.payments).toHaveLength(0);
+      expect(sim.events).toHaveLength(0);
+      // the same key works once the providers are back
+      expect((await simCall(sim, 'POST', '/payment/create', { token, body })).status).toBe(200);
+    });
+
+    it('answers PAY_2001 for unknown payments and other merchants’ payments', async () => {
+      const token = await simToken(sim);
+      expectError(await simCall(sim, 'GET', '/payment/status?trx_id=trx_nope', { token }), 404, 'PAY_2001');
+      expectError(await simCall(sim, 'GET', '/payment/status', { token }), 400, 'PAY_4000');
+      const other = new PaymentServiceSimulator({
+        merchants: [SANDBOX, { ...SANDBOX, merchantId: 3, clientId: 'c3', clientSecret: 's3' }],
+      });
+      await other.start();
+      try {
+        const t1 = await simToken(other);
+        const t3 = await simToken(other, { clientId: 'c3', clientSecret: 's3' });
+        const r = await simCall(other, 'POST', '/payment/create', { token: t1, body: paymentBody() });
+        expectError(await simCall(other, 'GET', `/payment/status?trx_id=${r.body.data.trxId}`, { token: t3 }), 404, 'PAY_2001');
+      } finally {
+        await other.stop();
+      }
+    });
+
+    it('lists gateways', async () => {
+      const r = await simCall(sim, 'GET', '/payments/gateways', { token: await simToken(sim) });
+      expect(r.body.data).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'card', name: expect.any(String) })]));
+    });
+  });
+
+  describe('refunds', () => {
+    async function paid(token: string, outcome: 'succeed' | 'no-api-refund' = 'succeed'): Promise<string> {
+      sim.scriptNextPayment(outcome);
+      const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: '10' }) });
+      return r.body.data.trxId;
+    }
+
+    it('refunds SUCCESS payments (201), looks them up, emits refund.succeeded', async () => {
+      const token = await simToken(sim);
+      const trxId = await paid(token);
+      const r = await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: { amount: '4', reason: 'damaged' } });
+      expect(r.status).toBe(201);
+      expect(r.body.data).toMatchObject({ refundUid: expect.any(String), trxId, amount: '4.00000000', status: 'SUCCESS' });
+      const l = await simCall(sim, 'GET', `/refund/${r.body.data.refundUid}`, { token });
+      expect(l.status).toBe(200);
+      expect(l.body.data.refundUid).toBe(r.body.data.refundUid);
+      expect(sim.events.at(-1)).toMatchObject({ eventType: 'refund.succeeded', data: { refundUid: r.body.data.refundUid } });
+      // full remaining amount by default, then nothing left
+      const rest = await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: {} });
+      expect(rest.body.data.amount).toBe('6.00000000');
+      expectError(await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: { amount: '1' } }), 400, 'PAY_4000');
+      expect(sim.refunds).toHaveLength(2);
+    });
+
+    it('refuses refunds of non-SUCCESS payments (PAY_2004), no-API providers (PAY_2006), unknown ids', async () => {
+      const token = await simToken(sim);
+      const pending = (await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() })).body.data.trxId;
+      expectError(await simCall(sim, 'POST', `/payment/${pending}/refund`, { token, body: {} }), 422, 'PAY_2004');
+      sim.completePayment(pending, 'REJECTED');
+      expectError(await simCall(sim, 'POST', `/payment/${pending}/refund`, { token, body: {} }), 422, 'PAY_2004');
+      const manual = await paid(token, 'no-api-refund');
+      expectError(await simCall(sim, 'POST', `/payment/${manual}/refund`, { token, body: {} }), 422, 'PAY_2006');
+      expectError(await simCall(sim, 'POST', '/payment/trx_none/refund', { token, body: {} }), 404, 'PAY_2001');
+      expectError(await simCall(sim, 'GET', '/refund/rfd_none', { token }), 404, 'PAY_2005');
+      expect(sim.refunds).toHaveLength(0);
+    });
+
+    it('emits refund.failed for a scripted failure', async () => {
+      const token = await simToken(sim);
+      const trxId = await paid(token);
+      sim.scriptNextRefundFailure('bank said no');
+      const r = await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: {} });
+      expect(r.body.data).toMatchObject({ status: 'FAILED', failureReason: 'bank said no' });
+      expect(sim.events.at(-1)).toMatchObject({ eventType: 'refund.failed', data: { failureReason: 'bank said no' } });
+    });
+  });
+
+  describe('payouts', () => {
+    const recipient = { name: 'Ama', account_number: '0123456789', bank_code: '044' };
+
+    it('pays out from the wallet (201), looks up, emits payout.created + payout.succeeded', async () => {
+      const token = await simToken(sim);
+      const r = await simCall(sim, 'POST', '/payout', { token, body: { amount: '40', currency: 'USD', recipient } });
+      expect(r.status).toBe(201);
+      expect(r.body.data).toMatchObject({ payoutUid: expect.any(String), amount: '40.00000000' });
+      expect(sim.walletBalance(1)).toBe('60.00000000');
+      const l = await simCall(sim, 'GET', `/payout/${r.body.data.payoutUid}`, { token });
+      expect(l.body.data).toMatchObject({ payoutUid: r.body.data.payoutUid, status: 'SUCCESS' });
+      expect(sim.events.map((e) => e.eventType)).toEqual(['payout.created', 'payout.succeeded']);
+      expectError(await simCall(sim, 'GET', '/payout/pyo_none', { token }), 404, 'PAY_3002');
+    });
+
+    it('answers PAY_3001 on insufficient balance or missing destination, PAY_4000 on bad fields', async () => {
+      const token = await simToken(sim);
+      expectError(await simCall(sim, 'POST', '/payout', { token, body: { amount: '100.00000001', currency: 'USD', recipient } }), 422, 'PAY_3001');
+      expectError(await simCall(sim, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD' } }), 422, 'PAY_3001');
+      expectError(await simCall(sim, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD', recipient: { name: 'x' } } }), 422, 'PAY_3001');
+      const v = await simCall(sim, 'POST', '/payout', { token, body: { amount: 'ten', currency: 'US', recipient } });
+      expectError(v, 400, 'PAY_4000');
+      expect(Object.keys(v.body.errors).sort()).toEqual(['amount', 'currency']);
+      expect(sim.payouts).toHaveLength(0);
+      expect(sim.walletBalance(1)).toBe('100.00000000');
+    });
+
+    it('answers 202 when approval is required; approve / reject settle it', async () => {
+      const s2 = new PaymentServiceSimulator({ merchants: [{ ...SANDBOX, payoutApprovalRequired: true }] });
+      await s2.start();
+      try {
+        const token = await simToken(s2);
+        const a = await simCall(s2, 'POST', '/payout', { token, body: { amount: '10', currency: 'USD', recipient } });
+        expect(a.status).toBe(202);
+        expect(a.body.data.status).toBe('PENDING_APPROVAL');
+        const b = await simCall(s2, 'POST', '/payout', { token, body: { amount: '10', currency: 'USD', recipient } });
+        s2.approvePayout(a.body.data.payoutUid);
+        s2.rejectPayout(b.body.data.payoutUid, 'compliance');
+        expect(s2.walletBalance(1)).toBe('90.00000000');
+        expect(s2.events.map((e) => e.eventType)).toEqual(['payout.created', 'payout.created', 'payout.succeeded', 'payout.failed']);
+      } finally {
+        await s2.stop();
+      }
+    });
+
+    it('emits payout.failed and restores the balance for a scripted failure', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayoutFailure('account closed');
+      const r = await simCall(sim, 'POST', '/payout', { token, body: { amount: '5', currency: 'USD', recipient } });
+      expect(r.status).toBe(201);
+      expect(sim.walletBalance(1)).toBe('100.00000000');
+      expect(sim.events.at(-1)).toMatchObject({ eventType: 'payout.failed', data: { failureReason: 'account closed' } });
+    });
+  });
+
+  describe('splits', () => {
+    it('settles splits to subaccounts and pays them out automatically', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayment('succeed');
+      const r = await simCall(sim, 'POST', '/payment/create', {
+        token,
+        body: paymentBody({ amount: '10', splits: [{ subaccount_id: 'sub-a', amount: '3' }] }),
+      });
+      expect(r.status).toBe(200);
+      expect(sim.events.map((e) => e.eventType)).toEqual([
+        'payment.created',
+        'payment.succeeded',
+        'split.settled',
+        'subaccount_payout.created',
+        'subaccount_payout.succeeded',
+      ]);
+      expect(sim.events[2].data).toMatchObject({ trxId: r.body.data.trxId, splits: [{ subaccountId: 'sub-a', amount: '3.00000000' }] });
+      expect(sim.walletBalance(1)).toBe('107.00000000');
+      expect(sim.subaccountPayouts).toEqual([expect.objectContaining({ subaccountId: 'sub-a', status: 'SUCCESS' })]);
+      const subs = await simCall(sim, 'GET', '/subaccounts', { token });
+      expect(subs.body.data).toEqual([{ subaccountId: 'sub-a', balance: '0.00000000' }]);
+    });
+  });
+
+  describe('bad input', () => {
+    it('answers the error envelope for bad JSON, unknown paths, wrong methods and huge bodies', async () => {
+      const token = await simToken(sim);
+      const badJson = await simCall(sim, 'POST', '/payment/create', { token, rawBody: '{"amount":', headers: { 'content-type': 'application/json' } });
+      expectError(badJson, 400, 'PAY_4000');
+      expect(badJson.body.errors.body).toBeDefined();
+      expectError(await simCall(sim, 'POST', '/payment/create', { token, rawBody: '[1,2]' }), 400, 'PAY_4000');
+      expectError(await simCall(sim, 'GET', '/nope', { token }), 404, 'NOT_FOUND');
+      const outside = await fetch(`${sim.url}/elsewhere`);
+      expect(outside.status).toBe(404);
+      expect(((await outside.json()) as { code: string }).code).toBe('NOT_FOUND');
+      const wrong = await simCall(sim, 'GET', '/payment/create', { token });
+      expectError(wrong, 405, 'METHOD_NOT_ALLOWED');
+      expect(wrong.headers.get('allow')).toBe('POST');
+      const huge = await simCall(sim, 'POST', '/payment/create', { token, rawBody: 'x'.repeat(2 * 1024 * 1024) });
+      expectError(huge, 413, 'PAYLOAD_TOO_LARGE');
+      // still serving
+      expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
+    });
+  });
+});

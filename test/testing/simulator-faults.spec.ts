@@ -1,0 +1,183 @@
+import { request } from 'node:http';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
+
+/** A raw request that reports how it ended (answer, reset, or our own time-out). */
+function rawPost(url: string, body: string, timeoutMs: number): Promise<{ status?: number; error?: string }> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode }));
+    });
+    req.setTimeout(timeoutMs, () => {
+      req.destroy();
+      resolve({ error: 'timeout' });
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+    req.end(body);
+  });
+}
+
+describe('PaymentServiceSimulator rate limits', () => {
+  let sim: PaymentServiceSimulator;
+  afterEach(() => sim.stop());
+
+  it('enforces the spec 8 token limit per IP with 429 + Retry-After, freed by the clock', async () => {
+    sim = new PaymentServiceSimulator();
+    await sim.start();
+    for (let i = 0; i < 10; i++) await simToken(sim);
+    const r = await simCall(sim, 'POST', '/authentication/token', {
+      body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' },
+    });
+    expect(r.status).toBe(429);
+    expect(r.body).toEqual({ status: 'error', code: 'RATE_LIMITED', message: expect.any(String), errors: {}, data: [] });
+    const retryAfter = Number(r.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    sim.advanceTime(retryAfter * 1000);
+    expect((await simCall(sim, 'POST', '/authentication/token', { body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' } })).status).toBe(200);
+  });
+
+  it('counts creates and reads per token, money movement per client id (configurable limits)', async () => {
+    sim = new PaymentServiceSimulator({
+      rateLimits: { createPaymentPerMinute: 2, readsPerMinute: 3, moneyMovementPerMinute: 1 },
+      merchants: [
+        { merchantId: 1, clientId: 'c', clientSecret: 's', webhookSecret: 'w', mode: 'sandbox', walletBalance: '100' },
+      ],
+    });
+    await sim.start();
+    const creds = { clientId: 'c', clientSecret: 's' };
+    const t1 = await simToken(sim, creds);
+    const t2 = await simToken(sim, creds);
+    for (let i = 0; i < 2; i++) expect((await simCall(sim, 'POST', '/payment/create', { token: t1, body: paymentBody() })).status).toBe(200);
+    expect((await simCall(sim, 'POST', '/payment/create', { token: t1, body: paymentBody() })).status).toBe(429);
+    expect((await simCall(sim, 'POST', '/payment/create', { token: t2, body: paymentBody() })).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await simCall(sim, 'GET', '/payments/gateways', { token: t1 })).status).toBe(200);
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token: t1 })).status).toBe(429);
+    const recipient = { account_number: '1' };
+    expect((await simCall(sim, 'POST', '/payout', { token: t1, body: { amount: '1', currency: 'USD', recipient } })).status).toBe(201);
+    // a second token of the same client id shares the money-movement window
+    const limited = await simCall(sim, 'POST', '/payout', { token: t2, body: { amount: '1', currency: 'USD', recipient } });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('60');
+    expect(sim.payouts).toHaveLength(1);
+  });
+
+  it('can be switched off', async () => {
+    sim = new PaymentServiceSimulator({ rateLimits: false });
+    await sim.start();
+    for (let i = 0; i < 15; i++) await simToken(sim);
+  });
+});
+
+describe('PaymentServiceSimulator faults, request log, connections', () => {
+  let sim: PaymentServiceSimulator;
+  beforeEach(async () => {
+    sim = new PaymentServiceSimulator();
+    await sim.start();
+  });
+  afterEach(() => sim.stop());
+
+  it('answers an injected status with the error envelope, `times` times, on the matching call only', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ method: 'POST', path: '/payment/create', kind: 'status', status: 503, times: 2 });
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
+    const body = paymentBody();
+    const a = await simCall(sim, 'POST', '/payment/create', { token, body });
+    expect(a.status).toBe(503);
+    expect(a.body).toEqual({ status: 'error', code: 'SERVICE_UNAVAILABLE', message: expect.any(String), errors: {}, data: [] });
+    expect((await simCall(sim, 'POST', '/payment/create', { token, body })).status).toBe(503);
+    expect((await simCall(sim, 'POST', '/payment/create', { token, body })).status).toBe(200);
+    expect(sim.payments).toHaveLength(1);
+  });
+
+  it('injects 429 with Retry-After and spec codes with their status', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ path: /^\/payment\/status/, kind: 'status', status: 429, retryAfterSeconds: 3 });
+    sim.injectFault({ path: '/payments/gateways', kind: 'status', code: 'PAY_5001' });
+    const r = await simCall(sim, 'GET', '/payment/status?trx_id=x', { token });
+    expect([r.status, r.body.code, r.headers.get('retry-after')]).toEqual([429, 'RATE_LIMITED', '3']);
+    const g = await simCall(sim, 'GET', '/payments/gateways', { token });
+    expect([g.status, g.body.code]).toEqual([500, 'PAY_5001']);
+  });
+
+  it('resets the connection, before or after handling', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ path: '/payment/create', kind: 'reset' });
+    await expect(simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() })).rejects.toThrow();
+    expect(sim.payments).toHaveLength(0);
+
+    sim.injectFault({ path: '/payment/create', kind: 'reset', afterHandling: true });
+    const body = paymentBody();
+    await expect(simCall(sim, 'POST', '/payment/create', { token, body })).rejects.toThrow();
+    expect(sim.payments).toHaveLength(1);
+    // the retry with the same key finds the payment the lost answer described
+    const retry = await simCall(sim, 'POST', '/payment/create', { token, body });
+    expect(retry.body.data.trxId).toBe(sim.payments[0].trxId);
+    expect(sim.payments).toHaveLength(1);
+    expect(sim.requests.filter((r) => r.route === '/payment/create').map((r) => r.fault ?? r.status)).toEqual(['reset', 'reset', 200]);
+  });
+
+  it('answers a status after handling (the refund happened, the answer says 500)', async () => {
+    const token = await simToken(sim);
+    sim.scriptNextPayment('succeed');
+    const trxId = (await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() })).body.data.trxId;
+    sim.injectFault({ path: /\/refund$/, kind: 'status', status: 500, afterHandling: true });
+    const r = await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: {} });
+    expect(r.status).toBe(500);
+    expect(sim.refunds).toHaveLength(1);
+  });
+
+  it('stalls a call until the client gives up; stop() still closes promptly', async () => {
+    sim.injectFault({ path: '/authentication/token', kind: 'stall' });
+    const r = await rawPost(`${sim.apiUrl()}/authentication/token`, '{}', 200);
+    expect(r).toEqual({ error: 'timeout' });
+    sim.injectFault({ path: '/authentication/token', kind: 'stall' });
+    const pending = rawPost(`${sim.apiUrl()}/authentication/token`, '{}', 20_000);
+    while (!sim.requests.some((x, i) => i > 0 && x.fault === 'stall')) await new Promise((res) => setTimeout(res, 5));
+    await sim.stop();
+    expect((await pending).error).toBeDefined();
+  });
+
+  it('logs every request with headers, body, status and clock time', async () => {
+    sim.advanceTime(5_000);
+    const token = await simToken(sim);
+    const body = paymentBody();
+    await simCall(sim, 'POST', '/payment/create', { token, body });
+    const [tok, create] = sim.requests;
+    expect(tok).toMatchObject({ method: 'POST', path: '/sandbox/api/v1/authentication/token', route: '/authentication/token', mode: 'sandbox', status: 200 });
+    expect(create).toMatchObject({
+      method: 'POST',
+      route: '/payment/create',
+      status: 200,
+      body,
+      headers: expect.objectContaining({ authorization: `Bearer ${token}` }),
+    });
+    expect(create.at).toBeGreaterThanOrEqual(Date.now() + 4_000);
+    const bad = await simCall(sim, 'GET', '/payment/status?trx_id=nope', { token });
+    expect(sim.requests.at(-1)).toMatchObject({ query: { trx_id: 'nope' }, status: 404, code: 'PAY_2001' });
+    expect(bad.status).toBe(404);
+    sim.clearRequests();
+    expect(sim.requests).toHaveLength(0);
+  });
+
+  it('counts TCP connections (keep-alive reuse shows as one)', async () => {
+    const { Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        request(`${sim.apiUrl()}/payments/gateways`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const before = sim.connectionCount;
+    for (let i = 0; i < 5; i++) expect(await get()).toBe(401);
+    expect(sim.connectionCount - before).toBe(1);
+    agent.destroy();
+    for (let i = 0; i < 2; i++) await rawPost(`${sim.apiUrl()}/authentication/token`, '{}', 5_000);
+    expect(sim.connectionCount - before).toBe(3);
+  });
+});
