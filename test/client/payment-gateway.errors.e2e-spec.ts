@@ -1,0 +1,174 @@
+import 'reflect-metadata';
+import { inspect } from 'node:util';
+import {
+  PaymentApiError,
+  PaymentAuthenticationError,
+  PaymentClientConfigurationError,
+  PaymentInvalidStateError,
+  PaymentNetworkError,
+  PaymentNotFoundError,
+  PaymentPayoutError,
+  PaymentProviderError,
+  PaymentServerError,
+  PaymentValidationError,
+} from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+
+const recipient = { account_number: '0123456789', name: 'Jane' };
+
+describe('PaymentGatewayService errors (against the simulator)', () => {
+  let h: ClientHarness;
+  afterEach(async () => h?.close());
+
+  it('maps each error family to its class with code, httpStatus and field errors', async () => {
+    h = await startClientHarness();
+    const notFound = await rejectionOf(h.client.getPaymentStatus('trx_missing'));
+    expect(notFound).toBeInstanceOf(PaymentNotFoundError);
+    expect(notFound).toMatchObject({ code: 'PAY_2001', httpStatus: 404 });
+    expect(await rejectionOf(h.client.getRefund('rfd_missing'))).toMatchObject({ code: 'PAY_2005', constructor: PaymentNotFoundError });
+    expect(await rejectionOf(h.client.getPayout('pyo_missing'))).toMatchObject({ code: 'PAY_3002', constructor: PaymentNotFoundError });
+
+    const pending = await h.client.createPayment({ amount: '10', currency: 'USD' });
+    const notCompleted = await rejectionOf(h.client.refundPayment(pending.trxId));
+    expect(notCompleted).toBeInstanceOf(PaymentInvalidStateError);
+    expect(notCompleted).toMatchObject({ code: 'PAY_2004', httpStatus: 422 });
+
+    h.sim.scriptNextPayment('no-api-refund');
+    const manualOnly = await h.client.createPayment({ amount: '10', currency: 'USD' });
+    expect(await rejectionOf(h.client.refundPayment(manualOnly.trxId))).toMatchObject({ code: 'PAY_2006', constructor: PaymentInvalidStateError });
+
+    const poor = await rejectionOf(h.client.createPayout({ amount: '5000', currency: 'USD', recipient }));
+    expect(poor).toBeInstanceOf(PaymentPayoutError);
+    expect(poor).toMatchObject({ code: 'PAY_3001', httpStatus: 422 });
+    expect(poor.message).toContain('insufficient');
+
+    h.sim.scriptNextPayment('provider-failure');
+    const provider = await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD' }));
+    expect(provider).toBeInstanceOf(PaymentProviderError);
+    expect(provider).toMatchObject({ code: 'PAY_5003', httpStatus: 500 });
+    expect(provider.idempotencyKey).toEqual(expect.any(String));
+    expect(h.sim.payments).toHaveLength(2);
+
+    // the service's own validation (bypassing the client's checks through request())
+    const invalid = await rejectionOf(
+      h.client.request({ method: 'POST', path: '/payment/create', body: { amount: 'ten', currency: 'USD', idempotency_key: 'k' }, scope: 'create-payment' }),
+    );
+    expect(invalid).toBeInstanceOf(PaymentValidationError);
+    expect(invalid).toMatchObject({ code: 'PAY_4000', httpStatus: 400, clientSide: false });
+    expect(Object.keys(invalid.errors)).toContain('amount');
+  });
+
+  it('authentication failures: bad credentials, mode mismatch, inactive merchant, missing credentials', async () => {
+    h = await startClientHarness({ clientSecret: 'wrong-secret' });
+    const bad = await rejectionOf(h.client.listGateways());
+    expect(bad).toBeInstanceOf(PaymentAuthenticationError);
+    expect(bad).toMatchObject({ code: 'PAY_1004', httpStatus: 401 });
+    await h.close();
+
+    h = await startClientHarness({ environment: 'live' });
+    expect(await rejectionOf(h.client.listGateways())).toMatchObject({ code: 'PAY_1005', constructor: PaymentAuthenticationError });
+    await h.close();
+
+    h = await startClientHarness();
+    h.sim.setMerchantActive(1, false);
+    expect(await rejectionOf(h.client.listGateways())).toMatchObject({ code: 'PAY_6001', constructor: PaymentAuthenticationError });
+
+    const noCredentials = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: h.sim.url }));
+    try {
+      const error = await rejectionOf(noCredentials.listGateways());
+      expect(error).toBeInstanceOf(PaymentClientConfigurationError);
+      expect(error.message).toContain('PAYMENT_CLIENT_ID');
+    } finally {
+      noCredentials.onModuleDestroy();
+    }
+  });
+
+  it('bad input throws a client-side PaymentValidationError naming the field and sends nothing', async () => {
+    h = await startClientHarness();
+    const cases: Array<[Promise<unknown>, string]> = [
+      [h.client.createPayment({ amount: '-1', currency: 'USD' }), 'amount'],
+      [h.client.createPayment({ amount: '1.123456789', currency: 'USD' }), 'amount'],
+      [h.client.createPayment({ amount: 'NaN', currency: 'USD' }), 'amount'],
+      [h.client.createPayment({ amount: '1', currency: 'usd' }), 'currency'],
+      [h.client.createPayment({ amount: '1', currency: 'XYZ' }), 'currency'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', country: 'USA' }), 'country'],
+      [h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: '' }), 'idempotencyKey'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', splits: [{ subaccountId: 's', amount: '-2' }] }), 'splits[0].amount'],
+      [h.client.refundPayment('trx_1', { amount: '0' }), 'amount'],
+      [h.client.refundPayment('', {}), 'trxId'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', country: 'ZZ', recipient }), 'country'],
+      [h.client.createPayout({ amount: '1', currency: 'USD' } as never), 'recipient'],
+      [h.client.getPaymentStatus('a\nb'), 'trxId'],
+      [h.client.request({ method: 'GET', path: 'no-slash' }), 'path'],
+    ];
+    for (const [call, field] of cases) {
+      const error = await rejectionOf(call);
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(error.clientSide).toBe(true);
+      expect(Object.keys(error.errors)).toContain(field);
+      expect(error.message).toContain(field);
+    }
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
+  it('keeps unknown response fields on results', async () => {
+    h = await startClientHarness();
+    h.sim.scriptNextPayment('succeed');
+    const payment = await h.client.createPayment({ amount: '10', currency: 'USD', custom: 'o-9' });
+    const status = await h.client.getPaymentStatus(payment.trxId);
+    expect(status).toMatchObject({ trxId: payment.trxId, status: 'SUCCESS', custom: 'o-9', currency: 'USD' });
+    // fields the spec does not list pass through untouched
+    expect(status).toMatchObject({ gateway: 'card', refundedAmount: '0.00000000', createdAt: expect.any(String) });
+    expect(payment).toMatchObject({ gateway: 'card', updatedAt: expect.any(String) });
+    const refund = await h.client.refundPayment(payment.trxId, { amount: '2.5', reason: 'damaged' });
+    expect(refund).toMatchObject({ trxId: payment.trxId, amount: '2.50000000', httpStatus: 201 });
+    expect(await h.client.getRefund(refund.refundUid)).toMatchObject({ refundUid: refund.refundUid });
+    const payout = await h.client.createPayout({ amount: '3', currency: 'USD', recipient, reference: 'r-1' });
+    expect(payout).toMatchObject({ pendingApproval: false, httpStatus: 201 });
+    expect(await h.client.getPayout(payout.payoutUid)).toMatchObject({ payoutUid: payout.payoutUid });
+    const subaccounts = await h.client.request<unknown[]>({ method: 'GET', path: '/subaccounts', scope: 'money-movement' });
+    expect(subaccounts.httpStatus).toBe(200);
+  });
+
+  it('createPayout answers pendingApproval: true on 202', async () => {
+    h = await startClientHarness({}, {
+      merchants: [{ merchantId: 1, ...SANDBOX_CLIENT, mode: 'sandbox', payoutApprovalRequired: true }],
+    });
+    const payout = await h.client.createPayout({ amount: '3', currency: 'USD', recipient });
+    expect(payout).toMatchObject({ pendingApproval: true, httpStatus: 202 });
+  });
+
+  it('never puts the client secret, webhook secret or bearer token in errors or logs', async () => {
+    h = await startClientHarness({ maxRetries: 1 });
+    const secrets = [SANDBOX_CLIENT.clientSecret, SANDBOX_CLIENT.webhookSecret];
+    let tokens: string[] = [];
+    const { lines, error } = await captureLogs(async () => {
+      const errors: unknown[] = [];
+      await h.client.listGateways();
+      errors.push(await rejectionOf(h.client.getPaymentStatus('trx_missing')));
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'reset', times: 2 });
+      errors.push(await rejectionOf(h.client.listGateways()));
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 503, times: 2 });
+      errors.push(await rejectionOf(h.client.listGateways()));
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', code: 'PAY_1003', times: 5 });
+      errors.push(await rejectionOf(h.client.listGateways()));
+      tokens = h.sim.requests.map((r) => String(r.headers.authorization ?? '').replace(/^Bearer /, '')).filter(Boolean);
+      expect(tokens.length).toBeGreaterThan(0);
+      for (const error of errors) {
+        expect(error).toBeInstanceOf(PaymentApiError);
+        const e = error as PaymentApiError;
+        const dump = [e.message, e.stack, JSON.stringify(e), inspect(e, { depth: 10, showHidden: true }), inspect((e as { cause?: unknown }).cause)].join('\n');
+        for (const s of [...secrets, ...tokens]) expect(dump).not.toContain(s);
+        expect(dump).not.toMatch(/authorization/i);
+      }
+      expect(errors[1]).toBeInstanceOf(PaymentNetworkError);
+      expect(errors[2]).toBeInstanceOf(PaymentServerError);
+    });
+    expect(error).toBeUndefined();
+    expect(lines.length).toBeGreaterThan(0);
+    const logText = lines.join('\n');
+    for (const s of [...secrets, ...tokens]) expect(logText).not.toContain(s);
+  });
+});
