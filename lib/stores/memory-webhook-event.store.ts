@@ -38,7 +38,7 @@ const IN_FLIGHT: WebhookClaimResult = Object.freeze({ outcome: 'in-flight' });
  *
  * Memory is bounded by `maxEntries`. A Map keeps insertion order, so deleting and
  * re-inserting a key on use turns it into an O(1) LRU list. Expired entries are
- * dropped lazily, when touched or when they reach the old end of the list.
+ * dropped lazily: when their key is used again, or when eviction reaches them.
  *
  * A live in-flight claim is not evicted while there is anything else to evict:
  * eviction moves such a claim to the recent end and tries the next entry. Only
@@ -51,6 +51,7 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
   readonly maxEntries: number;
   readonly #entries = new Map<string, Entry>();
   readonly #now: () => number;
+  #cursor: MapIterator<[string, Entry]> = this.#entries.entries();
 
   constructor(options: MemoryWebhookEventStoreOptions = {}) {
     const maxEntries = options.maxEntries ?? DEFAULT_MEMORY_STORE_MAX_ENTRIES;
@@ -92,8 +93,13 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     assertDuration('retentionMs', retentionMs);
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry && entry.token !== claimToken) return;
-    this.#insert(key, new Entry(undefined, now + retentionMs), now);
+    if (entry === undefined) {
+      this.#insert(key, new Entry(undefined, now + retentionMs), now);
+    } else if (entry.token === claimToken) {
+      entry.token = undefined; // drop the token: a processed entry stays small
+      entry.expiresAt = now + retentionMs;
+      this.#touch(key, entry);
+    }
   }
 
   async release(key: string, claimToken: string): Promise<void> {
@@ -105,6 +111,7 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
 
   async close(): Promise<void> {
     this.#entries.clear();
+    this.#cursor = this.#entries.entries();
   }
 
   /** The entry of `key` if it has not expired; an expired one is dropped. */
@@ -131,13 +138,8 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     this.#entries.set(key, entry);
   }
 
-  /** Frees one slot when the store is full; also drops an expired entry or two at the old end. */
+  /** Frees one slot when the store is full. */
   #makeRoom(now: number): void {
-    for (let i = 0; i < 2 && this.#entries.size > 0; i++) {
-      const [oldestKey, oldest] = this.#oldest();
-      if (oldest.expiresAt > now) break;
-      this.#entries.delete(oldestKey);
-    }
     let skips = 0;
     while (this.#entries.size >= this.maxEntries) {
       const [oldestKey, oldest] = this.#oldest();
@@ -150,7 +152,18 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     }
   }
 
+  /**
+   * The least recently used entry. Every entry this returns is then deleted or
+   * moved to the recent end, so a long-lived iterator always sits at the old end.
+   * Asking a fresh iterator each time would be O(n): V8 leaves deleted slots at
+   * the front of the table until it rehashes, and each fresh scan walks them.
+   */
   #oldest(): [string, Entry] {
-    return this.#entries.entries().next().value as [string, Entry];
+    let next = this.#cursor.next();
+    if (next.done) {
+      this.#cursor = this.#entries.entries();
+      next = this.#cursor.next();
+    }
+    return next.value as [string, Entry];
   }
 }

@@ -102,6 +102,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   #everReady = false;
   #closed = false;
   #outageLogged = false;
+  #firstReady: Promise<void> | undefined;
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -210,8 +211,16 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     if (this.#everReady || (status !== 'wait' && status !== 'connecting' && status !== 'connect')) {
       throw new WebhookStoreUnavailableError(`Redis is not connected (status: ${status})`);
     }
-    if (status === 'wait' && this.#client.connect) this.#client.connect().catch(() => undefined);
-    await new Promise<void>((resolve, reject) => {
+    // one shared wait, however many calls arrive before the first connection
+    this.#firstReady ??= this.#waitForFirstReady().finally(() => {
+      this.#firstReady = undefined;
+    });
+    await this.#firstReady;
+  }
+
+  #waitForFirstReady(): Promise<void> {
+    if (this.#client.status === 'wait' && this.#client.connect) this.#client.connect().catch(() => undefined);
+    return new Promise<void>((resolve, reject) => {
       const done = (error?: unknown) => {
         clearTimeout(timer);
         this.#client.removeListener('ready', onReady);
