@@ -1,0 +1,220 @@
+// Compatibility matrix (issue 5): the packed tarball, installed into throw-away apps,
+// must boot and handle a signed webhook on NestJS 12 and 11, Express and Fastify,
+// in an ESM ("type": "module") app and in CommonJS apps. Each app is a real child
+// process (`node main.js`) talked to over HTTP; nothing is imported from lib/ here.
+import { createHmac, randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import {
+  buildAndPack,
+  childEnv,
+  createAndInstallApp,
+  createSiblingApp,
+  findRepoRoot,
+  makeWorkDir,
+  removeWorkDir,
+  run,
+  type RunningApp,
+  startNodeApp,
+  stopAllChildren,
+} from '../support/compat-harness.js';
+
+// First run without an npm cache downloads ~180 packages per app; later runs take seconds.
+const SETUP_TIMEOUT_MS = 8 * 60_000;
+const APP_BOOT_TIMEOUT_MS = 90_000;
+
+type AppDir = 'nest12-esm' | 'nest11-cjs' | 'nest12-cjs';
+
+interface MatrixCase {
+  label: string;
+  dir: AppDir;
+  adapter: 'express' | 'fastify';
+  nestMajor: number;
+  moduleSystem: 'esm' | 'cjs';
+}
+
+const CASES: MatrixCase[] = [
+  { label: 'NestJS 12, ESM app, Express', dir: 'nest12-esm', adapter: 'express', nestMajor: 12, moduleSystem: 'esm' },
+  { label: 'NestJS 12, ESM app, Fastify', dir: 'nest12-esm', adapter: 'fastify', nestMajor: 12, moduleSystem: 'esm' },
+  { label: 'NestJS 11, CommonJS app, Express', dir: 'nest11-cjs', adapter: 'express', nestMajor: 11, moduleSystem: 'cjs' },
+  { label: 'NestJS 11, CommonJS app, Fastify', dir: 'nest11-cjs', adapter: 'fastify', nestMajor: 11, moduleSystem: 'cjs' },
+  { label: 'NestJS 12, CommonJS app, Express', dir: 'nest12-cjs', adapter: 'express', nestMajor: 12, moduleSystem: 'cjs' },
+  { label: 'NestJS 12, CommonJS app, Fastify', dir: 'nest12-cjs', adapter: 'fastify', nestMajor: 12, moduleSystem: 'cjs' },
+];
+
+// Fresh per run; they only ever reach child processes on loopback.
+const credentials = {
+  COMPAT_CLIENT_ID: 'compat-client',
+  COMPAT_CLIENT_SECRET: `compat-secret-${randomBytes(8).toString('hex')}`,
+  COMPAT_WEBHOOK_SECRET: `whsec_compat_${randomBytes(8).toString('hex')}`,
+};
+
+function nestDependencies(major: number, tarball: string): Record<string, string> {
+  return {
+    '@nestjs/common': `^${major}.0.0`,
+    '@nestjs/core': `^${major}.0.0`,
+    '@nestjs/platform-express': `^${major}.0.0`,
+    '@nestjs/platform-fastify': `^${major}.0.0`,
+    'reflect-metadata': '^0.2.2',
+    rxjs: '^7.8.2',
+    // @nestjs/config and @nestjs/event-emitter come with the package as dependencies
+    'nestjs-payment-gateway': `file:${tarball}`,
+  };
+}
+
+interface SignedEvent {
+  body: string;
+  signature: string;
+  eventId: string;
+}
+
+let workDir: string | undefined;
+let repoRoot: string;
+const appDirs = new Map<AppDir, string>();
+let simulator: RunningApp | undefined;
+
+beforeAll(async () => {
+  workDir = await makeWorkDir();
+  repoRoot = await findRepoRoot();
+  const fixtures = join(repoRoot, 'test', 'compat', 'fixtures');
+  const tarball = await buildAndPack(repoRoot, workDir);
+  const esmFiles = { 'main.js': join(fixtures, 'compat-app.mjs'), 'tools.js': join(fixtures, 'compat-tools.mjs') };
+  const cjsFiles = { 'main.js': join(fixtures, 'compat-app.cjs'), 'tools.js': join(fixtures, 'compat-tools.cjs') };
+
+  // one install per Nest major, both at once (npm's cache is safe to share)
+  const [nest12, nest11] = await Promise.all([
+    createAndInstallApp(workDir, {
+      name: 'nest12-esm',
+      manifest: { type: 'module' },
+      dependencies: nestDependencies(12, tarball),
+      files: esmFiles,
+    }),
+    createAndInstallApp(workDir, {
+      name: 'nest11-cjs',
+      dependencies: nestDependencies(11, tarball),
+      files: cjsFiles,
+    }),
+  ]);
+  appDirs.set('nest12-esm', nest12);
+  appDirs.set('nest11-cjs', nest11);
+  // a CommonJS app (no "type") reusing the Nest 12 install
+  appDirs.set('nest12-cjs', await createSiblingApp(workDir, nest12, { name: 'nest12-cjs', files: cjsFiles }));
+
+  simulator = await startNodeApp(nest12, ['tools.js', 'simulator'], credentials, APP_BOOT_TIMEOUT_MS);
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await stopAllChildren();
+  await removeWorkDir(workDir);
+}, 60_000);
+
+/** Builds and signs a fresh payment.succeeded with the installed package's ./testing export. */
+async function signedEvent(dir: string): Promise<SignedEvent> {
+  const { stdout } = await run(process.execPath, ['tools.js', 'sign'], dir, childEnv(credentials));
+  return JSON.parse(stdout.trim().split('\n').pop() ?? '') as SignedEvent;
+}
+
+async function postWebhook(app: RunningApp, body: string, signature: string) {
+  const res = await fetch(`${app.url}/payments/webhook`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-service-signature': signature },
+    body,
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: res.status, body: json };
+}
+
+async function getJson(app: RunningApp, path: string) {
+  const res = await fetch(`${app.url}${path}`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Independent check of spec 6.3: v1 is the hex HMAC-SHA256 of "<t>.<raw body>". */
+function expectSpecSignature(signed: SignedEvent): void {
+  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(signed.signature);
+  expect(match).not.toBeNull();
+  const [, t, v1] = match!;
+  const expected = createHmac('sha256', credentials.COMPAT_WEBHOOK_SECRET).update(`${t}.${signed.body}`).digest('hex');
+  expect(v1).toBe(expected);
+}
+
+describe.each(CASES)('$label', (matrixCase) => {
+  let app: RunningApp | undefined;
+
+  beforeAll(async () => {
+    const dir = appDirs.get(matrixCase.dir);
+    if (!dir || !simulator) throw new Error('matrix setup failed (see the first error of this file)');
+    app = await startNodeApp(
+      dir,
+      ['main.js'],
+      { ...credentials, COMPAT_ADAPTER: matrixCase.adapter, COMPAT_BASE_URL: String(simulator.ready.url) },
+      APP_BOOT_TIMEOUT_MS,
+    );
+  }, APP_BOOT_TIMEOUT_MS + 10_000);
+
+  afterAll(async () => {
+    await app?.stop();
+  });
+
+  function running(): RunningApp {
+    if (!app) throw new Error('app did not start');
+    return app;
+  }
+
+  it('boots the installed tarball with PaymentModule.forRoot on the expected runtime', () => {
+    const { ready } = running();
+    expect(ready.nest).toEqual(expect.stringMatching(new RegExp(`^${matrixCase.nestMajor}\\.`)));
+    expect(ready.moduleSystem).toBe(matrixCase.moduleSystem);
+    expect(ready.adapter).toBe(matrixCase.adapter);
+    // loaded from the installed tarball, never from the repository sources
+    const entry = String(ready.packageEntry);
+    expect(entry).toMatch(/node_modules[\\/]nestjs-payment-gateway[\\/]dist[\\/]index\.js$/);
+    expect(entry).toContain(workDir!);
+  });
+
+  it('handles a signed payment.succeeded once and answers its duplicate with 2xx', async () => {
+    const target = running();
+    const signed = await signedEvent(appDirs.get(matrixCase.dir)!);
+    expectSpecSignature(signed);
+
+    const first = await postWebhook(target, signed.body, signed.signature);
+    expect(first).toEqual({ status: 200, body: { received: true } });
+
+    const duplicate = await postWebhook(target, signed.body, signed.signature);
+    expect(duplicate.status).toBeGreaterThanOrEqual(200);
+    expect(duplicate.status).toBeLessThan(300);
+    expect(duplicate.body).toMatchObject({ received: true });
+
+    const handled = await getJson(target, '/handled');
+    expect(handled).toEqual({ status: 200, body: { count: 1, eventIds: [signed.eventId] } });
+  });
+
+  it('rejects a bad signature with a typed 4xx and does not run the handler', async () => {
+    const target = running();
+    const signed = await signedEvent(appDirs.get(matrixCase.dir)!);
+    const before = await getJson(target, '/handled');
+    // flip the last hex digit of v1
+    const last = signed.signature.at(-1)!;
+    const tampered = signed.signature.slice(0, -1) + (last === '0' ? '1' : '0');
+
+    const res = await postWebhook(target, signed.body, tampered);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(res.body).toMatchObject({ code: 'WEBHOOK_SIGNATURE_MISMATCH' });
+    expect(JSON.stringify(res.body)).not.toContain(credentials.COMPAT_WEBHOOK_SECRET);
+    expect(await getJson(target, '/handled')).toEqual(before);
+  });
+
+  it('calls the service through PaymentGatewayService (listGateways against the simulator)', async () => {
+    const res = await getJson(running(), '/gateways');
+    expect(res.status).toBe(200);
+    const gateways = res.body.gateways as Array<{ id?: string }>;
+    expect(Array.isArray(gateways)).toBe(true);
+    expect(gateways.map((g) => g.id)).toContain('card');
+  });
+});
