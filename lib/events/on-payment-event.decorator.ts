@@ -34,9 +34,13 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
 ): PaymentEventHandlerDecorator<P> {
   const list: readonly unknown[] = Array.isArray(patterns) ? patterns : [patterns];
   assertPaymentEventPatterns(list);
-  return (_target, propertyKey, descriptor) => {
+  return (target, propertyKey, descriptor) => {
     if (typeof descriptor?.value !== 'function') {
       throw new TypeError(`@OnPaymentEvent can only decorate methods (got ${String(propertyKey)})`);
+    }
+    // Handlers are found on provider instances; a static method would silently never run.
+    if (typeof target === 'function') {
+      throw new TypeError(`@OnPaymentEvent cannot decorate static methods (got ${target.name}.${String(propertyKey)})`);
     }
     addPaymentEventHandlerMetadata(descriptor.value, list);
   };

@@ -327,6 +327,16 @@ describe('@OnPaymentEvent at run time', () => {
     expect(() => decorate(42)).toThrow(InvalidPaymentEventPatternError);
     expect(() => decorate(['payment.*', '*', 'dispute.created'])).not.toThrow();
   });
+
+  it('rejects static methods, which no provider instance would carry', () => {
+    expect(() => {
+      class Handlers {
+        @OnPaymentEvent('payment.succeeded')
+        static handle(): void {}
+      }
+      return Handlers;
+    }).toThrow(/static/);
+  });
 });
 
 /** Transient wrappers hold a bare prototype; the handler must run on a constructed instance. */
