@@ -1,0 +1,156 @@
+import 'reflect-metadata';
+import { createServer } from 'node:net';
+import {
+  PaymentNetworkError,
+  PaymentProviderError,
+  PaymentRateLimitError,
+  PaymentServerError,
+} from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { rejectionOf, SANDBOX_CLIENT, SimulatorClock, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+
+const CREATE = '/payment/create';
+const REFUND = /^\/payment\/[^/]+\/refund$/;
+const recipient = { account_number: '0123456789' };
+
+/** A loopback port with nothing listening (connection refused). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('PaymentGatewayService retries (against the simulator)', () => {
+  let h: ClientHarness;
+  afterEach(async () => h?.close());
+
+  describe('createPayment: same idempotency key on every retry, one payment', () => {
+    it.each([
+      ['PAY_5002 after the service acted', { kind: 'status' as const, code: 'PAY_5002', afterHandling: true }],
+      ['PAY_5001', { kind: 'status' as const, code: 'PAY_5001' }],
+      ['a reset after the service acted', { kind: 'reset' as const, afterHandling: true }],
+      ['a time-out after the service acted', { kind: 'stall' as const, afterHandling: true }],
+      ['a bare 502 from a proxy', { kind: 'status' as const, status: 502, code: 'HTTP_502' }],
+      ['429', { kind: 'status' as const, status: 429, code: 'RATE_LIMITED' }],
+    ])('%s', async (_label, fault) => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      h.sim.injectFault({ path: CREATE, ...fault });
+      const payment = await h.client.createPayment({ amount: '7', currency: 'USD' });
+      const creates = h.calls(CREATE);
+      expect(creates).toHaveLength(2);
+      expect(new Set(creates.map((r) => (r.body as { idempotency_key: string }).idempotency_key))).toEqual(new Set([payment.idempotencyKey]));
+      expect(h.sim.payments).toHaveLength(1);
+      expect(h.sim.payments[0].trxId).toBe(payment.trxId);
+    });
+
+    it('keeps a caller-given key and gives up after maxRetries with the key on the error', async () => {
+      h = await startClientHarness({ maxRetries: 2 });
+      h.sim.injectFault({ path: CREATE, kind: 'status', code: 'PAY_5002', times: 10 });
+      const error = await rejectionOf(h.client.createPayment({ amount: '7', currency: 'USD' }, { idempotencyKey: 'order-42' }));
+      expect(error).toBeInstanceOf(PaymentServerError);
+      expect(error).toMatchObject({ code: 'PAY_5002', idempotencyKey: 'order-42' });
+      expect(h.calls(CREATE).map((r) => (r.body as { idempotency_key: string }).idempotency_key)).toEqual(['order-42', 'order-42', 'order-42']);
+      // exponential backoff with full jitter (random fixed at 0.5): 10·2⁰·0.5, 10·2¹·0.5
+      expect(h.clock.sleeps).toEqual([5, 10]);
+    });
+
+    it('does not retry PAY_5003 (a real provider answer)', async () => {
+      h = await startClientHarness();
+      h.sim.scriptNextPayment('provider-failure');
+      expect(await rejectionOf(h.client.createPayment({ amount: '7', currency: 'USD' }))).toBeInstanceOf(PaymentProviderError);
+      expect(h.calls(CREATE)).toHaveLength(1);
+    });
+  });
+
+  describe('GETs retry on network errors, 5xx and 429', () => {
+    it.each([
+      ['503', { kind: 'status' as const, status: 503, code: 'HTTP_503' }],
+      ['a reset', { kind: 'reset' as const }],
+      ['a time-out', { kind: 'stall' as const }],
+    ])('%s', async (_label, fault) => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      await h.client.listGateways();
+      h.sim.injectFault({ method: 'GET', path: '/payments/gateways', ...fault, times: 2 });
+      await expect(h.client.listGateways()).resolves.toEqual(expect.any(Array));
+      expect(h.calls('/payments/gateways')).toHaveLength(4);
+    });
+
+    it('waits Retry-After on 429 (capped by retryMaxDelayMs) and surfaces the 429 when retries run out', async () => {
+      h = await startClientHarness({ maxRetries: 1, retryMaxDelayMs: 5_000 });
+      await h.client.listGateways();
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 3 });
+      await h.client.listGateways();
+      expect(h.clock.sleeps).toEqual([3_000]);
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 120, times: 2 });
+      const error = await rejectionOf(h.client.listGateways());
+      expect(error).toBeInstanceOf(PaymentRateLimitError);
+      expect(error).toMatchObject({ httpStatus: 429, retryAfterSeconds: 120 });
+      expect(h.clock.sleeps).toEqual([3_000, 5_000]);
+    });
+  });
+
+  describe('refunds and payouts are never sent twice when the service may have acted', () => {
+    async function succeededPayment(harness: ClientHarness): Promise<string> {
+      harness.sim.scriptNextPayment('succeed');
+      return (await harness.client.createPayment({ amount: '50', currency: 'USD' })).trxId;
+    }
+
+    it.each([
+      ['a 500 after the service acted', { kind: 'status' as const, status: 500, code: 'HTTP_500', afterHandling: true }, PaymentServerError],
+      ['PAY_5001', { kind: 'status' as const, code: 'PAY_5001' }, PaymentServerError],
+      ['a reset after the service acted', { kind: 'reset' as const, afterHandling: true }, PaymentNetworkError],
+      ['a time-out after the service acted', { kind: 'stall' as const, afterHandling: true }, PaymentNetworkError],
+    ])('refund: %s → error, one request', async (_label, fault, ErrorClass) => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      const trxId = await succeededPayment(h);
+      h.sim.injectFault({ path: REFUND, ...fault, times: 5 });
+      const error = await rejectionOf(h.client.refundPayment(trxId, { amount: '10' }));
+      expect(error).toBeInstanceOf(ErrorClass);
+      if (error instanceof PaymentNetworkError) expect(error.mayHaveReachedService).toBe(true);
+      expect(h.calls(REFUND)).toHaveLength(1);
+      expect(h.sim.refunds.length).toBeLessThanOrEqual(1);
+    });
+
+    it.each([
+      ['a 500 after the service acted', { kind: 'status' as const, status: 500, code: 'HTTP_500', afterHandling: true }],
+      ['a time-out after the service acted', { kind: 'stall' as const, afterHandling: true }],
+    ])('payout: %s → error, one request, one payout', async (_label, fault) => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      h.sim.injectFault({ path: '/payout', method: 'POST', ...fault, times: 5 });
+      await rejectionOf(h.client.createPayout({ amount: '10', currency: 'USD', recipient }));
+      expect(h.calls('/payout', 'POST')).toHaveLength(1);
+      expect(h.sim.payouts).toHaveLength(1);
+    });
+
+    it('refund and payout are retried after 429 (the service did not act), waiting Retry-After', async () => {
+      h = await startClientHarness();
+      const trxId = await succeededPayment(h);
+      h.sim.injectFault({ path: REFUND, kind: 'status', status: 429, retryAfterSeconds: 2 });
+      h.sim.injectFault({ path: '/payout', method: 'POST', kind: 'status', status: 429, retryAfterSeconds: 4 });
+      await h.client.refundPayment(trxId);
+      await h.client.createPayout({ amount: '10', currency: 'USD', recipient });
+      expect(h.clock.sleeps).toEqual([2_000, 4_000]);
+      expect(h.sim.refunds).toHaveLength(1);
+      expect(h.sim.payouts).toHaveLength(1);
+    });
+
+    it('a non-idempotent POST is retried when the connection is refused (nothing was sent)', async () => {
+      h = await startClientHarness();
+      const port = await closedPort();
+      const options = resolvePaymentOptions({ baseUrl: `http://127.0.0.1:${port}`, ...SANDBOX_CLIENT, maxRetries: 2, retryBaseDelayMs: 10 });
+      const clock = new SimulatorClock(h.sim);
+      const offline = new PaymentGatewayService(options, { clock, random: () => 0.5 });
+      try {
+        const error = await rejectionOf(offline.request({ method: 'POST', path: '/payout', body: {}, authenticated: false }));
+        expect(error).toBeInstanceOf(PaymentNetworkError);
+        expect(error).toMatchObject({ mayHaveReachedService: false, failure: 'connection-refused' });
+        expect(clock.sleeps).toHaveLength(2); // both retries were taken
+      } finally {
+        offline.onModuleDestroy();
+      }
+    });
+  });
+});
