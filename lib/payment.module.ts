@@ -3,8 +3,14 @@ import { DiscoveryModule } from '@nestjs/core';
 import { ConfigModule } from '@nestjs/config';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import type { PaymentModuleAsyncOptions, PaymentModuleOptions } from './config/payment-module-options.interface.js';
+import { PaymentGatewayService } from './client/payment-gateway.service.js';
+import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
+import { PaymentEventExplorer } from './events/payment-event.explorer.js';
 import { PAYMENT_MODULE_OPTIONS, PAYMENT_RESOLVED_OPTIONS } from './payment.constants.js';
 import { createAsyncOptionsProviders, createResolvedOptionsProvider, PAYMENT_READ_ENV } from './payment.providers.js';
+import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
+import { WebhookEventStore } from './stores/webhook-event-store.interface.js';
+import { createPaymentWebhookParts } from './webhooks/payment-webhook.providers.js';
 
 /**
  * Entry point of the package. `PaymentModule.forRoot()` with no argument reads `PAYMENT_*`
@@ -31,12 +37,24 @@ export class PaymentModule {
     readEnv: boolean,
     isGlobal = false,
   ): DynamicModule {
+    // A fresh controller class per module instance: its route is decided from the resolved options.
+    const webhook = createPaymentWebhookParts();
     return {
       module: PaymentModule,
       global: isGlobal,
       imports: [ConfigModule.forRoot(), EventEmitterModule.forRoot(), DiscoveryModule, ...imports],
-      providers: [...optionProviders, { provide: PAYMENT_READ_ENV, useValue: readEnv }, createResolvedOptionsProvider()],
-      exports: [PAYMENT_RESOLVED_OPTIONS],
+      controllers: [webhook.controller],
+      providers: [
+        ...optionProviders,
+        { provide: PAYMENT_READ_ENV, useValue: readEnv },
+        createResolvedOptionsProvider(),
+        PaymentGatewayService,
+        ...createWebhookEventStoreProviders(),
+        PaymentEventExplorer,
+        PaymentEventDispatcher,
+        ...webhook.providers,
+      ],
+      exports: [PAYMENT_RESOLVED_OPTIONS, PaymentGatewayService, WebhookEventStore, PaymentEventDispatcher],
     };
   }
 }
