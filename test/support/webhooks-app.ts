@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { type DynamicModule, Injectable, type INestApplication, Module, type Provider, type Type } from '@nestjs/common';
+import { type DynamicModule, Injectable, type INestApplication, type LoggerService, Module, type Provider, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -53,6 +53,8 @@ export interface WebhookAppOptions {
   rawBody?: boolean;
   extraProviders?: Provider[];
   extraImports?: Array<Type<unknown> | DynamicModule>;
+  logger?: LoggerService | false;
+  globalPrefix?: string;
 }
 
 export interface WebhookApp {
@@ -95,7 +97,8 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   class AppModule {}
 
   const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter();
-  const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: false });
+  const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: opts.logger ?? false });
+  if (opts.globalPrefix) app.setGlobalPrefix(opts.globalPrefix);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return {

@@ -1,0 +1,74 @@
+import {
+  parseWebhookEnvelope,
+  parseWebhookJson,
+  validateWebhookEnvelope,
+} from '../../lib/webhooks/payment-webhook-envelope.js';
+import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from '../../lib/webhooks/payment-webhook.errors.js';
+
+const valid = {
+  eventId: 'evt_1',
+  eventType: 'payment.succeeded',
+  apiVersion: '2024-02-29',
+  createdAt: '2024-03-01T10:00:00Z',
+  environment: 'production',
+  data: { trxId: 'trx_1', amount: '1.00000000' },
+};
+
+function errorsOf(body: unknown): Record<string, string[]> {
+  try {
+    validateWebhookEnvelope(body);
+  } catch (error) {
+    expect(error).toBeInstanceOf(WebhookInvalidEnvelopeError);
+    expect((error as WebhookInvalidEnvelopeError).code).toBe('WEBHOOK_INVALID_ENVELOPE');
+    expect((error as WebhookInvalidEnvelopeError).httpStatus).toBe(400);
+    return (error as WebhookInvalidEnvelopeError).errors;
+  }
+  throw new Error('expected the envelope to be rejected');
+}
+
+describe('webhook envelope (spec 2.1)', () => {
+  it('accepts a valid envelope and keeps unknown fields and unknown event types', () => {
+    expect(validateWebhookEnvelope({ ...valid, extra: 1 })).toEqual({ ...valid, extra: 1 });
+    expect(validateWebhookEnvelope({ ...valid, eventType: 'loyalty.points_added' }).eventType).toBe('loyalty.points_added');
+  });
+
+  it.each(['2024-03-01T10:00:00Z', '2024-03-01T10:00:00.123456Z', '2024-03-01T10:00:00+00:00', '2024-03-01T10:00Z', '2024-03-01T10:00:00.5+0530'])(
+    'accepts createdAt %s',
+    (createdAt) => {
+      expect(validateWebhookEnvelope({ ...valid, createdAt }).createdAt).toBe(createdAt);
+    },
+  );
+
+  it('lists every bad field', () => {
+    const errors = errorsOf({ eventId: '', eventType: 5, apiVersion: '2024-13-01', createdAt: 'yesterday', data: [] });
+    expect(Object.keys(errors).sort()).toEqual(['apiVersion', 'createdAt', 'data', 'environment', 'eventId', 'eventType']);
+  });
+
+  it.each([
+    ['apiVersion', '2024-02-30'],
+    ['apiVersion', '24-01-01'],
+    ['apiVersion', '2024-01-01T00:00:00Z'],
+    ['createdAt', '2024-03-01'],
+    ['createdAt', '2024-03-01T10:00:00'],
+    ['createdAt', '2024-02-31T25:00:00Z'],
+    ['data', null],
+    ['data', 'x'],
+    ['eventId', 'x'.repeat(513)],
+    ['environment', '   '],
+  ])('rejects %s = %j', (field, value) => {
+    expect(Object.keys(errorsOf({ ...valid, [field]: value }))).toEqual([field]);
+  });
+
+  it.each([[null], [[]], ['text'], [42]])('rejects a body that is not an object (%j)', (body) => {
+    expect(errorsOf(body)).toEqual({ body: ['must be a JSON object'] });
+  });
+
+  it('parses raw bytes, tolerating a BOM, and reports broken JSON and invalid UTF-8 as 400', () => {
+    expect(parseWebhookEnvelope(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(valid))]))).toEqual(valid);
+    expect(() => parseWebhookJson(Buffer.from('{"a":'))).toThrow(WebhookInvalidJsonError);
+    expect(() => parseWebhookJson(Buffer.from([0xff, 0xfe, 0x00, 0x7b]))).toThrow(WebhookInvalidJsonError);
+    // invalid UTF-8 inside a string decodes to U+FFFD and stays a valid JSON value
+    const odd = Buffer.concat([Buffer.from('{"eventId":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    expect(() => parseWebhookEnvelope(odd)).toThrow(WebhookInvalidEnvelopeError);
+  });
+});

@@ -1,0 +1,252 @@
+import 'reflect-metadata';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import {
+  ADAPTERS,
+  envelope,
+  postWebhook,
+  startWebhookApp,
+  WEBHOOK_SECRET,
+  type WebhookApp,
+} from '../support/webhooks-app.js';
+
+const now = (): number => Math.floor(Date.now() / 1000);
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
+  let w: WebhookApp;
+  beforeAll(async () => {
+    w = await startWebhookApp({ adapter, payment: { webhookMaxBodyBytes: 8192 } });
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+  afterEach(() => {
+    w.handlers.gate = undefined;
+    w.handlers.failNext = 0;
+  });
+
+  it('delivers a valid event to its handlers once and answers a duplicate 200 without calling them', async () => {
+    const body = envelope('payment.succeeded');
+    const id = body.eventId as string;
+    expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+    expect(w.handlers.count('*', id)).toBe(1);
+    const event = w.handlers.calls.find((c) => c.event.eventId === id)!.event;
+    expect(event).toMatchObject({ eventType: 'payment.succeeded', data: { amount: '10.00000000', currency: 'USD' } });
+    expect(event.receivedAt).toBeInstanceOf(Date);
+
+    const again = await postWebhook(w.url, body);
+    expect(again).toEqual(expect.objectContaining({ status: 200, json: { received: true, duplicate: true } }));
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+  });
+
+  it('handles 10 concurrent copies of one event once: the others get 409 while it runs, then duplicates', async () => {
+    let open!: () => void;
+    w.handlers.gate = new Promise<void>((resolve) => (open = resolve));
+    const body = envelope('payment.succeeded');
+    const id = body.eventId as string;
+    const settled: Array<{ status: number; json: any }> = [];
+    const copies = Array.from({ length: 10 }, () => postWebhook(w.url, body).then((r) => (settled.push(r), r)));
+    // The owner of the claim waits on the gate; the nine others answer without waiting.
+    await waitUntil(() => settled.length === 9);
+    expect(settled.every((r) => r.status === 409 && r.json.code === 'WEBHOOK_EVENT_IN_FLIGHT')).toBe(true);
+    open();
+    const all = await Promise.all(copies);
+    expect(all.filter((r) => r.status === 200)).toEqual([expect.objectContaining({ json: { received: true } })]);
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+    // what the service does after a 409: deliver again later
+    expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+  });
+
+  it('answers 500 when a handler fails, releases the claim, and runs the handlers on redelivery', async () => {
+    w.handlers.failNext = 1;
+    const body = envelope('payment.failed');
+    const id = body.eventId as string;
+    const first = await postWebhook(w.url, body);
+    expect(first.status).toBe(500);
+    expect(first.json).toEqual({ statusCode: 500, code: 'WEBHOOK_HANDLER_FAILED', message: expect.any(String) });
+    expect(first.text).not.toContain('injected by the test');
+    expect(w.handlers.count('payment.*', id)).toBe(0);
+
+    expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+    expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(w.handlers.count('payment.*', id)).toBe(1);
+  });
+
+  it('delivers an unknown event type to catch-all handlers only', async () => {
+    const body = envelope('loyalty.points_added', { data: { points: 5 } });
+    expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+    expect(w.handlers.count('*', body.eventId as string)).toBe(1);
+    expect(w.handlers.count('payment.*', body.eventId as string)).toBe(0);
+  });
+
+  describe('signature', () => {
+    it('rejects a stale or future timestamp (replay window) with 401', async () => {
+      for (const t of [now() - 301, now() + 301, now() - 86_400]) {
+        const body = envelope();
+        const r = await postWebhook(w.url, body, { timestamp: t });
+        expect(r).toMatchObject({ status: 401, json: { code: 'WEBHOOK_TIMESTAMP_OUT_OF_TOLERANCE' } });
+      }
+    });
+
+    it('rejects a tampered body with 401', async () => {
+      const body = envelope();
+      const signedRaw = Buffer.from(JSON.stringify(body));
+      const header = createWebhookSignatureHeader(signedRaw, WEBHOOK_SECRET, now());
+      const tampered = JSON.stringify({ ...body, data: { ...(body.data as object), amount: '9999.00000000' } });
+      expect(await postWebhook(w.url, tampered, { signature: header })).toMatchObject({
+        status: 401,
+        json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' },
+      });
+      // same JSON value, different bytes: the check is over the raw body, never re-serialised JSON
+      const spaced = JSON.stringify(body, null, 2);
+      expect(await postWebhook(w.url, spaced, { signature: header })).toMatchObject({ status: 401 });
+    });
+
+    it('rejects a wrong secret with 401', async () => {
+      expect(await postWebhook(w.url, envelope(), { secret: 'whsec_somebody_else' })).toMatchObject({
+        status: 401,
+        json: { statusCode: 401, code: 'WEBHOOK_SIGNATURE_MISMATCH' },
+      });
+    });
+
+    it('verifies the exact bytes received: a signed body with odd spacing is accepted', async () => {
+      const body = envelope();
+      const raw = `  ${JSON.stringify(body, null, 3)}\n`;
+      expect(await postWebhook(w.url, raw)).toMatchObject({ status: 200, json: { received: true } });
+      expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+    });
+  });
+
+  describe('bad input: 4xx with a code, no handler call, the app keeps serving', () => {
+    const cases: Array<[string, () => Promise<{ status: number; json: any }>, number, string]> = [];
+    const url = (): string => w.url;
+    cases.push(['no signature header', () => postWebhook(url(), envelope(), { signature: null }), 400, 'WEBHOOK_SIGNATURE_MISSING']);
+    cases.push(['malformed signature header', () => postWebhook(url(), envelope(), { signature: 'v1=abc' }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
+    cases.push(['non-hex v1', () => postWebhook(url(), envelope(), { signature: `t=${now()},v1=${'z'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
+    cases.push(['huge t', () => postWebhook(url(), envelope(), { signature: `t=${'9'.repeat(30)},v1=${'a'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
+    cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON']);
+    cases.push(['JSON that is not an envelope (signed)', () => postWebhook(url(), { hello: 'world' }), 400, 'WEBHOOK_INVALID_ENVELOPE']);
+    cases.push(['envelope with a bad field (signed)', () => postWebhook(url(), envelope('payment.succeeded', { apiVersion: 'v1' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
+    cases.push(['body over the limit', () => postWebhook(url(), envelope('payment.succeeded', { padding: 'x'.repeat(10_000) })), 413, 'WEBHOOK_BODY_TOO_LARGE']);
+    cases.push(['text/plain', () => postWebhook(url(), 'hello', { contentType: 'text/plain' }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
+    cases.push(['no content type', () => postWebhook(url(), JSON.stringify(envelope()), { contentType: null }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
+
+    it.each(cases)('%s', async (_label, send, status, code) => {
+      const before = w.handlers.calls.length;
+      const r = await send();
+      expect(r.status).toBe(status);
+      expect(r.json).toEqual(expect.objectContaining({ statusCode: status, code, message: expect.any(String) }));
+      expect(w.handlers.calls.length).toBe(before);
+    });
+
+    it('lists the bad envelope fields', async () => {
+      const r = await postWebhook(w.url, { eventId: 42, eventType: 'payment.succeeded', data: [] });
+      expect(r.status).toBe(400);
+      expect(Object.keys(r.json.errors).sort()).toEqual(['apiVersion', 'createdAt', 'data', 'environment', 'eventId']);
+    });
+
+    it('never answers 5xx to random bytes, invalid UTF-8 or an empty body', async () => {
+      const before = w.handlers.calls.length;
+      const bodies: Buffer[] = [
+        Buffer.from([0xff, 0xfe, 0xfd, 0x00, 0x01, 0x7b]),
+        Buffer.concat([Buffer.from('{"eventId":"'), Buffer.from([0xc3, 0x28, 0xa0, 0xa1]), Buffer.from('"}')]),
+        Buffer.alloc(0),
+      ];
+      for (let i = 0; i < 20; i++) bodies.push(Buffer.from(Array.from({ length: 64 }, (_, j) => (i * 131 + j * 17) % 256)));
+      for (const raw of bodies) {
+        for (const signature of [undefined, 'garbage'] as const) {
+          const r = await postWebhook(w.url, raw, signature ? { signature } : {});
+          expect(r.status).toBeGreaterThanOrEqual(400);
+          expect(r.status).toBeLessThan(500);
+          expect(typeof r.json?.code).toBe('string');
+        }
+      }
+      expect(w.handlers.calls.length).toBe(before);
+    });
+
+    it('still serves valid events afterwards', async () => {
+      const body = envelope();
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+    });
+  });
+});
+
+describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
+  it('accepts every secret of a rotation and any matching v1 of a header', async () => {
+    const w = await startWebhookApp({ adapter, payment: { webhookSecret: ['whsec_old', 'whsec_new'] } });
+    try {
+      expect(await postWebhook(w.url, envelope(), { secret: 'whsec_old' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(w.url, envelope(), { secret: 'whsec_new' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(w.url, envelope(), { secret: WEBHOOK_SECRET })).toMatchObject({ status: 401 });
+      // the service signing with both secrets during its own rotation
+      const body = Buffer.from(JSON.stringify(envelope()));
+      const t = now();
+      const header = `t=${t},v1=${createWebhookSignatureHeader(body, 'whsec_retired', t).split('v1=')[1]},v1=${
+        createWebhookSignatureHeader(body, 'whsec_new', t).split('v1=')[1]
+      }`;
+      expect(await postWebhook(w.url, body, { signature: header })).toMatchObject({ status: 200 });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('without rawBody: true answers 500 with the fix, logs it once, and calls no handler', async () => {
+    const logged: string[] = [];
+    const capture = {
+      log: () => undefined,
+      warn: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+      error: (message: unknown) => void logged.push(String(message)),
+    };
+    const w = await startWebhookApp({ adapter, rawBody: false, logger: capture });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await postWebhook(w.url, envelope());
+        expect(r.status).toBe(500);
+        expect(r.json.code).toBe('WEBHOOK_RAW_BODY_MISSING');
+        expect(r.json.message).toContain('rawBody: true');
+        expect(r.json.message).toContain('NestFactory.create(AppModule, { rawBody: true })');
+      }
+      expect(w.handlers.calls).toHaveLength(0);
+      expect(logged.filter((m) => m.includes('rawBody: true'))).toHaveLength(1);
+      expect(logged.join('\n')).not.toContain(WEBHOOK_SECRET);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('registers no route when no webhook secret is configured (404), while another instance in the process has one', async () => {
+    const withSecret = await startWebhookApp({ adapter, payment: { webhookPath: '/hooks/pay/' } });
+    const without = await startWebhookApp({ adapter, payment: { webhookSecret: undefined } });
+    try {
+      expect((await postWebhook(without.url, envelope())).status).toBe(404);
+      expect((await postWebhook(withSecret.url, envelope(), { path: 'hooks/pay' })).status).toBe(200);
+      // each module instance has its own controller class: the custom path did not leak
+      expect((await postWebhook(withSecret.url, envelope())).status).toBe(404);
+      expect((await postWebhook(without.url, envelope(), { path: 'hooks/pay' })).status).toBe(404);
+    } finally {
+      await withSecret.close();
+      await without.close();
+    }
+  });
+
+  it('works under a global prefix, parser errors included', async () => {
+    const w = await startWebhookApp({ adapter, globalPrefix: 'api' });
+    try {
+      expect(await postWebhook(w.url, envelope(), { path: 'api/payments/webhook' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(w.url, '{broken', { path: 'api/payments/webhook' })).toMatchObject({
+        status: 400,
+        json: { code: 'WEBHOOK_INVALID_JSON' },
+      });
+    } finally {
+      await w.close();
+    }
+  });
+});
