@@ -253,7 +253,10 @@ export class SimulatorWebhookDeliverer {
 
 /** `ECONNREFUSED`-style text for fetch failures (whose own message is just "fetch failed"). */
 function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? err.message;
+  // Duck-typed: errors from fetch may come from another realm (jest VM), so instanceof fails.
+  if (!err || typeof err !== 'object') return String(err);
+  const e = err as { message?: unknown; cause?: { code?: unknown; message?: unknown } };
+  if (typeof e.cause?.code === 'string') return e.cause.code;
+  if (typeof e.cause?.message === 'string') return e.cause.message;
+  return typeof e.message === 'string' ? e.message : String(err);
 }

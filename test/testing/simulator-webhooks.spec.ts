@@ -1,0 +1,186 @@
+import { createHmac } from 'node:crypto';
+import { PaymentServiceSimulator, type SimulatedMerchant } from '../../lib/testing/index.js';
+import { WebhookReceiver } from '../support/simulator-receiver.js';
+import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
+
+const MERCHANT: SimulatedMerchant = {
+  merchantId: 1,
+  clientId: 'sandbox-client',
+  clientSecret: 'sandbox-secret',
+  webhookSecret: 'whsec_test',
+  mode: 'sandbox',
+};
+
+describe('PaymentServiceSimulator webhook delivery', () => {
+  let sim: PaymentServiceSimulator;
+  let receiver: WebhookReceiver;
+  let url: string;
+
+  async function setup(opts: ConstructorParameters<typeof PaymentServiceSimulator>[0] = {}): Promise<void> {
+    receiver = new WebhookReceiver();
+    url = await receiver.start();
+    sim = new PaymentServiceSimulator({ merchants: [{ ...MERCHANT, webhookUrl: url }], ...opts });
+    await sim.start();
+  }
+
+  async function createPayment(overrides: Record<string, unknown> = {}): Promise<string> {
+    const token = await simToken(sim);
+    const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody(overrides) });
+    return r.body.data.trxId;
+  }
+
+  afterEach(async () => {
+    await sim.stop();
+    await receiver.stop();
+  });
+
+  it('POSTs each event as JSON signed per spec 6.3 and logs the attempt', async () => {
+    await setup();
+    const trxId = await createPayment({ custom: 'order-1 sim:succeed' });
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created', 'payment.succeeded']);
+    for (const hook of receiver.received) {
+      expect(hook.headers['content-type']).toBe('application/json');
+      const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(hook.headers['x-service-signature']));
+      expect(m).not.toBeNull();
+      expect(Math.abs(Number(m![1]) - Date.now() / 1000)).toBeLessThan(60);
+      expect(m![2]).toBe(createHmac('sha256', 'whsec_test').update(`${m![1]}.${hook.raw}`).digest('hex'));
+      expect(hook.body).toMatchObject({ eventId: expect.any(String), apiVersion: expect.any(String), environment: 'sandbox' });
+      expect(hook.body.data.trxId).toBe(trxId);
+    }
+    expect(sim.deliveryLog).toEqual([
+      expect.objectContaining({ eventType: 'payment.created', attempt: 1, url, status: 200 }),
+      expect.objectContaining({ eventType: 'payment.succeeded', attempt: 1, url, status: 200 }),
+    ]);
+    expect(sim.deliveries.map((d) => d.state)).toEqual(['delivered', 'delivered']);
+  });
+
+  it('keeps signature timestamps on real time when the simulator clock is advanced', async () => {
+    await setup();
+    sim.advanceTime(3_600_000);
+    await createPayment();
+    await sim.waitForDeliveries();
+    const t = Number(/^t=(\d+)/.exec(String(receiver.received[0].headers['x-service-signature']))![1]);
+    expect(Math.abs(t - Date.now() / 1000)).toBeLessThan(60);
+    expect(new Date(receiver.received[0].body.createdAt).getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+  });
+
+  it('retries non-2xx answers on the scaled schedule until one succeeds', async () => {
+    await setup({ webhookTimeScale: 1e-4 });
+    receiver.respond = (_h, i) => (i < 2 ? 500 : 204);
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.map((d) => [d.attempt, d.status])).toEqual([
+      [1, 500],
+      [2, 500],
+      [3, 204],
+    ]);
+    // timers never fire early: gaps are at least 5 min and 15 min scaled (30 ms, 90 ms)
+    const [a, b, c] = sim.deliveryLog.map((d) => d.at);
+    expect(b - a).toBeGreaterThanOrEqual(29);
+    expect(c - b).toBeGreaterThanOrEqual(89);
+    expect(sim.deliveries[0]).toMatchObject({ state: 'delivered', attempts: 3 });
+  });
+
+  it('abandons after 6 attempts; retrigger delivers again', async () => {
+    await setup();
+    receiver.respond = () => 503;
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.map((d) => d.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
+    const [state] = sim.deliveries;
+    expect(state).toMatchObject({ state: 'abandoned', attempts: 6 });
+    receiver.respond = () => 200;
+    const record = await sim.retrigger(state.eventId);
+    expect(record).toMatchObject({ attempt: 7, status: 200 });
+    expect(sim.deliveries[0].state).toBe('delivered');
+    expect(receiver.received).toHaveLength(7);
+    expect(new Set(receiver.received.map((r) => r.body.eventId)).size).toBe(1);
+  });
+
+  it('records time-outs and refused connections as errors and retries them', async () => {
+    await setup({ deliveryTimeoutMs: 100 });
+    receiver.respond = (_h, i) => (i === 0 ? 'stall' : 200);
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.map((d) => d.error ?? d.status)).toEqual([expect.stringMatching(/timed out/), 200]);
+
+    const closed = new WebhookReceiver();
+    const deadUrl = await closed.start();
+    await closed.stop();
+    sim.setWebhookUrl(1, deadUrl);
+    await createPayment();
+    await sim.waitForDeliveries();
+    const last = sim.deliveryLog.slice(2);
+    expect(last).toHaveLength(6);
+    expect(last.map((d) => d.error)).toEqual(Array(6).fill('ECONNREFUSED'));
+  });
+
+  it('records events without a URL and delivers nothing', async () => {
+    receiver = new WebhookReceiver();
+    await receiver.start();
+    sim = new PaymentServiceSimulator({ merchants: [MERCHANT] });
+    await sim.start();
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.events).toHaveLength(1);
+    expect(sim.deliveries[0].state).toBe('no-url');
+    expect(sim.deliveryLog).toHaveLength(0);
+    await expect(sim.retrigger(sim.events[0].eventId)).rejects.toThrow(/no webhook URL/);
+  });
+
+  it('delivers every event twice with the duplicate switch (sequential or concurrent)', async () => {
+    await setup();
+    sim.setDeliveryFaults({ duplicate: true });
+    await createPayment({ custom: 'sim:succeed' });
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created', 'payment.created', 'payment.succeeded', 'payment.succeeded']);
+    expect(receiver.received[0].raw).toBe(receiver.received[1].raw);
+    expect(sim.deliveryLog.filter((d) => d.duplicate)).toHaveLength(2);
+
+    sim.setDeliveryFaults({ duplicate: 3, concurrentDuplicates: true });
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(receiver.received.slice(4).map((r) => r.body.eventId)).toEqual(Array(4).fill(sim.events.at(-1)!.eventId));
+  });
+
+  it('delivers out of order: succeeded before created, pending after succeeded', async () => {
+    await setup();
+    sim.setDeliveryFaults({ outOfOrder: true });
+    await createPayment({ custom: 'sim:pending-then-succeed' });
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.succeeded', 'payment.created', 'payment.pending']);
+    expect(sim.events.map((e) => e.eventType)).toEqual(['payment.created', 'payment.pending', 'payment.succeeded']);
+  });
+
+  it('releases held events of a payment that never settles once everything else is quiet', async () => {
+    await setup();
+    sim.setDeliveryFaults({ outOfOrder: true });
+    await createPayment();
+    expect(sim.deliveries[0].state).toBe('held');
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created']);
+  });
+
+  it('signs with a wrong secret when asked, and sends arbitrary events', async () => {
+    await setup();
+    sim.setDeliveryFaults({ wrongSecret: 'whsec_other' });
+    const sent = sim.sendEvent(1, 'dispute.created', { trxId: 'trx_1' });
+    await sim.waitForDeliveries();
+    const hook = receiver.received[0];
+    expect(hook.body).toEqual(sent);
+    const m = /^t=(\d+),v1=(\w+)$/.exec(String(hook.headers['x-service-signature']))!;
+    expect(m[2]).toBe(createHmac('sha256', 'whsec_other').update(`${m[1]}.${hook.raw}`).digest('hex'));
+  });
+
+  it('uses "production" as the environment of live merchants', async () => {
+    receiver = new WebhookReceiver();
+    url = await receiver.start();
+    sim = new PaymentServiceSimulator({ merchants: [{ ...MERCHANT, mode: 'live', webhookUrl: url }] });
+    await sim.start();
+    const token = await simToken(sim, { mode: 'live' });
+    await simCall(sim, 'POST', '/payment/create', { token, mode: 'live', body: paymentBody() });
+    await sim.waitForDeliveries();
+    expect(receiver.received[0].body.environment).toBe('production');
+  });
+});
