@@ -26,9 +26,12 @@ export class RecordingHandlers {
   failNext = 0;
   /** Resolves the next `payment.*` handler call only when released (for concurrency tests). */
   gate?: Promise<void>;
+  /** `payment.*` handler calls started (before the gate). */
+  entered = 0;
 
   @OnPaymentEvent('payment.*')
   async onPayment(event: AnyPaymentEvent): Promise<void> {
+    this.entered++;
     if (this.gate) await this.gate;
     if (this.failNext > 0) {
       this.failNext--;
