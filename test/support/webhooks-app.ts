@@ -8,10 +8,6 @@ import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
-import { createPaymentWebhookParts } from '../../lib/webhooks/payment-webhook.providers.js';
-import { createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
-import { PaymentEventExplorer } from '../../lib/events/payment-event.explorer.js';
-import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 
 export type AdapterKind = 'express' | 'fastify';
 export const ADAPTERS: AdapterKind[] = ['express', 'fastify'];
@@ -67,32 +63,11 @@ export interface WebhookApp {
   close(): Promise<void>;
 }
 
-/**
- * `PaymentModule.forRoot(options)`; while the module does not wire the webhook parts yet,
- * adds them (temporary bridge, removed once the lead's wiring lands).
- */
-export function paymentModule(options: PaymentModuleOptions): DynamicModule {
-  const dm = PaymentModule.forRoot(options);
-  if (dm.controllers?.length) return dm;
-  const parts = createPaymentWebhookParts();
-  return {
-    ...dm,
-    controllers: [parts.controller],
-    providers: [
-      ...(dm.providers ?? []),
-      ...createWebhookEventStoreProviders(),
-      PaymentEventExplorer,
-      PaymentEventDispatcher,
-      ...parts.providers,
-    ],
-  };
-}
-
 /** Boots a real app with `PaymentModule.forRoot()` on 127.0.0.1:0. */
 export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookApp> {
   @Module({
     imports: [
-      paymentModule({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, ...opts.payment }),
+      PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, ...opts.payment }),
       ...(opts.extraImports ?? []),
     ],
     providers: [RecordingHandlers, ...(opts.extraProviders ?? [])],
