@@ -19,6 +19,15 @@ export { PaymentConfigurationError, resolvePaymentOptions } from './config/payme
 // stores
 export { WebhookEventStore } from './stores/webhook-event-store.interface.js';
 export type { WebhookClaimResult } from './stores/webhook-event-store.interface.js';
+// stores (STORES engineer; lead to tidy)
+export {
+  DEFAULT_MEMORY_STORE_MAX_ENTRIES,
+  MemoryWebhookEventStore,
+} from './stores/memory-webhook-event.store.js';
+export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-event.store.js';
+export { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
+export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
+export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
 
 // events (EVENTS engineer; lead to tidy)
 export { OnPaymentEvent } from './events/on-payment-event.decorator.js';

@@ -225,11 +225,15 @@ export class RedisWebhookEventStore implements WebhookEventStore {
         clearTimeout(timer);
         this.#client.removeListener('ready', onReady);
         this.#client.removeListener('end', onEnd);
+        this.#client.removeListener('error', onError);
         if (error) reject(error);
         else resolve();
       };
       const onReady = () => done();
       const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
+      // a refused first connection fails now rather than after the whole time-out
+      const onError = (cause: unknown) =>
+        done(new WebhookStoreUnavailableError(`Redis unavailable: ${describe(cause)}`, { cause }));
       const timer = setTimeout(
         () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
         this.#timeoutMs,
@@ -237,6 +241,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       timer.unref?.();
       this.#client.once('ready', onReady);
       this.#client.once('end', onEnd);
+      this.#client.once('error', onError);
     });
   }
 

@@ -1,0 +1,157 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import {
+  DEFAULT_REDIS_KEY_PREFIX,
+  loadRedisConstructor,
+  RedisWebhookEventStore,
+} from '../../lib/stores/redis-webhook-event.store.js';
+import { RedisClientMissingError, WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
+import type { WebhookClaimResult } from '../../lib/stores/webhook-event-store.interface.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+
+const LEASE_MS = 60_000;
+
+describe('RedisWebhookEventStore', () => {
+  let server: TestRedisServer;
+  const toClose: { close(): Promise<void> }[] = [];
+  const track = <T extends { close(): Promise<void> }>(closable: T): T => {
+    toClose.push(closable);
+    return closable;
+  };
+  const newStore = (options?: ConstructorParameters<typeof RedisWebhookEventStore>[1]) =>
+    track(new RedisWebhookEventStore(server.url, options));
+
+  beforeAll(async () => {
+    Logger.overrideLogger(false);
+    server = await startRedisServer();
+  });
+  afterEach(async () => {
+    await Promise.all(toClose.splice(0).map((c) => c.close()));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    Logger.overrideLogger(['log', 'error', 'warn']);
+  });
+
+  it('grants exactly one claim when two instances race 50 concurrent claims each', async () => {
+    const prefix = `race:${randomUUID()}:`;
+    const a = newStore({ keyPrefix: prefix });
+    const b = newStore({ keyPrefix: prefix });
+    for (const key of ['evt_1', 'evt_2', 'evt_3']) {
+      const attempts: Promise<WebhookClaimResult>[] = [];
+      for (let i = 0; i < 50; i++) attempts.push(a.claim(key, LEASE_MS), b.claim(key, LEASE_MS));
+      const results = await Promise.all(attempts);
+      expect(results.filter((r) => r.outcome === 'claimed')).toHaveLength(1);
+      expect(results.filter((r) => r.outcome === 'in-flight')).toHaveLength(99);
+    }
+  });
+
+  it('checks the owner on release and complete across instances', async () => {
+    const prefix = `owner:${randomUUID()}:`;
+    const a = newStore({ keyPrefix: prefix });
+    const b = newStore({ keyPrefix: prefix });
+    const claim = await a.claim('evt_1', LEASE_MS);
+    if (claim.outcome !== 'claimed') throw new Error('setup');
+
+    await b.release('evt_1', randomUUID());
+    await b.complete('evt_1', randomUUID(), LEASE_MS);
+    await expect(b.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+
+    await a.release('evt_1', claim.claimToken);
+    const second = await b.claim('evt_1', LEASE_MS);
+    expect(second).toMatchObject({ outcome: 'claimed' });
+    if (second.outcome !== 'claimed') throw new Error('unreachable');
+    await b.complete('evt_1', second.claimToken, LEASE_MS);
+    await expect(a.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'processed' });
+  });
+
+  it('writes prefixed keys: the claim token with the lease, then "processed" with the retention', async () => {
+    const raw = track({ client: new Redis(server.url), close: async () => void (await raw.client.quit()) });
+    const store = newStore();
+    expect(store.keyPrefix).toBe(DEFAULT_REDIS_KEY_PREFIX);
+    const key = `evt_${randomUUID()}`;
+    const claim = await store.claim(key, LEASE_MS);
+    if (claim.outcome !== 'claimed') throw new Error('setup');
+    await expect(raw.client.get(DEFAULT_REDIS_KEY_PREFIX + key)).resolves.toBe(claim.claimToken);
+    const leaseLeft = await raw.client.pttl(DEFAULT_REDIS_KEY_PREFIX + key);
+    expect(leaseLeft).toBeGreaterThan(0);
+    expect(leaseLeft).toBeLessThanOrEqual(LEASE_MS);
+
+    const retentionMs = 7 * 24 * 60 * 60 * 1000;
+    await store.complete(key, claim.claimToken, retentionMs);
+    await expect(raw.client.get(DEFAULT_REDIS_KEY_PREFIX + key)).resolves.toBe('processed');
+    const retentionLeft = await raw.client.pttl(DEFAULT_REDIS_KEY_PREFIX + key);
+    expect(retentionLeft).toBeGreaterThan(LEASE_MS);
+    expect(retentionLeft).toBeLessThanOrEqual(retentionMs);
+  });
+
+  it('uses a client it was given and leaves it open on close', async () => {
+    const client = new Redis(server.url, { enableOfflineQueue: false });
+    track({ close: async () => void (await client.quit()) });
+    const store = new RedisWebhookEventStore(client, { keyPrefix: `given:${randomUUID()}:` });
+    await expect(store.claim('evt_1', LEASE_MS)).resolves.toMatchObject({ outcome: 'claimed' });
+    await store.close();
+    expect(client.status).toBe('ready');
+    await expect(client.ping()).resolves.toBe('PONG');
+    await expect(store.claim('evt_2', LEASE_MS)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+  });
+
+  it('rejects every call once closed, and closes twice without error', async () => {
+    const store = newStore();
+    await store.claim('evt_1', LEASE_MS);
+    await store.close();
+    await store.close();
+    await expect(store.claim('evt_1', LEASE_MS)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+  });
+
+  it('never shows the password of its URL in errors or JSON', async () => {
+    // nothing listens on port 1: the first connection fails
+    const store = track(new RedisWebhookEventStore('redis://:s3cret-pw@127.0.0.1:1', { operationTimeoutMs: 300 }));
+    const error = await store.claim('evt_1', LEASE_MS).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WebhookStoreUnavailableError);
+    expect(String((error as Error).message)).not.toContain('s3cret-pw');
+    expect(JSON.stringify(store)).not.toContain('s3cret-pw');
+    expect(JSON.stringify(store)).toContain('"store":"redis"');
+  });
+
+  it('rejects a missing connection argument and reports a missing ioredis with a named error', () => {
+    expect(() => new RedisWebhookEventStore('')).toThrow(TypeError);
+    expect(() => new RedisWebhookEventStore({} as never)).toThrow(TypeError);
+    expect(() => loadRedisConstructor('ioredis-package-that-is-not-installed')).toThrow(RedisClientMissingError);
+    expect(() => loadRedisConstructor('ioredis-package-that-is-not-installed')).toThrow(/npm i ioredis/);
+    expect(loadRedisConstructor()).toBe(Redis);
+  });
+
+  describe('when Redis goes away', () => {
+    it('rejects with WebhookStoreUnavailableError, then works again once Redis is back', async () => {
+      const store = newStore({ keyPrefix: `outage:${randomUUID()}:` });
+      const held = await store.claim('evt_held', LEASE_MS);
+      if (held.outcome !== 'claimed') throw new Error('setup');
+
+      await server.stop();
+      await expect(store.claim('evt_1', LEASE_MS)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+      await expect(store.complete('evt_held', held.claimToken, LEASE_MS)).rejects.toBeInstanceOf(
+        WebhookStoreUnavailableError,
+      );
+      await expect(store.release('evt_held', held.claimToken)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+      // a store created during the outage fails the same way
+      const late = newStore({ operationTimeoutMs: 300 });
+      await expect(late.claim('evt_1', LEASE_MS)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+
+      await server.restart();
+      const deadline = Date.now() + 20_000;
+      let result: WebhookClaimResult | undefined;
+      while (!result && Date.now() < deadline) {
+        result = await store.claim('evt_1', LEASE_MS).catch(async (error: unknown) => {
+          expect(error).toBeInstanceOf(WebhookStoreUnavailableError);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return undefined;
+        });
+      }
+      expect(result).toMatchObject({ outcome: 'claimed' });
+      await expect(store.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    });
+  });
+});
