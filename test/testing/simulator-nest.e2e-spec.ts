@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { OnPaymentEvent, PaymentModule, type PaymentEvent } from '../../lib/index.js';
+import { OnPaymentEvent, PaymentModule, type PaymentEventForPattern } from '../../lib/index.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 
@@ -16,10 +16,10 @@ class OrdersService {
   constructor(private readonly payments: PaymentGatewayService) {}
 
   @OnPaymentEvent('payment.*')
-  async onPayment(event: PaymentEvent<'payment.created' | 'payment.pending' | 'payment.succeeded'>): Promise<void> {
+  async onPayment(event: PaymentEventForPattern<'payment.*'>): Promise<void> {
     this.handled.push(event.eventId);
     const canonical = await this.payments.getPaymentStatus(event.data.trxId);
-    const order = event.data.custom!;
+    const order = event.data.custom ?? '';
     if (canonical.status === 'SUCCESS' && !this.fulfilled.includes(order)) this.fulfilled.push(order);
   }
 }
