@@ -71,3 +71,54 @@ export {
 export type { PaymentEventHandlerFailure } from './events/payment-event.errors.js';
 export { PaymentEventDispatcher, paymentEventEmitterName } from './events/payment-event.dispatcher.js';
 export { PaymentEventExplorer } from './events/payment-event.explorer.js';
+
+// webhooks (WEBHOOKS engineer; lead to tidy)
+export {
+  computeWebhookSignature,
+  createWebhookSignatureHeader,
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  parseWebhookSignatureHeader,
+  verifyWebhookSignature,
+  WEBHOOK_SIGNATURE_HEADER,
+} from './webhooks/webhook-signature.js';
+export type {
+  ParsedWebhookSignatureHeader,
+  VerifyWebhookSignatureOptions,
+  WebhookSignatureVerification,
+} from './webhooks/webhook-signature.js';
+export {
+  PaymentWebhookError,
+  PaymentWebhookErrorCode,
+  RAW_BODY_FIX_MESSAGE,
+  WebhookBodyTooLargeError,
+  WebhookEventInFlightError,
+  WebhookHandlerFailedError,
+  WebhookIdempotencyKeyMissingError,
+  WebhookInvalidEnvelopeError,
+  WebhookInvalidJsonError,
+  WebhookRawBodyMissingError,
+  WebhookSecretNotConfiguredError,
+  WebhookSignatureError,
+  WebhookSignatureMalformedError,
+  WebhookSignatureMismatchError,
+  WebhookSignatureMissingError,
+  WebhookStoreUnavailableResponseError,
+  WebhookTimestampOutOfToleranceError,
+  WebhookUnsupportedMediaTypeError,
+} from './webhooks/payment-webhook.errors.js';
+export type { PaymentWebhookErrorBody } from './webhooks/payment-webhook.errors.js';
+export { parseWebhookEnvelope, parseWebhookJson, validateWebhookEnvelope } from './webhooks/payment-webhook-envelope.js';
+export { DEFAULT_WEBHOOK_MAX_BODY_BYTES, PaymentWebhookSignatureGuard } from './webhooks/payment-webhook.guard.js';
+export { PaymentWebhookEnvelopeGuard } from './webhooks/payment-webhook-envelope.guard.js';
+export {
+  PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
+  PaymentWebhookIdempotencyInterceptor,
+  WEBHOOK_IDEMPOTENCY_METADATA,
+  WebhookIdempotencyKey,
+} from './webhooks/payment-webhook-idempotency.interceptor.js';
+export type { WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhooks/payment-webhook-idempotency.interceptor.js';
+export { PaymentWebhookExceptionFilter } from './webhooks/payment-webhook-exception.filter.js';
+export { PaymentWebhookHttpException } from './webhooks/payment-webhook-http.exception.js';
+export { getVerifiedPaymentWebhookEvent, PAYMENT_WEBHOOK_REQUEST_STATE } from './webhooks/payment-webhook.request.js';
+export type { PaymentWebhookRequest, PaymentWebhookRequestState } from './webhooks/payment-webhook.request.js';
+export type { PaymentWebhookAck, PaymentWebhookRoute } from './webhooks/payment-webhook.providers.js';

@@ -52,6 +52,7 @@ export interface WebhookAppOptions {
   rawBody?: boolean;
   extraProviders?: Provider[];
   extraImports?: Array<Type<unknown> | DynamicModule>;
+  controllers?: Array<Type<unknown>>;
   logger?: LoggerService | false;
   globalPrefix?: string;
 }
@@ -70,6 +71,7 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
       PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, ...opts.payment }),
       ...(opts.extraImports ?? []),
     ],
+    controllers: opts.controllers ?? [],
     providers: [RecordingHandlers, ...(opts.extraProviders ?? [])],
   })
   class AppModule {}
@@ -117,12 +119,13 @@ export interface PostOptions {
   signature?: string | null;
   contentType?: string | null;
   path?: string;
+  headers?: Record<string, string>;
 }
 
 /** POSTs `body` (object → JSON) signed like the service does. */
 export async function postWebhook(baseUrl: string, body: unknown, opts: PostOptions = {}): Promise<{ status: number; json: any; text: string }> {
   const raw = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...opts.headers };
   if (opts.contentType !== null) headers['content-type'] = opts.contentType ?? 'application/json';
   if (opts.signature !== null) {
     headers['x-service-signature'] =

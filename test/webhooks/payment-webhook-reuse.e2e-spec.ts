@@ -1,0 +1,73 @@
+import 'reflect-metadata';
+import { Controller, HttpCode, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import {
+  PaymentWebhookIdempotencyInterceptor,
+  WebhookIdempotencyKey,
+} from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import { ADAPTERS, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+const effects: string[] = [];
+let failNext = 0;
+
+// A host route of its own (e.g. a partner callback) reusing the package's guard and
+// interceptor, with its own deduplication key.
+@Controller('partner')
+class PartnerCallbackController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { headers: Record<string, string | undefined> }) => req.headers['x-delivery-id'], {
+    duplicateResponse: () => ({ ok: true, duplicate: true }),
+  })
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  callback(@Req() req: { headers: Record<string, string | undefined> }): { ok: true } {
+    if (failNext > 0) {
+      failNext--;
+      throw new Error('partner handler failed');
+    }
+    effects.push(req.headers['x-delivery-id']!);
+    return { ok: true };
+  }
+}
+
+describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a host route (%s)', (adapter) => {
+  let w: WebhookApp;
+  beforeAll(async () => {
+    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController] });
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+  beforeEach(() => {
+    effects.length = 0;
+  });
+
+  const send = (id: string | undefined, opts: { signature?: string } = {}) =>
+    fetchWith(w.url, id, opts.signature);
+
+  async function fetchWith(base: string, id: string | undefined, signature?: string) {
+    const body = { anything: 'the partner sends', id };
+    return postWebhook(base, body, { path: 'partner/callback', ...(signature ? { signature } : {}), headers: id ? { 'x-delivery-id': id } : {} });
+  }
+
+  it('runs the handler once per key and answers duplicates with the configured body', async () => {
+    expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
+    expect(await send('d-2')).toMatchObject({ status: 200, json: { ok: true } });
+    expect(effects).toEqual(['d-1', 'd-2']);
+  });
+
+  it('releases the key when the handler fails, so the retry runs it', async () => {
+    failNext = 1;
+    expect((await send('d-3')).status).toBe(500);
+    expect(await send('d-3')).toMatchObject({ status: 200, json: { ok: true } });
+    expect(effects).toEqual(['d-3']);
+  });
+
+  it('answers 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING without a key, and the guard still checks signatures', async () => {
+    expect(await send(undefined)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING' } });
+    expect(await send('d-4', { signature: 'garbage' })).toMatchObject({ status: 400, json: { code: 'WEBHOOK_SIGNATURE_MALFORMED' } });
+    expect(effects).toEqual([]);
+  });
+});
