@@ -50,6 +50,9 @@ export class PaymentEventDispatcher {
       await this.reconcile(event);
     }
     const handlers = this.explorer.registry.match(event.eventType);
+    if (handlers.length === 0) {
+      this.logger.debug(`No @OnPaymentEvent handler for ${event.eventType} event ${event.eventId}`);
+    }
     const context = { contextId: ContextIdFactory.create() };
     if (handlers.length > 0) {
       // Request-scoped handler providers that inject REQUEST receive the event.
