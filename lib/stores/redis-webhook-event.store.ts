@@ -73,7 +73,9 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
   try {
     mod = load(moduleName);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND') {
+    // only ioredis itself missing; a broken install inside it surfaces as is
+    const missing = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
+    if (missing && String((error as Error).message).includes(`'${moduleName}'`)) {
       throw new RedisClientMissingError({ cause: error });
     }
     throw error;
