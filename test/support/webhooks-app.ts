@@ -55,6 +55,8 @@ export interface WebhookAppOptions {
   controllers?: Array<Type<unknown>>;
   logger?: LoggerService | false;
   globalPrefix?: string;
+  /** Runs after create, before listen (e.g. `useBodyParser`). */
+  configure?: (app: INestApplication) => void;
 }
 
 export interface WebhookApp {
@@ -79,6 +81,7 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter();
   const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: opts.logger ?? false });
   if (opts.globalPrefix) app.setGlobalPrefix(opts.globalPrefix);
+  opts.configure?.(app);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import {
   ADAPTERS,
@@ -234,6 +235,25 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
     } finally {
       await withSecret.close();
       await without.close();
+    }
+  });
+
+  it('accepts bodies up to webhookMaxBodyBytes once the JSON parser limit is raised (README setup)', async () => {
+    const w = await startWebhookApp({
+      adapter,
+      // Express's JSON parser stops at 100 kB by default; Fastify's bodyLimit is 1 MiB.
+      configure: (app) => {
+        if (adapter === 'express') (app as NestExpressApplication).useBodyParser('json', { limit: '1mb' });
+      },
+    });
+    try {
+      const big = envelope('payment.succeeded', { padding: 'x'.repeat(300_000) });
+      expect(await postWebhook(w.url, big)).toMatchObject({ status: 200, json: { received: true } });
+      expect(w.handlers.count('payment.*', big.eventId as string)).toBe(1);
+      const tooBig = envelope('payment.succeeded', { padding: 'x'.repeat(1024 * 1024) });
+      expect(await postWebhook(w.url, tooBig)).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
+    } finally {
+      await w.close();
     }
   });
 
