@@ -1,0 +1,70 @@
+// `npm run bench`: prints the four ratios with their targets. Never exits non-zero on a
+// missed target (figures are reported, not gated); `--write` also writes RESULTS.md,
+// `--quick` shortens every run, `--only=1,3` picks benchmarks.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import { type BenchRow, machineLine, renderMarkdown, renderTable } from './bench-util.js';
+import { clientOverhead } from './client-overhead.bench.js';
+import { memoryStore } from './memory-store.bench.js';
+import { verifySignature } from './verify-signature.bench.js';
+import { webhookThroughput } from './webhook-throughput.bench.js';
+
+async function main(): Promise<void> {
+  // the client's debug lines would drown the table
+  Logger.overrideLogger(false);
+  const args = process.argv.slice(2);
+  const quick = args.includes('--quick');
+  const write = args.includes('--write');
+  const onlyArg = args.find((a) => a.startsWith('--only='));
+  const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined;
+  const wanted = (n: string) => !only || only.has(n);
+
+  const rows: BenchRow[] = [];
+  const step = async (name: string, run: () => Promise<BenchRow[]>) => {
+    process.stderr.write(`running ${name}...\n`);
+    const got = await run();
+    for (const row of got) process.stderr.write(`  ${row.benchmark}: ${row.figure} (${row.target}) ${row.pass ? 'pass' : 'MISS'}\n`);
+    rows.push(...got);
+  };
+
+  const throughput = quick
+    ? { connections: 10, roundSeconds: 2, pairs: 2, warmupSeconds: 1 }
+    : { connections: 10, roundSeconds: 4, pairs: 4, warmupSeconds: 2 };
+  if (wanted('1')) {
+    await step('webhook throughput (express)', () => webhookThroughput('express', throughput));
+    await step('webhook throughput (fastify)', () => webhookThroughput('fastify', throughput));
+  }
+  if (wanted('2')) await step('verifyWebhookSignature', () => verifySignature({ iterations: quick ? 20_000 : 50_000, pairs: quick ? 3 : 7 }));
+  if (wanted('3')) await step('client overhead', () => clientOverhead({ concurrency: 8, opsPerRound: quick ? 1_000 : 3_000, pairs: quick ? 2 : 4 }));
+  if (wanted('4')) await step('memory store', () => memoryStore({ ids: 1_000_000 }));
+
+  const machine = machineLine();
+  console.log(`\nnestjs-payment-gateway benchmarks — ${machine}\n`);
+  console.log(renderTable(rows));
+  const missed = rows.filter((r) => !r.pass);
+  console.log(missed.length === 0 ? '\nall targets met' : `\n${missed.length} target(s) missed: ${missed.map((r) => r.benchmark).join('; ')}`);
+
+  if (write) {
+    const file = join(__dirname, '..', '..', '..', '..', '..', 'test', 'bench', 'RESULTS.md');
+    const text = [
+      '# Benchmark results',
+      '',
+      `Run with \`npm run bench\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
+      `Machine: ${machine}.`,
+      '',
+      renderMarkdown(rows),
+      '',
+    ].join('\n');
+    writeFileSync(file, text);
+    console.log(`written ${file}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,58 @@
+// Child process of the webhook throughput benchmark: one Nest app with the module's
+// webhook route and a bare JSON route, so both are measured on the same server.
+// Usage: node webhook-bench-app.js <express|fastify>; prints `READY <port>` and answers
+// `{ type: 'stats' }` IPC messages with the handler count.
+import 'reflect-metadata';
+import { Body, Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { BENCH_WEBHOOK_SECRET } from './bench-util.js';
+
+@Injectable()
+class NoopPaymentHandler {
+  handled = 0;
+
+  @OnPaymentEvent('payment.succeeded')
+  onSucceeded(): void {
+    this.handled++;
+  }
+}
+
+@Controller('bare')
+class BareController {
+  @Post()
+  @HttpCode(200)
+  receive(@Body() body: unknown): { received: boolean } {
+    // Touch the parsed body so the JSON parse cannot be skipped.
+    return { received: typeof body === 'object' && body !== null };
+  }
+}
+
+@Module({
+  imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: BENCH_WEBHOOK_SECRET })],
+  controllers: [BareController],
+  providers: [NoopPaymentHandler],
+})
+class BenchAppModule {}
+
+async function main(): Promise<void> {
+  const kind = process.argv[2] === 'fastify' ? 'fastify' : 'express';
+  const adapter = kind === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
+  const app = await NestFactory.create(BenchAppModule, adapter, { rawBody: true, logger: false });
+  await app.listen(0, '127.0.0.1');
+  const port = (app.getHttpServer().address() as { port: number }).port;
+  const handler = app.get(NoopPaymentHandler);
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type === 'stats') process.send?.({ type: 'stats', handled: handler.handled });
+    if (message?.type === 'stop') void app.close().then(() => process.exit(0));
+  });
+  process.stdout.write(`READY ${port}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench app failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,145 @@
+// Benchmark 1: the module's webhook route (signature + memory-store dedup + one no-op
+// @OnPaymentEvent handler) against a bare JSON route of the same app, with autocannon.
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+
+import { BENCH_WEBHOOK_SECRET, type BenchRow, fmt, interleave, median } from './bench-util.js';
+
+export interface ThroughputSettings {
+  connections: number;
+  roundSeconds: number;
+  pairs: number;
+  warmupSeconds: number;
+}
+
+interface Round {
+  rps: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total2xx: number;
+}
+
+let sequence = 0;
+
+/** A fresh, signed, unique event per request: the module route never sees a duplicate. */
+function signedEvent(): { body: string; signature: string } {
+  sequence++;
+  const body = JSON.stringify({
+    eventId: `evt_bench_${process.pid}_${sequence}`,
+    eventType: 'payment.succeeded',
+    apiVersion: '2024-01-15',
+    createdAt: new Date().toISOString(),
+    environment: 'sandbox',
+    data: {
+      trxId: `trx_bench_${sequence}`,
+      token: `tok_bench_${sequence}`,
+      amount: '10.00000000',
+      currency: 'USD',
+      status: 'SUCCESS',
+      custom: `order-${sequence}`,
+      merchantId: 1,
+    },
+  });
+  return { body, signature: createWebhookSignatureHeader(body, BENCH_WEBHOOK_SECRET) };
+}
+
+async function load(url: string, path: string, seconds: number, connections: number): Promise<Round> {
+  // Both routes get the same client-side work (new body + signature per request).
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        path,
+        setupRequest: (request) => {
+          const event = signedEvent();
+          return {
+            ...request,
+            method: 'POST',
+            path,
+            body: event.body,
+            headers: { 'content-type': 'application/json', 'x-service-signature': event.signature },
+          };
+        },
+      },
+    ],
+  });
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    total2xx: result['2xx'],
+  };
+}
+
+function startApp(adapter: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = fork(join(__dirname, 'webhook-bench-app.js'), [adapter], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /READY (\d+)/.exec(out);
+      if (match) resolve({ child, url: `http://127.0.0.1:${match[1]}` });
+    });
+    child.once('exit', (code) => reject(new Error(`bench app exited early (${code})`)));
+  });
+}
+
+function handledCount(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m: { handled: number }) => resolve(m.handled));
+    child.send({ type: 'stats' });
+  });
+}
+
+export async function webhookThroughput(adapter: 'express' | 'fastify', s: ThroughputSettings): Promise<BenchRow[]> {
+  const { child, url } = await startApp(adapter);
+  try {
+    await load(url, '/payments/webhook', s.warmupSeconds, s.connections);
+    await load(url, '/bare', s.warmupSeconds, s.connections);
+    const handledBefore = await handledCount(child);
+    const rounds = await interleave(
+      s.pairs,
+      () => load(url, '/payments/webhook', s.roundSeconds, s.connections),
+      () => load(url, '/bare', s.roundSeconds, s.connections),
+    );
+    const handled = (await handledCount(child)) - handledBefore;
+    const module2xx = rounds.a.reduce((n, r) => n + r.total2xx, 0);
+    const failures = [...rounds.a, ...rounds.b].reduce((n, r) => n + r.non2xx + r.errors, 0);
+    const ratios = rounds.a.map((r, i) => r.rps / rounds.b[i]!.rps);
+    const ratio = median(ratios);
+    const moduleRps = median(rounds.a.map((r) => r.rps));
+    const bareRps = median(rounds.b.map((r) => r.rps));
+    const moduleP99 = median(rounds.a.map((r) => r.p99));
+    const bareP99 = median(rounds.b.map((r) => r.p99));
+    // autocannon stops with up to `connections` requests in flight per round: handled by
+    // the app but not counted as 2xx, hence the slack.
+    const inFlightSlack = s.connections * s.pairs;
+    const consistent = handled >= module2xx && handled - module2xx <= inFlightSlack;
+    const check = failures === 0 && consistent ? '' : ` (non-2xx/errors ${failures}, handler runs ${handled} for ${module2xx} 2xx)`;
+    return [
+      {
+        benchmark: `1. webhook req/s, ${adapter}`,
+        measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns${check}`,
+        figure: ratio.toFixed(3),
+        target: '≥ 0.85',
+        pass: ratio >= 0.85 && check === '',
+      },
+      {
+        benchmark: `1. webhook p99, ${adapter}`,
+        measured: `module ${fmt(moduleP99, 2)} ms vs bare ${fmt(bareP99, 2)} ms`,
+        figure: `${moduleP99 - bareP99 >= 0 ? '+' : '−'}${Math.abs(moduleP99 - bareP99).toFixed(2)} ms`,
+        target: '≤ +1 ms',
+        pass: moduleP99 - bareP99 <= 1,
+      },
+    ];
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
