@@ -72,8 +72,10 @@ function hmac(rawBody: Buffer | string, secret: string, timestampText: string): 
  * Parses `t=<unix>,v1=<hex>[,v1=<hex>...]`. Unknown schemes (`v0=`, `v2=`) are ignored so
  * the sender can add one later. Linear scan, no regular expression.
  */
-export function parseWebhookSignatureHeader(header: string | undefined): ParsedWebhookSignatureHeader {
-  if (header === undefined || header.length === 0) {
+export function parseWebhookSignatureHeader(header: string | readonly string[] | undefined): ParsedWebhookSignatureHeader {
+  // A header sent twice arrives as an array in some stacks; joined, two `t` make it malformed.
+  if (Array.isArray(header)) header = header.join(',');
+  if (typeof header !== 'string' || header.length === 0) {
     throw new WebhookSignatureMissingError();
   }
   if (header.length > MAX_HEADER_LENGTH) {
@@ -142,7 +144,7 @@ function isDigits(value: string, maxLength: number): boolean {
  */
 export function verifyWebhookSignature(
   rawBody: Buffer | string,
-  header: string | undefined,
+  header: string | readonly string[] | undefined,
   secrets: string | readonly string[],
   options: VerifyWebhookSignatureOptions = {},
 ): WebhookSignatureVerification {

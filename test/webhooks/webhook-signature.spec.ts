@@ -143,6 +143,12 @@ describe('verifyWebhookSignature', () => {
     expectCode(() => verifyWebhookSignature(BODY, h, SECRET, { now: NOW }), WebhookSignatureMalformedError, 'WEBHOOK_SIGNATURE_MALFORMED', 400);
   });
 
+  it('takes a header given as an array (one entry passes; a header sent twice is malformed)', () => {
+    expect(verifyWebhookSignature(BODY, [header], SECRET, { now: NOW }).timestamp).toBe(T);
+    expect(() => verifyWebhookSignature(BODY, [header, header], SECRET, { now: NOW })).toThrow(WebhookSignatureMalformedError);
+    expect(() => verifyWebhookSignature(BODY, [], SECRET, { now: NOW })).toThrow(WebhookSignatureMissingError);
+  });
+
   it('refuses to verify without a usable secret', () => {
     expect(() => verifyWebhookSignature(BODY, header, [])).toThrow(WebhookSecretNotConfiguredError);
     expect(() => verifyWebhookSignature(BODY, header, '')).toThrow(WebhookSecretNotConfiguredError);
