@@ -1,0 +1,90 @@
+import 'reflect-metadata';
+import {
+  paymentSucceeded,
+  postSigned,
+  type ReliabilityApp,
+  runPool,
+  seededRandom,
+  shuffle,
+  startReliabilityApp,
+} from '../support/reliability-app.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+
+const EVENTS = 200;
+const COPIES = 10;
+const CONNECTIONS = 50;
+
+/**
+ * Sends every copy (shuffled, `CONNECTIONS` in flight), then, like the service, redelivers
+ * each event that got no 2xx until one does. Returns the statuses of the storm itself.
+ */
+async function storm(targets: ReliabilityApp[], seed: number): Promise<number[]> {
+  const events = Array.from({ length: EVENTS }, () => paymentSucceeded('storm'));
+  const copies = shuffle(
+    events.flatMap((event) => Array.from({ length: COPIES }, () => event)),
+    seededRandom(seed),
+  );
+  const acked = new Set<string>();
+  const statuses = await runPool(copies, CONNECTIONS, async (event, i) => {
+    const r = await postSigned(targets[i % targets.length]!.webhookUrl, event);
+    if (r.status >= 200 && r.status < 300) acked.add(event.eventId);
+    return r.status;
+  });
+  for (const event of events) {
+    for (let attempt = 0; !acked.has(event.eventId); attempt++) {
+      if (attempt > 50) throw new Error(`${event.eventId} was never acknowledged`);
+      const r = await postSigned(targets[attempt % targets.length]!.webhookUrl, event);
+      if (r.status >= 200 && r.status < 300) acked.add(event.eventId);
+      else await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  return statuses;
+}
+
+function expectOncePerEvent(apps: ReliabilityApp[]): void {
+  const perEvent = new Map<string, number>();
+  for (const app of apps) for (const [id, n] of app.effects.done) perEvent.set(id, (perEvent.get(id) ?? 0) + n);
+  expect(perEvent.size).toBe(EVENTS);
+  expect([...perEvent.values()].filter((n) => n !== 1)).toEqual([]);
+  expect(apps.reduce((n, app) => n + app.effects.totalRuns, 0)).toBe(EVENTS);
+}
+
+describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 connections)', () => {
+  it.each(['express', 'fastify'] as const)('runs each handler exactly once per eventId on one %s instance (memory store)', async (adapter) => {
+    const app = await startReliabilityApp(adapter);
+    try {
+      const statuses = await storm([app], adapter === 'express' ? 1 : 2);
+      // a copy racing the first delivery gets 409 (retried by the service), never an error
+      expect(statuses.filter((s) => s !== 200 && s !== 409)).toEqual([]);
+      expectOncePerEvent([app]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  describe('two instances sharing RedisWebhookEventStore', () => {
+    let redis: TestRedisServer;
+    beforeAll(async () => {
+      redis = await startRedisServer();
+    });
+    afterAll(async () => {
+      await redis?.stop();
+    });
+
+    it('runs each handler exactly once in total across an Express and a Fastify instance', async () => {
+      const a = await startReliabilityApp('express', { redisUrl: redis.url });
+      const b = await startReliabilityApp('fastify', { redisUrl: redis.url });
+      try {
+        const statuses = await storm([a, b], 3);
+        expect(statuses.filter((s) => s !== 200 && s !== 409)).toEqual([]);
+        expectOncePerEvent([a, b]);
+        // both instances really took part
+        expect(a.effects.totalRuns).toBeGreaterThan(0);
+        expect(b.effects.totalRuns).toBeGreaterThan(0);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+  });
+});

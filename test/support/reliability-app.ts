@@ -1,0 +1,174 @@
+// Helpers of the reliability suite (test/reliability): a real app with PaymentModule.forRoot()
+// and a counting handler, signed webhook requests, a bounded request pool, a seeded PRNG.
+import 'reflect-metadata';
+import { Injectable, type INestApplication, type LoggerService, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+
+export type ReliabilityAdapter = 'express' | 'fastify';
+export const RELIABILITY_WEBHOOK_SECRET = 'whsec_reliability_primary_7f3a';
+export const WEBHOOK_ROUTE = '/payments/webhook';
+
+/**
+ * Counts completed handler runs per eventId (the "effect"). `failFirst` holds eventIds
+ * whose first attempt throws (a flaky downstream); `attempts` counts every start.
+ */
+@Injectable()
+export class EffectCounter {
+  readonly done = new Map<string, number>();
+  readonly attempts = new Map<string, number>();
+  readonly failFirst = new Set<string>();
+  /** Every eventId whose handler threw, in order. */
+  readonly failures: string[] = [];
+
+  @OnPaymentEvent('*')
+  async onAny(event: AnyPaymentEvent): Promise<void> {
+    const attempt = (this.attempts.get(event.eventId) ?? 0) + 1;
+    this.attempts.set(event.eventId, attempt);
+    // yield once so concurrent copies really overlap inside the route
+    await new Promise((resolve) => setImmediate(resolve));
+    if (attempt === 1 && this.failFirst.has(event.eventId)) {
+      this.failures.push(event.eventId);
+      throw new Error(`flaky downstream failed for ${event.eventId}`);
+    }
+    this.done.set(event.eventId, (this.done.get(event.eventId) ?? 0) + 1);
+  }
+
+  get totalRuns(): number {
+    let n = 0;
+    for (const v of this.done.values()) n += v;
+    return n;
+  }
+}
+
+export interface ReliabilityApp {
+  app: INestApplication;
+  url: string;
+  webhookUrl: string;
+  effects: EffectCounter;
+  close(): Promise<void>;
+}
+
+export async function startReliabilityApp(
+  adapter: ReliabilityAdapter,
+  payment: PaymentModuleOptions = {},
+  logger: LoggerService | false = false,
+): Promise<ReliabilityApp> {
+  @Module({
+    imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: RELIABILITY_WEBHOOK_SECRET, ...payment })],
+    providers: [EffectCounter],
+  })
+  class ReliabilityAppModule {}
+
+  const app = await NestFactory.create(ReliabilityAppModule, adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+    rawBody: true,
+    logger,
+  });
+  await app.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  return { app, url, webhookUrl: url + WEBHOOK_ROUTE, effects: app.get(EffectCounter), close: () => app.close() };
+}
+
+let sequence = 0;
+
+/** A valid spec 2.1 envelope of `payment.succeeded` with a unique eventId. */
+export function paymentSucceeded(tag = 'rel', custom?: string): Record<string, unknown> & { eventId: string } {
+  sequence++;
+  const id = `${tag}_${process.pid}_${sequence}`;
+  return {
+    eventId: `evt_${id}`,
+    eventType: 'payment.succeeded',
+    apiVersion: '2024-01-15',
+    createdAt: new Date().toISOString(),
+    environment: 'sandbox',
+    data: {
+      trxId: `trx_${id}`,
+      token: `tok_${id}`,
+      amount: '12.50000000',
+      currency: 'USD',
+      status: 'SUCCESS',
+      custom: custom ?? `order-${id}`,
+      merchantId: 1,
+    },
+  };
+}
+
+export interface SignedResponse {
+  status: number;
+  json: any;
+}
+
+/** POSTs `body` signed with `secret` (the service's way), to the app's webhook route. */
+export async function postSigned(
+  webhookUrl: string,
+  body: unknown,
+  secret = RELIABILITY_WEBHOOK_SECRET,
+): Promise<SignedResponse> {
+  const raw = typeof body === 'string' ? body : JSON.stringify(body);
+  const response = await fetch(webhookUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, secret) },
+    body: raw,
+  });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: response.status, json };
+}
+
+/** Runs `work` over `items` with at most `concurrency` in flight; results in item order. */
+export async function runPool<T, R>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index]!, index);
+      }
+    }),
+  );
+  return results;
+}
+
+/** Deterministic PRNG (mulberry32): the same seed gives the same run. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function shuffle<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** Polls `condition` every 20 ms; fails with `what` after `timeoutMs` (a hang guard, not a timing assertion). */
+export async function waitUntil(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
