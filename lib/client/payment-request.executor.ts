@@ -67,13 +67,16 @@ export class PaymentRequestExecutor {
   }
 
   async execute(call: ServiceCall): Promise<ServiceAnswer> {
-    let token = await this.tokenFor(call.auth);
+    let token: string | undefined;
     let renewedToken = false;
     for (let retry = 0; ; ) {
       let answer: HttpAnswer | undefined;
-      let failure: PaymentApiError;
-      const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit, token));
+      let failure: PaymentApiError | undefined;
+      // Slot first, token second: a call may queue for minutes, and a token taken
+      // before the wait could expire in the queue.
+      const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit));
       try {
+        token ??= await this.tokenFor(call.auth);
         answer = await this.http.send({
           method: call.method,
           path: call.path,
@@ -82,7 +85,9 @@ export class PaymentRequestExecutor {
           bearerToken: token,
         });
       } catch (error) {
-        failure = this.scrub(error as PaymentNetworkError, call);
+        // errors of the token call are already typed and final
+        if (!(error instanceof PaymentNetworkError) && error instanceof PaymentApiError) throw error;
+        failure = this.scrub(error, call);
       } finally {
         release();
       }
@@ -98,14 +103,14 @@ export class PaymentRequestExecutor {
           redact: (text) => this.redact(text),
         });
       }
-      failure = failure!;
+      if (!failure) throw new Error('unreachable: no answer and no failure');
 
       // A rejected token means the service did nothing: safe for every policy.
       if (token && !renewedToken && (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)) {
         renewedToken = true;
         this.tokens.invalidate(token);
+        token = undefined;
         this.logger.warn?.(`${call.method} ${call.path}: token rejected (${failure.code}); retrying once with a new token`);
-        token = await this.tokenFor(call.auth);
         continue;
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
@@ -143,10 +148,14 @@ export class PaymentRequestExecutor {
     return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token);
   }
 
-  private limitKey(scope: RateLimitScope, token: string | undefined): string {
-    if (scope === 'create-payment' || scope === 'read') return token ?? '';
-    if (scope === 'money-movement') return this.options.clientId ?? '';
-    return '';
+  /**
+   * One bucket per client for every scope. The service counts reads and creations per
+   * access token; counting them per client is stricter (reads share the cached token
+   * anyway, and each creation has its own token) and lets a call take its token only
+   * once its slot is granted.
+   */
+  private limitKey(_scope: RateLimitScope): string {
+    return this.options.clientId ?? '';
   }
 
   /** Full-jitter exponential backoff; 429 waits for `Retry-After` (both capped). */

@@ -10,20 +10,28 @@ export const SANDBOX_CLIENT = { clientId: 'sandbox-client', clientSecret: 'sandb
 
 /**
  * Client clock that IS the simulator's clock: every client wait (rate-limit window,
- * backoff, Retry-After) advances the simulator instead of sleeping, so a minute of
- * service time passes at once and the test never depends on the machine's speed.
+ * backoff, Retry-After) moves the simulator forward instead of sleeping, so a minute of
+ * service time passes at once. Before jumping it gives requests already on the wire a
+ * short real pause to land, else they would reach the simulator "minutes" late (a jump
+ * must not happen mid-flight, as real time never jumps).
  */
 export class SimulatorClock implements PaymentClock {
   readonly sleeps: number[] = [];
-  constructor(private readonly sim: PaymentServiceSimulator) {}
+  constructor(
+    private readonly sim: PaymentServiceSimulator,
+    private readonly settleMs = 25,
+  ) {}
   now(): number {
     return this.sim.now();
   }
-  sleep(ms: number): Promise<void> {
+  async sleep(ms: number): Promise<void> {
     const wait = Math.max(0, Math.ceil(ms));
     this.sleeps.push(wait);
-    this.sim.advanceTime(wait);
-    return new Promise((resolve) => setImmediate(resolve));
+    const until = this.sim.now() + wait;
+    await new Promise((resolve) => setTimeout(resolve, this.settleMs));
+    // concurrent sleepers coalesce: only the part not yet elapsed is added
+    const remaining = until - this.sim.now();
+    if (remaining > 0) this.sim.advanceTime(remaining);
   }
 }
 

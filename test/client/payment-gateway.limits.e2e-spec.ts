@@ -1,0 +1,77 @@
+import 'reflect-metadata';
+import { PaymentRateLimitError } from '../../lib/client/payment-api.errors.js';
+import { startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+
+const TOKEN = '/authentication/token';
+const recipient = { account_number: '0123456789' };
+
+/**
+ * The simulator enforces spec 8 with 429s. The client's clock is the simulator's, so
+ * its queue "waits" by moving service time forward: a minute passes instantly.
+ */
+describe('PaymentGatewayService client-side rate limits (against the simulator)', () => {
+  let h: ClientHarness;
+  afterEach(async () => h?.close());
+
+  it('a burst of 100 status calls completes with zero 429 answers', async () => {
+    h = await startClientHarness();
+    const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
+    const results = await Promise.all(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId)));
+    expect(results.every((r) => r.trxId === payment.trxId)).toBe(true);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+    expect(h.calls('/payment/status').filter((r) => r.status === 200)).toHaveLength(100);
+    // the queue really held requests back for a window (spec: 60 reads per minute per token)
+    expect(h.clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60_000);
+  });
+
+  it('the same burst without the client-side queue gets 429s (the simulator enforces the limit)', async () => {
+    h = await startClientHarness({ rateLimits: false, maxRetries: 0 });
+    const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
+    const outcomes = await Promise.allSettled(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId)));
+    const rejected = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(rejected.every((o) => o.reason instanceof PaymentRateLimitError)).toBe(true);
+  });
+
+  it('more than 10 payments a minute queue on the token limit instead of failing', async () => {
+    h = await startClientHarness();
+    const payments = await Promise.all(Array.from({ length: 14 }, (_, i) => h.client.createPayment({ amount: String(i + 1), currency: 'USD' })));
+    expect(new Set(payments.map((p) => p.trxId)).size).toBe(14);
+    expect(h.calls(TOKEN)).toHaveLength(14);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
+  it('more than 30 payouts a minute queue on the per-client money-movement limit', async () => {
+    h = await startClientHarness();
+    const payouts = await Promise.all(
+      Array.from({ length: 35 }, () => h.client.createPayout({ amount: '1', currency: 'USD', recipient })),
+    );
+    expect(payouts).toHaveLength(35);
+    expect(h.sim.payouts).toHaveLength(35);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
+  it('limits come from options (small limits, still zero 429 from a server with the same limits)', async () => {
+    const small = { tokenPerMinute: 2, createPaymentPerMinute: 1, readsPerMinute: 3, moneyMovementPerMinute: 2 };
+    h = await startClientHarness({ rateLimits: small }, { rateLimits: small });
+    const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
+    await Promise.all(Array.from({ length: 10 }, () => h.client.getPaymentStatus(payment.trxId)));
+    await Promise.all(Array.from({ length: 3 }, () => h.client.getPayout('pyo_missing').catch(() => undefined)));
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
+  it('uses one keep-alive connection for sequential calls', async () => {
+    h = await startClientHarness();
+    for (let i = 0; i < 20; i++) await h.client.listGateways();
+    expect(h.calls('/payments/gateways')).toHaveLength(20);
+    expect(h.sim.connectionCount).toBeLessThanOrEqual(2);
+  });
+
+  it('a 429 that slips through (e.g. another process shares the IP) is waited out, not failed', async () => {
+    h = await startClientHarness();
+    h.sim.injectFault({ path: TOKEN, kind: 'status', status: 429, retryAfterSeconds: 30 });
+    await h.client.listGateways();
+    expect(h.clock.sleeps).toContain(30_000);
+    expect(h.calls(TOKEN).map((r) => r.status)).toEqual([429, 200]);
+  });
+});
