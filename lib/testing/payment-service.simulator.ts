@@ -166,6 +166,7 @@ export class PaymentServiceSimulator {
   /** Listens on loopback (a free port unless `port` is set). */
   async start(): Promise<void> {
     if (this.server) return;
+    this.deliverer.resume();
     const server = createServer((req, res) => {
       this.onRequest(req, res).catch((err: unknown) => {
         // Last resort: a handler bug must not take the simulator down.
@@ -235,6 +236,12 @@ export class PaymentServiceSimulator {
   advanceTime(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError('advanceTime expects a non-negative number of ms');
     this.offsetMs += ms;
+    this.expireStaleSessions();
+  }
+
+  /** Forgets every rate-limit window. */
+  resetRateLimits(): void {
+    this.limiter.clear();
   }
 
   // ---------------------------------------------------------------- inspection
@@ -390,9 +397,17 @@ export class PaymentServiceSimulator {
    * Resolves when no payment confirmation, webhook delivery or retry is pending.
    * Events held back by `outOfOrder` are released once everything else is quiet.
    */
-  async waitForDeliveries(): Promise<void> {
+  async waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
+    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
     for (;;) {
       while (this.outcomeTimers.size > 0 || !this.deliverer.quiet) {
+        if (Date.now() > deadline) {
+          const pending = this.deliverer.states.filter((d) => d.state !== 'delivered' && d.state !== 'abandoned' && d.state !== 'no-url');
+          throw new Error(
+            `Simulator still busy after ${opts.timeoutMs} ms: ${this.outcomeTimers.size} confirmation(s), ` +
+              `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,
+          );
+        }
         await new Promise((r) => setTimeout(r, 2));
       }
       if (!this.deliverer.hasHeld) return;
@@ -401,14 +416,19 @@ export class PaymentServiceSimulator {
   }
 
   /** Same as {@link waitForDeliveries}. */
-  idle(): Promise<void> {
-    return this.waitForDeliveries();
+  idle(opts: { timeoutMs?: number } = {}): Promise<void> {
+    return this.waitForDeliveries(opts);
   }
 
   // ---------------------------------------------------------------- HTTP
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const parsed = new URL(req.url ?? '/', 'http://simulator.invalid');
+    let parsed: URL;
+    try {
+      parsed = new URL(req.url ?? '/', 'http://simulator.invalid');
+    } catch {
+      parsed = new URL('http://simulator.invalid/');
+    }
     let mode: SimulatedMode | undefined;
     let route = parsed.pathname;
     for (const [base, m] of BASES) {
@@ -442,7 +462,8 @@ export class PaymentServiceSimulator {
     if (raw === 'aborted') return;
     record.body = describeBody(raw);
 
-    const fault = this.takeFault(method, route, mode);
+    this.expireStaleSessions();
+    const fault = this.takeFault(method, route, parsed.pathname, mode);
     if (fault && !fault.afterHandling) {
       this.applyFault(res, record, fault);
       return;
@@ -479,12 +500,13 @@ export class PaymentServiceSimulator {
     res.end(text);
   }
 
-  private takeFault(method: string, route: string, mode: SimulatedMode | undefined): StoredFault | undefined {
+  private takeFault(method: string, route: string, fullPath: string, mode: SimulatedMode | undefined): StoredFault | undefined {
     const i = this.faults.findIndex(
       (f) =>
         (!f.method || f.method === method) &&
         (!f.mode || f.mode === mode) &&
-        (f.path === undefined || (typeof f.path === 'string' ? f.path === route : f.path.test(route))),
+        (f.path === undefined ||
+          (typeof f.path === 'string' ? f.path === route || f.path === fullPath : f.path.test(route))),
     );
     if (i < 0) return undefined;
     const f = this.faults[i];
@@ -540,15 +562,15 @@ export class PaymentServiceSimulator {
     }
     if ((m = /^\/payment\/([^/]+)\/refund$/.exec(route))) {
       allow('POST');
-      return this.createRefund(ctx, decodeURIComponent(m[1]));
+      return this.createRefund(ctx, safeDecode(m[1]));
     }
     if ((m = /^\/refund\/([^/]+)$/.exec(route))) {
       allow('GET');
-      return this.refundLookup(ctx, decodeURIComponent(m[1]));
+      return this.refundLookup(ctx, safeDecode(m[1]));
     }
     if ((m = /^\/payout\/([^/]+)$/.exec(route))) {
       allow('GET');
-      return this.payoutLookup(ctx, decodeURIComponent(m[1]));
+      return this.payoutLookup(ctx, safeDecode(m[1]));
     }
     throw new SimulatorHttpError('NOT_FOUND');
   }
@@ -1009,6 +1031,18 @@ export class PaymentServiceSimulator {
 
   // ---------------------------------------------------------------- helpers
 
+  /** With `paymentSessionTtlMs`, `manual` payments still `PENDING` past it expire (`payment.expired`). */
+  private expireStaleSessions(): void {
+    const ttl = this.options.paymentSessionTtlMs;
+    if (ttl === undefined) return;
+    const now = this.now();
+    for (const p of this.paymentsById.values()) {
+      if (p.status === 'PENDING' && p.outcome === 'manual' && now - Date.parse(p.createdAt) >= ttl) {
+        this.settle(p, 'REJECTED', 'expired');
+      }
+    }
+  }
+
   private merchantState(merchantId: number): MerchantState {
     const m = this.merchants.get(merchantId);
     if (!m) throw new Error(`Unknown merchant ${merchantId}`);
@@ -1018,6 +1052,14 @@ export class PaymentServiceSimulator {
   private newId(prefix: string): string {
     this.seq++;
     return `${prefix}_${this.seq.toString().padStart(6, '0')}${randomBytes(4).toString('hex')}`;
+  }
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SimulatorHttpError('PAY_4000', undefined, { path: ['The path contains malformed percent-encoding.'] });
   }
 }
 

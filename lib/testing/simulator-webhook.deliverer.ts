@@ -1,3 +1,5 @@
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { signWebhookPayload } from './webhook-signing.js';
 import type {
@@ -55,7 +57,10 @@ export class SimulatorWebhookDeliverer {
   private readonly busy = new Set<number>();
   private readonly held = new Map<string, string[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly controllers = new Set<AbortController>();
+  private readonly inFlight = new Set<{ destroy(error?: Error): void }>();
+  // Own keep-alive agents, destroyed on stop, so no socket outlives the simulator.
+  private httpAgent = new HttpAgent({ keepAlive: true });
+  private httpsAgent = new HttpsAgent({ keepAlive: true });
   private stopped = false;
 
   constructor(private readonly deps: DelivererDeps) {}
@@ -130,9 +135,21 @@ export class SimulatorWebhookDeliverer {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    for (const c of this.controllers) c.abort();
+    for (const req of this.inFlight) req.destroy(new Error('simulator stopped'));
+    this.inFlight.clear();
     this.queues.clear();
     this.held.clear();
+    this.busy.clear();
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  /** Allows deliveries again after {@link stop} (the simulator was restarted). */
+  resume(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.httpAgent = new HttpAgent({ keepAlive: true });
+    this.httpsAgent = new HttpsAgent({ keepAlive: true });
   }
 
   private firstJob(eventId: string): Job {
@@ -223,40 +240,74 @@ export class SimulatorWebhookDeliverer {
       ...(duplicate ? { duplicate: true } : {}),
     };
     this.log.push(record);
-    const controller = new AbortController();
-    this.controllers.add(controller);
-    const timer = setTimeout(() => controller.abort(new Error(`timed out after ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
-    try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-service-signature': signature,
-          'user-agent': 'payment-service-simulator',
-        },
-        body: entry.body,
-        signal: controller.signal,
-      });
-      // Drain so the keep-alive connection is reusable.
-      await res.arrayBuffer().catch(() => undefined);
-      record.status = res.status;
-    } catch (err) {
-      const reason = controller.signal.aborted ? controller.signal.reason : err;
-      record.error = describeError(reason);
-    } finally {
-      clearTimeout(timer);
-      this.controllers.delete(controller);
-    }
+    const outcome = await this.post(url, entry.body, signature);
+    if (typeof outcome === 'number') record.status = outcome;
+    else record.error = outcome.error;
     return record;
+  }
+
+  /**
+   * One POST; resolves with the status, or the reason there was none. Redirects are
+   * not followed: a 3xx is a failed delivery like any other non-2xx (spec 6.2).
+   */
+  private post(url: string, body: string, signature: string): Promise<number | { error: string }> {
+    return new Promise((resolve) => {
+      let target: URL;
+      try {
+        target = new URL(url);
+      } catch {
+        resolve({ error: `invalid webhook URL ${JSON.stringify(url)}` });
+        return;
+      }
+      const https = target.protocol === 'https:';
+      if (!https && target.protocol !== 'http:') {
+        resolve({ error: `unsupported webhook URL protocol ${target.protocol}` });
+        return;
+      }
+      let settled = false;
+      const finish = (value: number | { error: string }): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.inFlight.delete(req);
+        resolve(value);
+      };
+      const req = (https ? httpsRequest : httpRequest)(
+        target,
+        {
+          method: 'POST',
+          agent: https ? this.httpsAgent : this.httpAgent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'x-service-signature': signature,
+            'user-agent': 'payment-service-simulator',
+          },
+        },
+        (res) => {
+          // Drain so the keep-alive connection is reusable.
+          res.resume();
+          res.on('end', () => finish(res.statusCode ?? 0));
+          res.on('error', (err) => finish({ error: describeError(err) }));
+          res.on('close', () => finish(res.complete ? (res.statusCode ?? 0) : { error: 'response aborted' }));
+        },
+      );
+      const timer = setTimeout(() => {
+        req.destroy();
+        finish({ error: `timed out after ${this.deps.timeoutMs} ms` });
+      }, this.deps.timeoutMs);
+      this.inFlight.add(req);
+      req.on('error', (err) => finish({ error: describeError(err) }));
+      req.end(body);
+    });
   }
 }
 
-/** `ECONNREFUSED`-style text for fetch failures (whose own message is just "fetch failed"). */
+/** `ECONNREFUSED`-style text for network errors. */
 function describeError(err: unknown): string {
-  // Duck-typed: errors from fetch may come from another realm (jest VM), so instanceof fails.
+  // Duck-typed: errors may come from another realm (jest VM), where instanceof fails.
   if (!err || typeof err !== 'object') return String(err);
-  const e = err as { message?: unknown; cause?: { code?: unknown; message?: unknown } };
-  if (typeof e.cause?.code === 'string') return e.cause.code;
-  if (typeof e.cause?.message === 'string') return e.cause.message;
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string') return e.code;
   return typeof e.message === 'string' ? e.message : String(err);
 }

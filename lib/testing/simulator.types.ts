@@ -88,6 +88,12 @@ export interface PaymentServiceSimulatorOptions {
   defaultOutcome?: PaymentOutcome;
   /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed. @default 20 */
   confirmationDelayMs?: number;
+  /**
+   * Simulator-clock ms after which a `manual` payment still `PENDING` expires
+   * (`REJECTED`, `payment.expired`); checked on every request and `advanceTime()`.
+   * @default undefined (sessions never expire by themselves)
+   */
+  paymentSessionTtlMs?: number;
   /** Largest request body accepted (413 above). @default 1048576 */
   maxBodyBytes?: number;
   /** Loopback only. @default '127.0.0.1' */

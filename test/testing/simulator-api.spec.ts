@@ -351,6 +351,24 @@ describe('PaymentServiceSimulator API', () => {
     });
   });
 
+  describe('session expiry', () => {
+    it('expires manual PENDING payments after paymentSessionTtlMs on the simulator clock', async () => {
+      const s2 = new PaymentServiceSimulator({ paymentSessionTtlMs: 15 * 60_000 });
+      await s2.start();
+      try {
+        const token = await simToken(s2);
+        const trxId = (await simCall(s2, 'POST', '/payment/create', { token, body: paymentBody() })).body.data.trxId;
+        s2.advanceTime(14 * 60_000);
+        expect(s2.payment(trxId)?.status).toBe('PENDING');
+        s2.advanceTime(60_000);
+        expect(s2.payment(trxId)).toMatchObject({ status: 'REJECTED', failureReason: 'expired' });
+        expect(s2.events.map((e) => e.eventType)).toEqual(['payment.created', 'payment.expired']);
+      } finally {
+        await s2.stop();
+      }
+    });
+  });
+
   describe('bad input', () => {
     it('answers the error envelope for bad JSON, unknown paths, wrong methods and huge bodies', async () => {
       const token = await simToken(sim);
@@ -367,6 +385,7 @@ describe('PaymentServiceSimulator API', () => {
       expect(wrong.headers.get('allow')).toBe('POST');
       const huge = await simCall(sim, 'POST', '/payment/create', { token, rawBody: 'x'.repeat(2 * 1024 * 1024) });
       expectError(huge, 413, 'PAYLOAD_TOO_LARGE');
+      expectError(await simCall(sim, 'GET', '/refund/%E0%A4%A', { token }), 400, 'PAY_4000');
       // still serving
       expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
     });

@@ -63,6 +63,15 @@ describe('PaymentServiceSimulator rate limits', () => {
     expect(sim.payouts).toHaveLength(1);
   });
 
+  it('resetRateLimits() frees every window', async () => {
+    sim = new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: 1 } });
+    await sim.start();
+    await simToken(sim);
+    await expect(simToken(sim)).rejects.toThrow(/429/);
+    sim.resetRateLimits();
+    await simToken(sim);
+  });
+
   it('can be switched off', async () => {
     sim = new PaymentServiceSimulator({ rateLimits: false });
     await sim.start();
@@ -89,6 +98,15 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
     expect((await simCall(sim, 'POST', '/payment/create', { token, body })).status).toBe(503);
     expect((await simCall(sim, 'POST', '/payment/create', { token, body })).status).toBe(200);
     expect(sim.payments).toHaveLength(1);
+  });
+
+  it('matches a fault by the full path and by environment too', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ path: '/sandbox/api/v1/payments/gateways', kind: 'status', status: 500 });
+    sim.injectFault({ mode: 'live', kind: 'status', status: 502 });
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token, mode: 'live' })).status).toBe(502);
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(500);
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
   });
 
   it('injects 429 with Retry-After and spec codes with their status', async () => {

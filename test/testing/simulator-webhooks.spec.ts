@@ -183,4 +183,29 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     await sim.waitForDeliveries();
     expect(receiver.received[0].body.environment).toBe('production');
   });
+
+  it('counts a redirect as a failed delivery (never follows it)', async () => {
+    await setup();
+    receiver.respond = (_h, i) => (i === 0 ? 302 : 200);
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.map((d) => d.status)).toEqual([302, 200]);
+    expect(receiver.received).toHaveLength(2);
+  });
+
+  it('waitForDeliveries({ timeoutMs }) reports what is still pending', async () => {
+    await setup({ deliveryTimeoutMs: 10_000 });
+    receiver.respond = () => 'stall';
+    await createPayment();
+    await expect(sim.waitForDeliveries({ timeoutMs: 50 })).rejects.toThrow(/payment\.created:in-flight#1/);
+  });
+
+  it('delivers again after a stop() / start() restart', async () => {
+    await setup();
+    await sim.stop();
+    await sim.start();
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created']);
+  });
 });
