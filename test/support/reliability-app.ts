@@ -16,8 +16,9 @@ export const RELIABILITY_WEBHOOK_SECRET = 'whsec_reliability_primary_7f3a';
 export const WEBHOOK_ROUTE = '/payments/webhook';
 
 /**
- * Counts completed handler runs per eventId (the "effect"). `failFirst` holds eventIds
- * whose first attempt throws (a flaky downstream); `attempts` counts every start.
+ * Counts completed handler runs per eventId (the "effect"). The first attempt throws (a
+ * flaky downstream) for eventIds in `failFirst` and for events whose `data.custom` starts
+ * with `flaky:`; `attempts` counts every start.
  */
 @Injectable()
 export class EffectCounter {
@@ -33,7 +34,9 @@ export class EffectCounter {
     this.attempts.set(event.eventId, attempt);
     // yield once so concurrent copies really overlap inside the route
     await new Promise((resolve) => setImmediate(resolve));
-    if (attempt === 1 && this.failFirst.has(event.eventId)) {
+    const custom = (event.data as { custom?: unknown } | undefined)?.custom;
+    const flaky = this.failFirst.has(event.eventId) || (typeof custom === 'string' && custom.startsWith('flaky:'));
+    if (attempt === 1 && flaky) {
       this.failures.push(event.eventId);
       throw new Error(`flaky downstream failed for ${event.eventId}`);
     }
