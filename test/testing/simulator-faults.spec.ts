@@ -40,6 +40,8 @@ describe('PaymentServiceSimulator rate limits', () => {
 
   it('counts creates and reads per token, money movement per client id (configurable limits)', async () => {
     sim = new PaymentServiceSimulator({
+      // a frozen clock makes Retry-After exact
+      now: () => 1_700_000_000_000,
       rateLimits: { createPaymentPerMinute: 2, readsPerMinute: 3, moneyMovementPerMinute: 1 },
       merchants: [
         { merchantId: 1, clientId: 'c', clientSecret: 's', webhookSecret: 'w', mode: 'sandbox', walletBalance: '100' },
