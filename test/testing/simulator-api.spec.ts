@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+import { PAYMENT_EVENT_TYPES } from '../../lib/events/payment-event.types.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
 
@@ -369,7 +371,52 @@ describe('PaymentServiceSimulator API', () => {
     });
   });
 
+  describe('event coverage', () => {
+    it('can drive every event type of spec 6.1', async () => {
+      const s2 = new PaymentServiceSimulator({
+        merchants: [
+          { ...SANDBOX, payoutApprovalRequired: false, subaccounts: [{ subaccountId: 'ok' }, { subaccountId: 'bad', failPayouts: true }] },
+        ],
+      });
+      await s2.start();
+      try {
+        const token = await simToken(s2);
+        const create = (body: Record<string, unknown>) => simCall(s2, 'POST', '/payment/create', { token, body: paymentBody(body) });
+        s2.scriptNextPayment('pending-then-succeed', 'fail', 'cancel', 'expire');
+        const paid = (
+          await create({ amount: '10', splits: [{ subaccount_id: 'ok', amount: '1' }, { subaccount_id: 'bad', amount: '1' }] })
+        ).body.data.trxId;
+        for (let i = 0; i < 3; i++) await create({});
+        await s2.waitForDeliveries();
+        await simCall(s2, 'POST', `/payment/${paid}/refund`, { token, body: { amount: '1' } });
+        s2.scriptNextRefundFailure();
+        await simCall(s2, 'POST', `/payment/${paid}/refund`, { token, body: { amount: '1' } });
+        const recipient = { account_number: '1' };
+        await simCall(s2, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD', recipient } });
+        s2.scriptNextPayoutFailure();
+        await simCall(s2, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD', recipient } });
+        s2.sendEvent(1, 'dispute.created', { trxId: paid });
+        expect(new Set(s2.events.map((e) => e.eventType))).toEqual(new Set(PAYMENT_EVENT_TYPES));
+      } finally {
+        await s2.stop();
+      }
+    });
+  });
+
   describe('bad input', () => {
+    it('answers malformed HTTP with 400 and keeps serving', async () => {
+      const { port } = new URL(sim.url);
+      const reply = await new Promise<string>((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+        let data = '';
+        socket.on('data', (c) => (data += c.toString()));
+        socket.on('close', () => resolve(data));
+        socket.on('error', () => resolve(data));
+      });
+      expect(reply).toMatch(/^HTTP\/1\.1 400/);
+      expect((await simCall(sim, 'GET', '/payments/gateways')).status).toBe(401);
+    });
+
     it('answers the error envelope for bad JSON, unknown paths, wrong methods and huge bodies', async () => {
       const token = await simToken(sim);
       const badJson = await simCall(sim, 'POST', '/payment/create', { token, rawBody: '{"amount":', headers: { 'content-type': 'application/json' } });
