@@ -122,3 +122,22 @@ export { PaymentWebhookHttpException } from './webhooks/payment-webhook-http.exc
 export { getVerifiedPaymentWebhookEvent, PAYMENT_WEBHOOK_REQUEST_STATE } from './webhooks/payment-webhook.request.js';
 export type { PaymentWebhookRequest, PaymentWebhookRequestState } from './webhooks/payment-webhook.request.js';
 export type { PaymentWebhookAck, PaymentWebhookRoute } from './webhooks/payment-webhook.providers.js';
+
+// client (added by SAMPLE so the sample app can import the service and its errors by package name; lead/CLIENT to tidy)
+export { PaymentGatewayService } from './client/payment-gateway.service.js';
+export {
+  PaymentApiError,
+  PaymentAuthenticationError,
+  PaymentClientConfigurationError,
+  PaymentClientErrorCode,
+  PaymentErrorCode,
+  PaymentInvalidStateError,
+  PaymentNetworkError,
+  PaymentNotFoundError,
+  PaymentPayoutError,
+  PaymentProviderError,
+  PaymentRateLimitError,
+  PaymentServerError,
+  PaymentValidationError,
+} from './client/payment-api.errors.js';
+export type * from './client/payment-api.types.js';
