@@ -1,0 +1,22 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module.js';
+
+/** `npm run sample:serve`: the shop against the service configured in `sample/.env` (or the environment). */
+async function bootstrap(): Promise<void> {
+  // rawBody: the webhook signature is computed over the exact bytes received.
+  const app = await NestFactory.create(AppModule.register(), { rawBody: true, abortOnError: false });
+  app.enableShutdownHooks();
+  const port = Number(process.env.SHOP_PORT ?? 3000);
+  const host = process.env.SHOP_HOST ?? '127.0.0.1';
+  await app.listen(port, host);
+  const url = await app.getUrl();
+  Logger.log(`Shop listening on ${url} (webhook route: POST /${process.env.PAYMENT_WEBHOOK_PATH ?? 'payments/webhook'})`, 'Shop');
+}
+
+bootstrap().catch((error: unknown) => {
+  // Configuration errors name the variable at fault; secrets are never part of them.
+  Logger.error(error instanceof Error ? error.message : String(error), undefined, 'Shop');
+  process.exitCode = 1;
+});
