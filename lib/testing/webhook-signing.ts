@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createWebhookSignatureHeader } from '../webhooks/webhook-signature.js';
 
 /** Options of {@link signWebhookPayload}. */
 export interface SignWebhookPayloadOptions {
@@ -10,11 +10,9 @@ export interface SignWebhookPayloadOptions {
  * Builds the `X-Service-Signature` header value of spec 6.3 for `body`:
  * `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the webhook secret>`.
  * Sign the exact bytes you send; re-serialising JSON changes the digest.
+ * Shares the HMAC code of the module's verifier; the simulator's tests check it
+ * against an independent computation.
  */
 export function signWebhookPayload(body: string | Buffer, secret: string, opts: SignWebhookPayloadOptions = {}): string {
-  const t = opts.timestamp ?? Math.floor(Date.now() / 1000);
-  const mac = createHmac('sha256', secret);
-  mac.update(`${t}.`);
-  mac.update(body);
-  return `t=${t},v1=${mac.digest('hex')}`;
+  return createWebhookSignatureHeader(body, secret, opts.timestamp ?? Math.floor(Date.now() / 1000));
 }
