@@ -76,7 +76,7 @@ export class PaymentRequestExecutor {
       // before the wait could expire in the queue.
       const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit));
       try {
-        token ??= await this.tokenFor(call.auth);
+        token ??= await this.tokenForCall(call);
         answer = await this.http.send({
           method: call.method,
           path: call.path,
@@ -85,8 +85,7 @@ export class PaymentRequestExecutor {
           bearerToken: token,
         });
       } catch (error) {
-        // errors of the token call are already typed and final
-        if (!(error instanceof PaymentNetworkError) && error instanceof PaymentApiError) throw error;
+        if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {
         release();
@@ -120,6 +119,28 @@ export class PaymentRequestExecutor {
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
       await this.runtime.clock.sleep(delayMs);
+    }
+  }
+
+  /**
+   * The call's token. Token failures were already retried by the token call itself and
+   * are final here; a network failure is re-issued for THIS call, which was surely not
+   * sent (so a caller of a refund or payout knows nothing happened).
+   */
+  private async tokenForCall(call: ServiceCall): Promise<string | undefined> {
+    try {
+      return await this.tokenFor(call.auth);
+    } catch (error) {
+      if (!(error instanceof PaymentNetworkError)) throw error;
+      throw new PaymentNetworkError({
+        code: error.code,
+        message: `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
+        method: call.method,
+        path: call.path,
+        mayHaveReachedService: false,
+        failure: error.failure,
+        idempotencyKey: call.idempotencyKey,
+      });
     }
   }
 

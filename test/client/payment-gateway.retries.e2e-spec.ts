@@ -137,6 +137,20 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.sim.payouts).toHaveLength(1);
     });
 
+    it('a refund whose token call fails reports that the refund itself was not sent', async () => {
+      h = await startClientHarness({ maxRetries: 1 });
+      const trxId = await succeededPayment(h);
+      h.sim.advanceTime(10 * 60_000); // the cached token is too old: the refund needs a new one
+      h.sim.injectFault({ path: '/authentication/token', kind: 'reset', times: 2 });
+      const error = await rejectionOf(h.client.refundPayment(trxId));
+      expect(error).toBeInstanceOf(PaymentNetworkError);
+      expect(error).toMatchObject({ mayHaveReachedService: false, method: 'POST' });
+      expect(error.path).toMatch(REFUND);
+      expect(h.calls(REFUND)).toHaveLength(0);
+      await h.client.refundPayment(trxId);
+      expect(h.sim.refunds).toHaveLength(1);
+    });
+
     it('a non-idempotent POST is retried when the connection is refused (nothing was sent)', async () => {
       h = await startClientHarness();
       const port = await closedPort();
