@@ -128,8 +128,16 @@ export class PaymentServiceSimulator {
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
     this.options = options;
+    const host = options.host ?? '127.0.0.1';
+    // A test double holding credentials must not be reachable from the network.
+    if (!/^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/.test(host)) {
+      throw new Error(`PaymentServiceSimulator listens on loopback only (got host ${JSON.stringify(host)})`);
+    }
+    const clientIds = new Set<string>();
     for (const m of options.merchants ?? [DEFAULT_MERCHANT]) {
       if (this.merchants.has(m.merchantId)) throw new Error(`Duplicate merchantId ${m.merchantId}`);
+      if (clientIds.has(m.clientId)) throw new Error(`Duplicate clientId ${JSON.stringify(m.clientId)}`);
+      clientIds.add(m.clientId);
       this.merchants.set(m.merchantId, {
         config: { ...m },
         active: m.active ?? true,

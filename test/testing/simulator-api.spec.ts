@@ -35,6 +35,12 @@ describe('PaymentServiceSimulator API', () => {
   });
   afterEach(() => sim.stop());
 
+  it('refuses non-loopback hosts and ambiguous merchants', () => {
+    expect(() => new PaymentServiceSimulator({ host: '0.0.0.0' })).toThrow(/loopback/);
+    expect(() => new PaymentServiceSimulator({ merchants: [SANDBOX, { ...LIVE, clientId: SANDBOX.clientId }] })).toThrow(/clientId/);
+    expect(() => new PaymentServiceSimulator({ merchants: [SANDBOX, { ...LIVE, merchantId: 1 }] })).toThrow(/merchantId/);
+  });
+
   describe('authentication', () => {
     it('issues a bearer token that lives 10 minutes', async () => {
       const r = await simCall(sim, 'POST', '/authentication/token', {
