@@ -139,7 +139,8 @@ export interface RunningApp {
   ready: Record<string, unknown>;
   /** stdout + stderr so far, for failure messages. */
   output(): string;
-  stop(): Promise<void>;
+  /** SIGTERM (SIGKILL after a grace period); resolves with the exit code or signal. */
+  stop(): Promise<ChildExit>;
 }
 
 const children = new Set<ChildProcess>();
@@ -148,18 +149,24 @@ process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** Stops a child: SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
-function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Stops a child: SIGTERM, then SIGKILL if it has not exited after `graceMs`. Resolves with how it ended. */
+function stopChild(child: ChildProcess, graceMs = 15_000): Promise<ChildExit> {
   if (child.exitCode !== null || child.signalCode !== null) {
     children.delete(child);
-    return Promise.resolve();
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   }
   return new Promise((resolve) => {
+    // a safety net so a hung shutdown cannot hang the suite; never a timing assertion
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
+    child.once('exit', (code, signal) => {
       clearTimeout(timer);
       children.delete(child);
-      resolve();
+      resolve({ code, signal });
     });
     child.kill('SIGTERM');
   });
@@ -186,7 +193,7 @@ export function startNodeApp(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      void stopChild(child).then(() => reject(new Error(`${entry} in ${cwd}: ${why}\n--- output ---\n${out.slice(-6000)}`)));
+      void stopChild(child, 5000).then(() => reject(new Error(`${entry} in ${cwd}: ${why}\n--- output ---\n${out.slice(-6000)}`)));
     };
     // a safety net for a hung boot, not a timing assertion
     const timer = setTimeout(() => fail(`no ready line after ${readyTimeoutMs} ms`), readyTimeoutMs);
@@ -225,7 +232,7 @@ export function startNodeApp(
 
 /** Kills every child still running (afterAll safety net). */
 export async function stopAllChildren(): Promise<void> {
-  await Promise.all([...children].map((child) => stopChild(child)));
+  await Promise.all([...children].map((child) => stopChild(child, 5000)));
 }
 
 /** The repository root: the nearest folder up from the cwd whose package.json is this package. */
