@@ -1,0 +1,55 @@
+import 'reflect-metadata';
+import { Test } from '@nestjs/testing';
+import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PAYMENT_CLIENT_RUNTIME } from '../../lib/client/payment-client.clock.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
+
+describe('PaymentGatewayService in a Nest module', () => {
+  let sim: PaymentServiceSimulator;
+  beforeEach(async () => {
+    sim = new PaymentServiceSimulator();
+    await sim.start();
+  });
+  afterEach(async () => sim.stop());
+
+  it('is injected with the resolved options and an optional runtime, and closes its agent on shutdown', async () => {
+    const clock = new SimulatorClock(sim);
+    const moduleRef = await Test.createTestingModule({
+      providers: [
+        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
+        { provide: PAYMENT_CLIENT_RUNTIME, useValue: { clock } },
+        PaymentGatewayService,
+      ],
+    })
+      .setLogger(false)
+      .compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const client = app.get(PaymentGatewayService);
+    const payment = await client.createPayment({ amount: '3', currency: 'USD' });
+    expect((await client.getPaymentStatus(payment.trxId)).status).toBe('PENDING');
+    await client.listGateways();
+    const pooled = sim.connectionCount;
+    await client.listGateways();
+    expect(sim.connectionCount).toBe(pooled); // the keep-alive socket was reused
+    await app.close(); // onModuleDestroy destroys the pooled sockets
+    await client.listGateways();
+    expect(sim.connectionCount).toBe(pooled + 1); // so the next call needed a new connection
+    client.onModuleDestroy();
+  });
+
+  it('works without a runtime provider (system clock)', async () => {
+    const moduleRef = await Test.createTestingModule({
+      providers: [
+        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
+        PaymentGatewayService,
+      ],
+    }).compile();
+    const client = moduleRef.get(PaymentGatewayService);
+    expect(await client.listGateways()).toEqual(expect.any(Array));
+    await moduleRef.close();
+  });
+});
