@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, HttpCode, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
 import {
   PaymentWebhookIdempotencyInterceptor,
@@ -31,10 +31,29 @@ class PartnerCallbackController {
   }
 }
 
+// The guard's hooks are protected so a host can change one step: here the secret comes from elsewhere.
+@Injectable()
+class VaultSecretGuard extends PaymentWebhookSignatureGuard {
+  protected override getSecrets(): readonly string[] {
+    return ['whsec_from_vault'];
+  }
+}
+
+@Controller('vault')
+class VaultController {
+  @Post('hook')
+  @HttpCode(200)
+  @UseGuards(VaultSecretGuard)
+  hook(): { ok: true } {
+    effects.push('vault');
+    return { ok: true };
+  }
+}
+
 describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a host route (%s)', (adapter) => {
   let w: WebhookApp;
   beforeAll(async () => {
-    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController] });
+    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController, VaultController], extraProviders: [VaultSecretGuard] });
   });
   afterAll(async () => {
     await w?.close();
@@ -43,13 +62,13 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     effects.length = 0;
   });
 
+  // what the partner sends: a signed body, its delivery id in a header
   const send = (id: string | undefined, opts: { signature?: string } = {}) =>
-    fetchWith(w.url, id, opts.signature);
-
-  async function fetchWith(base: string, id: string | undefined, signature?: string) {
-    const body = { anything: 'the partner sends', id };
-    return postWebhook(base, body, { path: 'partner/callback', ...(signature ? { signature } : {}), headers: id ? { 'x-delivery-id': id } : {} });
-  }
+    postWebhook(w.url, { anything: 'the partner sends', id }, {
+      path: 'partner/callback',
+      ...(opts.signature ? { signature: opts.signature } : {}),
+      headers: id ? { 'x-delivery-id': id } : {},
+    });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
     expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true } });
@@ -69,5 +88,12 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await send(undefined)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING' } });
     expect(await send('d-4', { signature: 'garbage' })).toMatchObject({ status: 400, json: { code: 'WEBHOOK_SIGNATURE_MALFORMED' } });
     expect(effects).toEqual([]);
+  });
+
+  it('a subclass of the guard can replace one step (the secrets)', async () => {
+    const body = { id: 'v-1' };
+    expect(await postWebhook(w.url, body, { path: 'vault/hook', secret: 'whsec_from_vault' })).toMatchObject({ status: 200 });
+    expect(await postWebhook(w.url, body, { path: 'vault/hook' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
+    expect(effects).toEqual(['vault']);
   });
 });
