@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { PAYMENT_RESOLVED_OPTIONS, type ResolvedPaymentOptions } from 'nestjs-payment-gateway';
 import { AppModule } from './app.module.js';
 
 /** `npm run sample:serve`: the shop against the service configured in `sample/.env` (or the environment). */
@@ -12,7 +13,13 @@ async function bootstrap(): Promise<void> {
   const host = process.env.SHOP_HOST ?? '127.0.0.1';
   await app.listen(port, host);
   const url = await app.getUrl();
-  Logger.log(`Shop listening on ${url} (webhook route: POST /${process.env.PAYMENT_WEBHOOK_PATH ?? 'payments/webhook'})`, 'Shop');
+  const payment = app.get<ResolvedPaymentOptions>(PAYMENT_RESOLVED_OPTIONS);
+  const webhook =
+    payment.webhookSecrets.length > 0
+      ? `webhook route POST /${payment.webhookPath.replace(/^\/+/, '')}`
+      : 'NO webhook route: set PAYMENT_WEBHOOK_SECRET, or orders will never be marked paid';
+  // Only non-secret settings are printed.
+  Logger.log(`Shop listening on ${url} (${webhook}; ${payment.environment} API at ${payment.apiBaseUrl})`, 'Shop');
 }
 
 bootstrap().catch((error: unknown) => {
