@@ -11,6 +11,8 @@ import type {
 /** Delays before attempts 2…6 (spec 6.2): 5 min, 15 min, 1 h, 4 h, 24 h. */
 export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
 export const SPEC_MAX_ATTEMPTS = 6;
+/** How much of a receiver's answer the delivery log keeps. */
+const RESPONSE_BODY_LOG_BYTES = 1024;
 
 /** What the deliverer needs to know about a merchant at send time. */
 export interface DeliveryTarget {
@@ -241,8 +243,12 @@ export class SimulatorWebhookDeliverer {
     };
     this.log.push(record);
     const outcome = await this.post(url, entry.body, signature);
-    if (typeof outcome === 'number') record.status = outcome;
-    else record.error = outcome.error;
+    if ('status' in outcome) {
+      record.status = outcome.status;
+      record.responseBody = outcome.body;
+    } else {
+      record.error = outcome.error;
+    }
     return record;
   }
 
@@ -250,7 +256,7 @@ export class SimulatorWebhookDeliverer {
    * One POST; resolves with the status, or the reason there was none. Redirects are
    * not followed: a 3xx is a failed delivery like any other non-2xx (spec 6.2).
    */
-  private post(url: string, body: string, signature: string): Promise<number | { error: string }> {
+  private post(url: string, body: string, signature: string): Promise<{ status: number; body: string } | { error: string }> {
     return new Promise((resolve) => {
       let target: URL;
       try {
@@ -265,7 +271,7 @@ export class SimulatorWebhookDeliverer {
         return;
       }
       let settled = false;
-      const finish = (value: number | { error: string }): void => {
+      const finish = (value: { status: number; body: string } | { error: string }): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -285,11 +291,17 @@ export class SimulatorWebhookDeliverer {
           },
         },
         (res) => {
-          // Drain so the keep-alive connection is reusable.
-          res.resume();
-          res.on('end', () => finish(res.statusCode ?? 0));
+          // Read it all (keep-alive reuse) but keep only the start of the answer for the log.
+          const kept: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            if (size < RESPONSE_BODY_LOG_BYTES) kept.push(chunk.subarray(0, RESPONSE_BODY_LOG_BYTES - size));
+            size += chunk.length;
+          });
+          const answered = () => ({ status: res.statusCode ?? 0, body: Buffer.concat(kept).toString('utf8') });
+          res.on('end', () => finish(answered()));
           res.on('error', (err) => finish({ error: describeError(err) }));
-          res.on('close', () => finish(res.complete ? (res.statusCode ?? 0) : { error: 'response aborted' }));
+          res.on('close', () => finish(res.complete ? answered() : { error: 'response aborted' }));
         },
       );
       const timer = setTimeout(() => {

@@ -215,6 +215,8 @@ export interface SimulatorDeliveryRecord {
   url: string;
   /** HTTP status answered by the receiver. */
   status?: number;
+  /** First 1 KB of the receiver's answer body (UTF-8), when it answered. */
+  responseBody?: string;
   /** Network error / time-out text when there was no answer. */
   error?: string;
   /** A duplicate copy sent by the `duplicate` fault switch. */

@@ -82,6 +82,15 @@ describe('simulator + PaymentModule end to end', () => {
     expect(firstCopies).toEqual(['payment.succeeded', 'payment.created', 'payment.pending']);
     expect(sim.deliveryLog).toHaveLength(6);
     expect(sim.deliveryLog.every((d) => d.status === 200)).toBe(true);
+    // the module's answers: first copy handled, second recognised as a duplicate
+    expect(sim.deliveryLog.map((d) => JSON.parse(d.responseBody ?? 'null'))).toEqual([
+      { received: true },
+      { received: true, duplicate: true },
+      { received: true },
+      { received: true, duplicate: true },
+      { received: true },
+      { received: true, duplicate: true },
+    ]);
 
     const orders = app.get(OrdersService);
     expect(orders.fulfilled).toEqual(['order-1001']);

@@ -184,6 +184,14 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(receiver.received[0].body.environment).toBe('production');
   });
 
+  it('logs the first 1 KB of the receiver answer', async () => {
+    await setup();
+    receiver.respond = () => 200;
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog[0].responseBody).toBe('{}');
+  });
+
   it('counts a redirect as a failed delivery (never follows it)', async () => {
     await setup();
     receiver.respond = (_h, i) => (i === 0 ? 302 : 200);
