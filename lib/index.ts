@@ -141,3 +141,7 @@ export {
   PaymentValidationError,
 } from './client/payment-api.errors.js';
 export type * from './client/payment-api.types.js';
+// client (CLIENT engineer; lead to tidy)
+export type { PaymentApiErrorDetails, PaymentNetworkFailure } from './client/payment-api.errors.js';
+export { PAYMENT_CLIENT_RUNTIME } from './client/payment-client.clock.js';
+export type { PaymentClientRuntime, PaymentClock } from './client/payment-client.clock.js';

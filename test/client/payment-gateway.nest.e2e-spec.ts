@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PaymentModule } from '../../lib/payment.module.js';
 import { PAYMENT_CLIENT_RUNTIME } from '../../lib/client/payment-client.clock.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
@@ -8,6 +10,7 @@ import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
 
 describe('PaymentGatewayService in a Nest module', () => {
+  beforeAll(() => Logger.overrideLogger(false));
   let sim: PaymentServiceSimulator;
   beforeEach(async () => {
     sim = new PaymentServiceSimulator();
@@ -23,9 +26,7 @@ describe('PaymentGatewayService in a Nest module', () => {
         { provide: PAYMENT_CLIENT_RUNTIME, useValue: { clock } },
         PaymentGatewayService,
       ],
-    })
-      .setLogger(false)
-      .compile();
+    }).compile();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     const client = app.get(PaymentGatewayService);
@@ -51,5 +52,23 @@ describe('PaymentGatewayService in a Nest module', () => {
     const client = moduleRef.get(PaymentGatewayService);
     expect(await client.listGateways()).toEqual(expect.any(Array));
     await moduleRef.close();
+  });
+
+  it('is provided by PaymentModule.forRoot() and talks to the service', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [PaymentModule.forRoot({ baseUrl: sim.url, clientId: SANDBOX_CLIENT.clientId, clientSecret: SANDBOX_CLIENT.clientSecret })],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const client = app.get(PaymentGatewayService);
+      sim.scriptNextPayment('succeed');
+      const payment = await client.createPayment({ amount: '12', currency: 'USD', custom: 'order-7' });
+      expect(await client.getPaymentStatus(payment.trxId)).toMatchObject({ status: 'SUCCESS', custom: 'order-7' });
+      const refund = await client.refundPayment(payment.trxId, { amount: '12' });
+      expect(await client.getRefund(refund.refundUid)).toMatchObject({ refundUid: refund.refundUid });
+    } finally {
+      await app.close();
+    }
   });
 });
