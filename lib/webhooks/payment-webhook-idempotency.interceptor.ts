@@ -9,7 +9,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { from, lastValueFrom, type Observable } from 'rxjs';
+import { defer, lastValueFrom, type Observable } from 'rxjs';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import {
@@ -86,7 +86,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return from(this.run(context, next));
+    // defer: nothing is claimed until Nest subscribes.
+    return defer(() => this.run(context, next));
   }
 
   protected settingsFor(context: ExecutionContext): WebhookIdempotencyOptions {
