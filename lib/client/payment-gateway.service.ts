@@ -191,8 +191,14 @@ export class PaymentGatewayService implements OnModuleDestroy {
     const check = new InputChecker();
     const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
     if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
-    if (typeof options?.path !== 'string' || !options.path.startsWith('/') || /[\s?#]/.test(options.path) || options.path.includes('//')) {
-      check.add('path', 'must be a path under the API base starting with "/", without query, fragment or spaces');
+    if (
+      typeof options?.path !== 'string' ||
+      !options.path.startsWith('/') ||
+      /[\s?#\\]/.test(options.path) ||
+      options.path.includes('//') ||
+      options.path.split('/').some((segment) => segment === '.' || segment === '..')
+    ) {
+      check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
     }
     const scope = options?.scope ?? (method === 'GET' ? 'read' : 'money-movement');
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {

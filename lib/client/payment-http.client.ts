@@ -23,6 +23,9 @@ export interface HttpAnswer {
 // Failures raised before a single byte of the request could reach the service.
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
+const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+// No payload of the service is near this; a bigger answer is not the service's.
+const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 /**
  * One HTTP attempt to the service. Owns the axios instance and ONE keep-alive agent
@@ -37,8 +40,12 @@ export class PaymentHttpClient {
   private readonly axios: AxiosInstance;
 
   constructor(apiBaseUrl: string, timeoutMs: number) {
-    this.httpAgent = new http.Agent({ keepAlive: true });
-    this.httpsAgent = new https.Agent({ keepAlive: true });
+    // Idle sockets are dropped after 4 s (or the server's Keep-Alive hint minus 1 s, which
+    // Node applies itself) so a request is rarely written to a socket the server is closing:
+    // for a refund or payout that race would surface as a reset "that may have reached".
+    const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
+    this.httpAgent = new http.Agent(agentOptions);
+    this.httpsAgent = new https.Agent(agentOptions);
     this.axios = axios.create({
       baseURL: apiBaseUrl,
       timeout: timeoutMs,
@@ -49,6 +56,7 @@ export class PaymentHttpClient {
       // proxies from env would see the token; an app that needs one can use a custom agent later
       proxy: false,
       validateStatus: () => true,
+      maxContentLength: MAX_RESPONSE_BYTES,
       transitional: { clarifyTimeoutError: true, silentJSONParsing: true },
       headers: { Accept: 'application/json' },
     });

@@ -66,6 +66,11 @@ export class InputChecker {
       this.add(field, `must be at most ${MAX_IDENTIFIER_LENGTH} characters`);
       return undefined;
     }
+    if (value === '.' || value === '..') {
+      // would become a dot segment of the URL path and address another resource
+      this.add(field, 'must not be "." or ".."');
+      return undefined;
+    }
     if (/[\u0000-\u001f\u007f]/.test(value)) {
       this.add(field, 'must not contain control characters');
       return undefined;

@@ -102,6 +102,9 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       [h.client.createPayout({ amount: '1', currency: 'USD' } as never), 'recipient'],
       [h.client.getPaymentStatus('a\nb'), 'trxId'],
       [h.client.request({ method: 'GET', path: 'no-slash' }), 'path'],
+      [h.client.request({ method: 'GET', path: '/payment/../../admin' }), 'path'],
+      [h.client.refundPayment('..', { amount: '1' }), 'trxId'],
+      [h.client.getPayout('.'), 'payoutUid'],
     ];
     for (const [call, field] of cases) {
       const error = await rejectionOf(call);
