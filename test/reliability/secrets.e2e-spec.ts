@@ -1,0 +1,158 @@
+import 'reflect-metadata';
+import { inspect } from 'node:util';
+import type { LoggerService } from '@nestjs/common';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
+
+const CLIENT_ID = 'rel-client';
+const CLIENT_SECRET = 'cs_rel_Sx9QvT4mK2pLw8Zr';
+const WRONG_CLIENT_SECRET = 'cs_rel_wrong_Hh3Jk5Lm7Nn9';
+const WEBHOOK_SECRET = 'whsec_rel_current_Qm4Rt6Yu8Io0';
+const OLD_WEBHOOK_SECRET = 'whsec_rel_previous_Za1Xs3Cd5Vf7';
+const ATTACKER_SECRET = 'whsec_rel_attacker_Bg2Nh4Mj6Ki8';
+
+/** A LoggerService that keeps every line at every level, with every argument rendered in full. */
+class CollectingLogger implements LoggerService {
+  readonly lines: string[] = [];
+  private collect(level: string, message: unknown, params: unknown[]): void {
+    const render = (v: unknown) => (typeof v === 'string' ? v : v instanceof Error ? `${v.stack}\n${inspect(v, { depth: 6 })}` : inspect(v, { depth: 6 }));
+    this.lines.push(`${level} ${[message, ...params].map(render).join(' ')}`);
+  }
+  log(message: unknown, ...params: unknown[]) { this.collect('log', message, params); }
+  error(message: unknown, ...params: unknown[]) { this.collect('error', message, params); }
+  warn(message: unknown, ...params: unknown[]) { this.collect('warn', message, params); }
+  debug(message: unknown, ...params: unknown[]) { this.collect('debug', message, params); }
+  verbose(message: unknown, ...params: unknown[]) { this.collect('verbose', message, params); }
+  fatal(message: unknown, ...params: unknown[]) { this.collect('fatal', message, params); }
+}
+
+/** Every way an error could end up in a log or a response: message, stack, JSON, inspect. */
+function renderError(error: unknown): string {
+  if (!(error instanceof Error)) return inspect(error, { depth: 6 });
+  return [error.message, error.stack, JSON.stringify(error), inspect(error, { depth: 6, showHidden: false })].join('\n');
+}
+
+describe('reliability: secrets never reach logs or errors', () => {
+  let sim: PaymentServiceSimulator;
+  let app: ReliabilityApp;
+  const logger = new CollectingLogger();
+  const errors: unknown[] = [];
+  const capture = (p: Promise<unknown>) => p.catch((e: unknown) => void errors.push(e));
+
+  beforeAll(async () => {
+    sim = new PaymentServiceSimulator({
+      merchants: [{ merchantId: 1, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, webhookSecret: WEBHOOK_SECRET, mode: 'sandbox' }],
+      webhookTimeScale: 1e-5,
+    });
+    await sim.start();
+    app = await startReliabilityApp(
+      'express',
+      {
+        baseUrl: sim.url,
+        clientId: CLIENT_ID,
+        clientSecret: CLIENT_SECRET,
+        webhookSecret: [WEBHOOK_SECRET, OLD_WEBHOOK_SECRET],
+        httpTimeoutMs: 300,
+        retryBaseDelayMs: 5,
+        reconcile: true,
+      },
+      logger,
+    );
+    sim.setWebhookUrl(1, app.webhookUrl);
+  });
+  afterAll(async () => {
+    await sim?.stop();
+    await app?.close();
+  });
+
+  it('a run through the client and the webhooks, errors included, leaks no secret and no bearer token', async () => {
+    const client = app.app.get(PaymentGatewayService);
+
+    // payments whose events come back through the webhook route (some handlers fail once)
+    const payments = [];
+    for (let i = 0; i < 4; i++) payments.push(await client.createPayment({ amount: '15', currency: 'USD', custom: i % 2 ? `flaky:o${i}` : `o${i}` }));
+    for (const p of payments) sim.completePayment(p.trxId, 'SUCCESS');
+    await sim.waitForDeliveries();
+    expect(app.effects.totalRuns).toBeGreaterThanOrEqual(8);
+
+    // service errors, retries and faults on the client side
+    sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 500, times: 2 });
+    await client.getPaymentStatus(payments[0]!.trxId);
+    sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 429, retryAfterSeconds: 1 });
+    await client.getPaymentStatus(payments[0]!.trxId);
+    sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'stall', times: 5 });
+    await capture(client.getPaymentStatus(payments[0]!.trxId));
+    await capture(client.getPaymentStatus('trx_does_not_exist'));
+    await capture(client.createPayment({ amount: '-1', currency: 'XX' }));
+    await client.refundPayment(payments[0]!.trxId, { amount: '5' });
+    sim.injectFault({ method: 'POST', path: `/payment/${payments[1]!.trxId}/refund`, kind: 'reset', afterHandling: true });
+    await capture(client.refundPayment(payments[1]!.trxId, { amount: '5' }));
+    await capture(client.refundPayment(payments[2]!.trxId, { amount: '5000' }));
+    await client.createPayout({ amount: '3', currency: 'USD', recipient: { account_number: '1' } });
+    sim.injectFault({ method: 'POST', path: '/payout', kind: 'status', status: 500, afterHandling: true });
+    await capture(client.createPayout({ amount: '3', currency: 'USD', recipient: { account_number: '1' } }));
+    // the cached token expires on the service side: PAY_1003, then a new token
+    sim.advanceTime(11 * 60_000);
+    await client.getPaymentStatus(payments[0]!.trxId);
+
+    // a client with a wrong secret (PAY_1004) and a misconfigured one
+    const wrong = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: sim.url, clientId: CLIENT_ID, clientSecret: WRONG_CLIENT_SECRET, retryBaseDelayMs: 5 }));
+    await capture(wrong.getPaymentStatus(payments[0]!.trxId));
+    wrong.onModuleDestroy();
+    try {
+      resolvePaymentOptions({ baseUrl: 'not a url', clientSecret: CLIENT_SECRET, webhookSecret: [WEBHOOK_SECRET, ''], httpTimeoutMs: -5 });
+    } catch (error) {
+      errors.push(error);
+    }
+
+    // webhook errors: wrong secret, forged by an attacker's key, old (rotated) secret, broken body
+    const event = paymentSucceeded('secrets');
+    const raw = JSON.stringify(event);
+    const responses: string[] = [];
+    for (const secret of [ATTACKER_SECRET, OLD_WEBHOOK_SECRET]) responses.push(JSON.stringify(await postSigned(app.webhookUrl, event, secret)));
+    const broken = await fetch(app.webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader('{"a":', WEBHOOK_SECRET) },
+      body: '{"a":',
+    });
+    responses.push(await broken.text());
+    sim.setDeliveryFaults({ wrongSecret: ATTACKER_SECRET });
+    sim.sendEvent(1, 'payment.succeeded', { ...(event.data as object), trxId: 'trx_forged' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    sim.setDeliveryFaults({ wrongSecret: undefined });
+    expect(raw.length).toBeGreaterThan(0);
+
+    // the evidence really covers errors at several levels and the debug stream
+    expect(errors.length).toBeGreaterThanOrEqual(7);
+    expect(logger.lines.some((l) => l.startsWith('debug '))).toBe(true);
+    expect(logger.lines.some((l) => l.startsWith('error ') || l.startsWith('warn '))).toBe(true);
+
+    const tokens = new Set<string>();
+    for (const r of sim.requests) {
+      const auth = r.headers.authorization;
+      const m = typeof auth === 'string' ? /^Bearer (.+)$/.exec(auth) : null;
+      if (m) tokens.add(m[1]!);
+    }
+    expect(tokens.size).toBeGreaterThanOrEqual(2);
+    const secrets = [CLIENT_SECRET, WRONG_CLIENT_SECRET, WEBHOOK_SECRET, OLD_WEBHOOK_SECRET, ATTACKER_SECRET, ...tokens];
+
+    const haystacks: Array<[string, string]> = [
+      ...logger.lines.map((l, i): [string, string] => [`log line ${i}`, l]),
+      ...errors.map((e, i): [string, string] => [`error ${i} (${(e as Error)?.name})`, renderError(e)]),
+      ...responses.map((r, i): [string, string] => [`webhook response ${i}`, r]),
+      ['resolved options (JSON)', JSON.stringify(app.app.get(PAYMENT_RESOLVED_OPTIONS))],
+      ['resolved options (inspect)', inspect(app.app.get(PAYMENT_RESOLVED_OPTIONS), { depth: 4 })],
+    ];
+    const leaks: string[] = [];
+    for (const [where, text] of haystacks) {
+      for (const secret of secrets) {
+        if (text.includes(secret)) leaks.push(`${where} contains ${secret === CLIENT_SECRET ? 'the client secret' : secret.startsWith('whsec') ? 'a webhook secret' : secret === WRONG_CLIENT_SECRET ? 'a wrong client secret' : 'a bearer token'}: ${text.slice(0, 300)}`);
+      }
+    }
+    expect(leaks).toEqual([]);
+  });
+});
