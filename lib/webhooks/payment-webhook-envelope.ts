@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
 
@@ -9,10 +10,14 @@ const API_VERSION = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/;
 
 /**
- * Parses raw webhook bytes as JSON. Bytes that are not UTF-8 decode to U+FFFD and then
- * fail here or in validation: always a 400, never a 5xx.
+ * Parses raw webhook bytes as JSON. Bytes that are not valid UTF-8 are refused (400) rather
+ * than decoded leniently: lossy decoding would turn different byte strings into the same
+ * text (two distinct `eventId`s deduplicated as one) and hand handlers altered values.
  */
 export function parseWebhookJson(rawBody: Buffer | string): unknown {
+  if (typeof rawBody !== 'string' && !isUtf8(rawBody)) {
+    throw new WebhookInvalidJsonError('The webhook body is not valid UTF-8');
+  }
   let text = typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   try {

@@ -153,11 +153,11 @@ export class WebhookUnsupportedMediaTypeError extends PaymentWebhookError {
   }
 }
 
-/** Body is not valid JSON (400). */
+/** Body is not valid JSON, or not valid UTF-8 (JSON exchanged between systems must be UTF-8, RFC 8259) (400). */
 export class WebhookInvalidJsonError extends PaymentWebhookError {
   override readonly name = 'WebhookInvalidJsonError';
-  constructor() {
-    super(PaymentWebhookErrorCode.INVALID_JSON, 400, 'The webhook body is not valid JSON');
+  constructor(message = 'The webhook body is not valid JSON') {
+    super(PaymentWebhookErrorCode.INVALID_JSON, 400, message);
   }
 }
 

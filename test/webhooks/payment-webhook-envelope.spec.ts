@@ -67,8 +67,21 @@ describe('webhook envelope (spec 2.1)', () => {
     expect(parseWebhookEnvelope(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(valid))]))).toEqual(valid);
     expect(() => parseWebhookJson(Buffer.from('{"a":'))).toThrow(WebhookInvalidJsonError);
     expect(() => parseWebhookJson(Buffer.from([0xff, 0xfe, 0x00, 0x7b]))).toThrow(WebhookInvalidJsonError);
-    // invalid UTF-8 inside a string decodes to U+FFFD and stays a valid JSON value
-    const odd = Buffer.concat([Buffer.from('{"eventId":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
-    expect(() => parseWebhookEnvelope(odd)).toThrow(WebhookInvalidEnvelopeError);
+  });
+
+  it.each([[[0xff]], [[0xc3, 0x28]], [[0xed, 0xa0, 0x80]], [[0xc0, 0xaf]], [[0xf8, 0x88, 0x80, 0x80, 0x80]]])(
+    'refuses invalid UTF-8 (%j) inside an otherwise valid envelope instead of decoding it lossily',
+    (bytes) => {
+      const text = JSON.stringify({ ...valid, data: { ...valid.data, custom: 'order-@' } });
+      const at = text.indexOf('@');
+      const raw = Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from(bytes), Buffer.from(text.slice(at + 1))]);
+      expect(() => parseWebhookEnvelope(raw)).toThrow('The webhook body is not valid UTF-8');
+      expect(() => parseWebhookEnvelope(raw)).toThrow(WebhookInvalidJsonError);
+    },
+  );
+
+  it('accepts valid multi-byte UTF-8', () => {
+    const raw = Buffer.from(JSON.stringify({ ...valid, data: { custom: 'commande-é-注文-🙂' } }));
+    expect((parseWebhookEnvelope(raw).data as { custom: string }).custom).toBe('commande-é-注文-🙂');
   });
 });

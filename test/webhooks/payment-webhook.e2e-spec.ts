@@ -134,6 +134,16 @@ describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
     cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON']);
     cases.push(['JSON that is not an envelope (signed)', () => postWebhook(url(), { hello: 'world' }), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push(['envelope with a bad field (signed)', () => postWebhook(url(), envelope('payment.succeeded', { apiVersion: 'v1' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
+    cases.push([
+      'invalid UTF-8 inside a field (signed)',
+      () => {
+        const text = JSON.stringify(envelope('payment.succeeded'));
+        const at = text.indexOf('order-') + 6;
+        return postWebhook(url(), Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(text.slice(at))]));
+      },
+      400,
+      'WEBHOOK_INVALID_JSON',
+    ]);
     cases.push(['body over the limit', () => postWebhook(url(), envelope('payment.succeeded', { padding: 'x'.repeat(10_000) })), 413, 'WEBHOOK_BODY_TOO_LARGE']);
     cases.push(['text/plain', () => postWebhook(url(), 'hello', { contentType: 'text/plain' }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
     cases.push(['no content type', () => postWebhook(url(), JSON.stringify(envelope()), { contentType: null }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
