@@ -164,7 +164,7 @@ describe('sample shop', () => {
       expect(events.body.map((e) => e.eventType).sort()).toEqual(['payment.created', 'payment.pending', 'payment.succeeded']);
     }, SLOW);
 
-    it('does not fulfil on a payment.succeeded whose status is still PENDING, and fails an order the service rejected', async () => {
+    it('does not fulfil on a payment.succeeded whose status is still PENDING, and ends orders the service rejected (failed, cancelled, expired)', async () => {
       shop ??= await boot();
       sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
 
@@ -186,11 +186,17 @@ describe('sample shop', () => {
       const stillWaiting = await call<OrderView>('GET', `${shop.url}/orders/${a.body.order.id}`);
       expect(stillWaiting.body).toMatchObject({ status: 'AWAITING_PAYMENT', fulfilments: 0 });
 
-      sim.scriptNextPayment('fail');
-      const b = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '9.99', currency: 'USD' });
-      await sim.waitForDeliveries();
-      const failed = await call<OrderView>('GET', `${shop.url}/orders/${b.body.order.id}`);
-      expect(failed.body).toMatchObject({ status: 'PAYMENT_FAILED', fulfilments: 0 });
+      for (const [outcome, status] of [
+        ['fail', 'PAYMENT_FAILED'],
+        ['cancel', 'PAYMENT_CANCELLED'],
+        ['expire', 'PAYMENT_EXPIRED'],
+      ] as const) {
+        sim.scriptNextPayment(outcome);
+        const b = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '9.99', currency: 'USD' });
+        await sim.waitForDeliveries();
+        const ended = await call<OrderView>('GET', `${shop.url}/orders/${b.body.order.id}`);
+        expect(ended.body).toMatchObject({ status, fulfilments: 0 });
+      }
     }, SLOW);
 
     it('refunds a paid order once and records the refund outcome', async () => {

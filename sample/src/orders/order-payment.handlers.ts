@@ -122,8 +122,10 @@ export class OrderPaymentHandlers {
         this.audit(event, order.id, trxId, text, now);
         return text;
       });
-    } else if (payment.status === 'REJECTED') {
-      const target = final && final !== 'PAID' ? final : 'PAYMENT_FAILED';
+    } else if (payment.status === 'REJECTED' && final && final !== 'PAID') {
+      // REJECTED covers failed, cancelled and expired; only the final event's type tells which,
+      // so a created/pending event seeing REJECTED leaves the order to that event.
+      const target = final;
       const reason = typeof payment.failureReason === 'string' ? payment.failureReason : event.eventType;
       outcome = this.orders.transaction(() => {
         const changed = this.orders.markPaymentEnded(order.id, target, trxId, reason, now);
@@ -133,11 +135,11 @@ export class OrderPaymentHandlers {
         return text;
       });
     } else {
-      if (final) {
+      if (final && payment.status !== 'REJECTED') {
         // The event says "over" but the service still says PENDING: do not guess, ask again later.
         throw new Error(`${event.eventType} for ${trxId} but the payment status is ${payment.status}; retry later`);
       }
-      outcome = `status ${payment.status}: order stays ${order.status}`;
+      outcome = `status ${payment.status}: order stays ${this.orders.find(order.id)?.status ?? order.status}`;
       this.orders.transaction(() => this.audit(event, order.id, trxId, outcome, now));
     }
     this.logger.log(`${event.eventType} ${event.eventId} → order ${order.id}: ${outcome}`);
