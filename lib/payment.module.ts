@@ -16,6 +16,8 @@ import { createPaymentWebhookParts } from './webhooks/payment-webhook.providers.
  * Entry point of the package. `PaymentModule.forRoot()` with no argument reads `PAYMENT_*`
  * variables; it brings ConfigModule and EventEmitterModule itself, so a host needs nothing else.
  */
+const PAYMENT_EVENT_EMITTER_OPTIONS = { wildcard: true, delimiter: '.' } as const;
+
 @Module({})
 export class PaymentModule {
   static forRoot(options: PaymentModuleOptions = {}): DynamicModule {
@@ -42,7 +44,9 @@ export class PaymentModule {
     return {
       module: PaymentModule,
       global: isGlobal,
-      imports: [ConfigModule.forRoot(), EventEmitterModule.forRoot(), DiscoveryModule, ...imports],
+      // Wildcards on: host listeners such as @OnEvent('payment-gateway.payment.*') hear our events
+      // even when the host's own EventEmitterModule was set up without them.
+      imports: [ConfigModule.forRoot(), EventEmitterModule.forRoot(PAYMENT_EVENT_EMITTER_OPTIONS), DiscoveryModule, ...imports],
       controllers: [webhook.controller],
       providers: [
         ...optionProviders,

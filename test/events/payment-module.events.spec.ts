@@ -70,6 +70,25 @@ describe('events through PaymentModule.forRoot()', () => {
     await app.close();
   });
 
+  it.each([
+    ['without options', EventEmitterModule.forRoot()],
+    ['with wildcards of its own', EventEmitterModule.forRoot({ wildcard: true })],
+  ])('lets host wildcard @OnEvent listeners hear events when the host EventEmitterModule is set up %s', async (_label, hostEmitter) => {
+    @Injectable()
+    class WildcardListener {
+      @OnEvent('payment-gateway.payment.*')
+      family(event: AnyPaymentEvent): void {
+        calls.push(`family:${event.eventId}`);
+      }
+    }
+    @Module({ providers: [WildcardListener] })
+    class ListenerModule {}
+    const app = await boot([hostEmitter, PaymentModule.forRoot(options), ListenerModule]);
+    await app.get(PaymentEventDispatcher).dispatch(event('evt_w1'));
+    expect(calls).toEqual(['family:evt_w1']);
+    await app.close();
+  });
+
   it('runs each handler once per dispatch with two PaymentModule instances', async () => {
     @Injectable()
     class FirstProbe {
