@@ -64,8 +64,8 @@ export function createWebhookSignatureHeader(
 }
 
 function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Buffer {
-  // Three updates instead of a concatenation: no copy of the body, bytes hashed as received.
-  return createHmac('sha256', secret).update(timestampText).update('.').update(rawBody).digest();
+  // The body is hashed as received, never copied into a concatenation.
+  return createHmac('sha256', secret).update(`${timestampText}.`).update(rawBody).digest();
 }
 
 /**
@@ -173,7 +173,8 @@ export function verifyWebhookSignature(
   }
 
   const nowSeconds = (options.now ?? Date.now()) / 1000;
-  if (Math.abs(nowSeconds - parsed.timestamp) > toleranceSeconds) {
+  // Written as "not within" so a NaN clock rejects instead of passing.
+  if (!(Math.abs(nowSeconds - parsed.timestamp) <= toleranceSeconds)) {
     throw new WebhookTimestampOutOfToleranceError(parsed.timestamp, toleranceSeconds);
   }
   return { timestamp: parsed.timestamp, secretIndex };

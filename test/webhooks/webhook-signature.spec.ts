@@ -112,6 +112,10 @@ describe('verifyWebhookSignature', () => {
     expect(verifyWebhookSignature(BODY, header, SECRET, { now: NOW + 3_600_000, toleranceSeconds: 3600 }).timestamp).toBe(T);
   });
 
+  it('rejects instead of passing when the clock is not a number', () => {
+    expect(() => verifyWebhookSignature(BODY, header, SECRET, { now: Number.NaN })).toThrow(WebhookTimestampOutOfToleranceError);
+  });
+
   it('reports a forged old request as a mismatch, not as out of tolerance', () => {
     const h = `t=${T - 10_000},v1=${'b'.repeat(64)}`;
     expect(() => verifyWebhookSignature(BODY, h, SECRET, { now: NOW })).toThrow(WebhookSignatureMismatchError);
