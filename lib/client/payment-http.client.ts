@@ -120,6 +120,8 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
   if (typeof value !== 'string' || value.trim() === '') return undefined;
   const trimmed = value.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  // an HTTP-date always names a day or month; Date.parse alone would take '-3' as a year
+  if (!/[a-z]/i.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - now) / 1000));

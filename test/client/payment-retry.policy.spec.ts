@@ -1,0 +1,55 @@
+import {
+  PaymentAuthenticationError,
+  PaymentNetworkError,
+  PaymentProviderError,
+  PaymentRateLimitError,
+  PaymentServerError,
+  PaymentValidationError,
+  type PaymentApiError,
+} from '../../lib/client/payment-api.errors.js';
+import { parseRetryAfter } from '../../lib/client/payment-http.client.js';
+import { isRetryable, type RetryPolicy } from '../../lib/client/payment-request.executor.js';
+
+const server = (code: string, httpStatus: number) => new PaymentServerError({ code, httpStatus, message: code });
+const network = (mayHaveReachedService: boolean) =>
+  new PaymentNetworkError({ code: 'NETWORK_ERROR', message: 'n', mayHaveReachedService, failure: mayHaveReachedService ? 'timeout' : 'connection-refused' });
+
+describe('isRetryable', () => {
+  const errors: Record<string, PaymentApiError> = {
+    'PAY_5001': server('PAY_5001', 500),
+    'PAY_5002': server('PAY_5002', 400),
+    'HTTP_503': server('HTTP_503', 503),
+    'HTTP_500': server('HTTP_500', 500),
+    'PAY_5003': new PaymentProviderError({ code: 'PAY_5003', httpStatus: 500, message: 'p' }),
+    '429': new PaymentRateLimitError({ code: 'RATE_LIMITED', httpStatus: 429, message: 'r' }),
+    'sent?': network(true),
+    'not sent': network(false),
+    'PAY_4000': new PaymentValidationError({ code: 'PAY_4000', httpStatus: 400, message: 'v' }),
+    'PAY_1004': new PaymentAuthenticationError({ code: 'PAY_1004', httpStatus: 401, message: 'a' }),
+  };
+  const expected: Record<RetryPolicy, string[]> = {
+    safe: ['PAY_5001', 'HTTP_503', 'HTTP_500', 'PAY_5003', '429', 'sent?', 'not sent'],
+    token: ['PAY_5001', 'HTTP_503', 'HTTP_500', 'PAY_5003', '429', 'sent?', 'not sent'],
+    keyed: ['PAY_5001', 'PAY_5002', 'HTTP_503', '429', 'sent?', 'not sent'],
+    unsafe: ['429', 'not sent'],
+  };
+  it.each(Object.keys(expected) as RetryPolicy[])('%s', (policy) => {
+    const retried = Object.entries(errors)
+      .filter(([, error]) => isRetryable(policy, error))
+      .map(([name]) => name);
+    expect(retried.sort()).toEqual([...expected[policy]].sort());
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads delta-seconds and HTTP dates, ignores junk', () => {
+    const now = Date.UTC(2026, 0, 1, 0, 0, 0);
+    expect(parseRetryAfter('7', now)).toBe(7);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+    expect(parseRetryAfter(new Date(now + 12_500).toUTCString(), now)).toBe(12);
+    expect(parseRetryAfter(new Date(now - 5_000).toUTCString(), now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+    expect(parseRetryAfter('-3', now)).toBeUndefined();
+  });
+});
