@@ -46,7 +46,10 @@ async function main(): Promise<void> {
   const port = (app.getHttpServer().address() as { port: number }).port;
   const handler = app.get(NoopPaymentHandler);
   process.on('message', (message: { type?: string }) => {
-    if (message?.type === 'stats') process.send?.({ type: 'stats', handled: handler.handled });
+    if (message?.type === 'stats') {
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', handled: handler.handled, cpuMicros: cpu.user + cpu.system });
+    }
     if (message?.type === 'stop') void app.close().then(() => process.exit(0));
   });
   process.stdout.write(`READY ${port}\n`);

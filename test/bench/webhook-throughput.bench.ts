@@ -16,6 +16,8 @@ export interface ThroughputSettings {
 
 interface Round {
   rps: number;
+  /** App-process CPU time per answered request, in µs: capacity, insensitive to the load generator. */
+  cpuPerRequest: number;
   p99: number;
   non2xx: number;
   errors: number;
@@ -75,11 +77,16 @@ async function load(url: string, path: string, seconds: number, connections: num
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     total2xx: result['2xx'],
+    cpuPerRequest: Number.NaN,
   };
 }
 
+/** `BENCH_CPU_PROF=<dir>` profiles the app process (`--cpu-prof`); the profile is written when it stops. */
+const profileDir = process.env.BENCH_CPU_PROF;
+
 function startApp(adapter: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = fork(join(__dirname, 'webhook-bench-app.js'), [adapter], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const execArgv = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=webhook-${adapter}.cpuprofile`] : [];
+  const child = fork(join(__dirname, 'webhook-bench-app.js'), [adapter], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], execArgv });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -91,11 +98,24 @@ function startApp(adapter: string): Promise<{ child: ChildProcess; url: string }
   });
 }
 
-function handledCount(child: ChildProcess): Promise<number> {
+interface AppStats {
+  handled: number;
+  cpuMicros: number;
+}
+
+function appStats(child: ChildProcess): Promise<AppStats> {
   return new Promise((resolve) => {
-    child.once('message', (m: { handled: number }) => resolve(m.handled));
+    child.once('message', (m: AppStats) => resolve(m));
     child.send({ type: 'stats' });
   });
+}
+
+async function measured(child: ChildProcess, url: string, path: string, s: ThroughputSettings): Promise<Round> {
+  const before = await appStats(child);
+  const round = await load(url, path, s.roundSeconds, s.connections);
+  const after = await appStats(child);
+  round.cpuPerRequest = (after.cpuMicros - before.cpuMicros) / Math.max(1, round.total2xx + round.non2xx);
+  return round;
 }
 
 export async function webhookThroughput(adapter: 'express' | 'fastify', s: ThroughputSettings): Promise<BenchRow[]> {
@@ -103,19 +123,21 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
   try {
     await load(url, '/payments/webhook', s.warmupSeconds, s.connections);
     await load(url, '/bare', s.warmupSeconds, s.connections);
-    const handledBefore = await handledCount(child);
+    const handledBefore = (await appStats(child)).handled;
     const rounds = await interleave(
       s.pairs,
-      () => load(url, '/payments/webhook', s.roundSeconds, s.connections),
-      () => load(url, '/bare', s.roundSeconds, s.connections),
+      () => measured(child, url, '/payments/webhook', s),
+      () => measured(child, url, '/bare', s),
     );
-    const handled = (await handledCount(child)) - handledBefore;
+    const handled = (await appStats(child)).handled - handledBefore;
     const module2xx = rounds.a.reduce((n, r) => n + r.total2xx, 0);
     const failures = [...rounds.a, ...rounds.b].reduce((n, r) => n + r.non2xx + r.errors, 0);
     const ratios = rounds.a.map((r, i) => r.rps / rounds.b[i]!.rps);
     const ratio = median(ratios);
     const moduleRps = median(rounds.a.map((r) => r.rps));
     const bareRps = median(rounds.b.map((r) => r.rps));
+    const moduleCpu = median(rounds.a.map((r) => r.cpuPerRequest));
+    const bareCpu = median(rounds.b.map((r) => r.cpuPerRequest));
     const moduleP99 = median(rounds.a.map((r) => r.p99));
     const bareP99 = median(rounds.b.map((r) => r.p99));
     // autocannon stops with up to `connections` requests in flight per round: handled by
@@ -126,7 +148,7 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
     return [
       {
         benchmark: `1. webhook req/s, ${adapter}`,
-        measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns${check}`,
+        measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns; app CPU/request ${fmt(moduleCpu)} vs ${fmt(bareCpu)} µs${check}`,
         figure: ratio.toFixed(3),
         target: '≥ 0.85',
         pass: ratio >= 0.85 && check === '',
@@ -140,6 +162,13 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
       },
     ];
   } finally {
-    child.kill('SIGKILL');
+    if (profileDir) {
+      await new Promise((resolve) => {
+        child.once('exit', resolve);
+        child.send({ type: 'stop' });
+      });
+    } else {
+      child.kill('SIGKILL');
+    }
   }
 }
