@@ -116,9 +116,9 @@ export class PaymentGatewayService implements OnModuleDestroy {
   async refundPayment(trxId: string, input: RefundPaymentInput = {}): Promise<RefundResult> {
     const check = new InputChecker();
     check.identifier('trxId', trxId);
-    const amount = check.amount('amount', input.amount, false);
-    const reason = check.optionalString('reason', input.reason);
-    const extra = check.optionalObject('extra', input.extra);
+    const amount = check.amount('amount', input?.amount, false);
+    const reason = check.optionalString('reason', input?.reason);
+    const extra = check.optionalObject('extra', input?.extra);
     check.throwIfInvalid('refundPayment');
     const body: WireRefundRequest = { ...extra };
     if (amount !== undefined) body.amount = amount;
