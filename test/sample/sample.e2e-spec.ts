@@ -4,7 +4,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
-import { buildSampleStage, childEnv, runToExit, type SampleStage, type ShopProcess, startShop } from '../support/sample-stage.js';
+import {
+  buildSampleStage,
+  childEnv,
+  queryShopDb,
+  runToExit,
+  type SampleStage,
+  type ShopProcess,
+  startShop,
+} from '../support/sample-stage.js';
 
 // Building the staged package and sample takes most of the time (two tsc runs).
 const SLOW = 120_000;
@@ -162,6 +170,9 @@ describe('sample shop', () => {
       // The new process did run the handler (its store forgot the id); the shop's own idempotency held.
       expect(audit).toMatchObject({ outcome: 'status SUCCESS: order PAID and fulfilled', timesSeen: 2 });
       expect(events.body.map((e) => e.eventType).sort()).toEqual(['payment.created', 'payment.pending', 'payment.succeeded']);
+      // Straight from the file: one fulfilment row.
+      const rows = await queryShopDb<{ n: number }>(join(dataDir, 'shop.sqlite'), 'SELECT COUNT(*) AS n FROM fulfilments WHERE order_id = ?', [orderId]);
+      expect(rows).toEqual([{ n: 1 }]);
     }, SLOW);
 
     it('does not fulfil on a payment.succeeded whose status is still PENDING, and ends orders the service rejected (failed, cancelled, expired)', async () => {
@@ -220,6 +231,21 @@ describe('sample shop', () => {
       expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
       const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String), fulfilments: 1 });
+    }, SLOW);
+
+    it('records payout outcomes; a late payout.created does not undo a final one', async () => {
+      shop ??= await boot();
+      sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
+      const data = { payoutUid: 'po_sample_1', amount: '40.00000000', currency: 'USD' };
+      sim.sendEvent(MERCHANT.merchantId, 'payout.succeeded', { ...data, status: 'SUCCESS' });
+      sim.sendEvent(MERCHANT.merchantId, 'payout.created', { ...data, status: 'PENDING' });
+      sim.sendEvent(MERCHANT.merchantId, 'payout.failed', { payoutUid: 'po_sample_2', failureReason: 'Recipient account closed' });
+      await sim.waitForDeliveries();
+      const rows = await queryShopDb(join(dataDir, 'shop.sqlite'), 'SELECT payout_uid, status, amount, failure_reason FROM payouts ORDER BY payout_uid');
+      expect(rows).toEqual([
+        { payout_uid: 'po_sample_1', status: 'SUCCESS', amount: '40.00000000', failure_reason: null },
+        { payout_uid: 'po_sample_2', status: 'FAILED', amount: null, failure_reason: 'Recipient account closed' },
+      ]);
     }, SLOW);
 
     it('answers bad orders with 400 and a stable code', async () => {

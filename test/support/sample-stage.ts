@@ -103,3 +103,20 @@ export async function startShop(stageDir: string, env: NodeJS.ProcessEnv, timeou
     },
   };
 }
+
+/** Runs one read-only query on the shop's SQLite file in a separate Node process (the native addon stays out of the test VM). */
+export async function queryShopDb<T = Record<string, unknown>>(dbPath: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const script = `
+    const Database = require('better-sqlite3');
+    const db = new Database(process.argv[1], { readonly: true, fileMustExist: true });
+    const rows = db.prepare(process.argv[2]).all(...JSON.parse(process.argv[3]));
+    db.close();
+    process.stdout.write(JSON.stringify(rows));`;
+  const { stdout } = await new Promise<{ stdout: string }>((resolvePromise, reject) => {
+    execFile(process.execPath, ['-e', script, dbPath, sql, JSON.stringify(params)], { cwd: REPO_ROOT, env: childEnv({}) }, (error, out, err) => {
+      if (error) reject(new Error(`query failed: ${error.message}\n${err}`));
+      else resolvePromise({ stdout: out });
+    });
+  });
+  return JSON.parse(stdout) as T[];
+}
