@@ -119,9 +119,11 @@ async function main(): Promise<void> {
         'order paid and fulfilled once.',
     );
   } finally {
-    await app?.close().catch(() => undefined);
-    await new Promise<void>((resolve) => (relay ? relay.close(() => resolve()) : resolve()));
+    // Simulator first: no delivery may reach the shop while it shuts down.
     await sim.stop().catch(() => undefined);
+    relay?.closeAllConnections();
+    await new Promise<void>((resolve) => (relay ? relay.close(() => resolve()) : resolve()));
+    await app?.close().catch(() => undefined);
     if (!process.env.SHOP_DEMO_KEEP_DB) rmSync(workDir, { recursive: true, force: true });
   }
 }
@@ -213,16 +215,12 @@ async function http<T>(method: 'GET' | 'POST', url: string, body?: unknown): Pro
 }
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  return withTimeout(
-    (async () => {
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    })(),
-    what,
-  );
+  for (;;) {
+    const value = await withTimeout(probe(), what);
+    if (value !== undefined) return value;
+    if (Date.now() >= deadline) throw new Error(`Timed out after ${TIMEOUT_MS} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 let deadline = 0;

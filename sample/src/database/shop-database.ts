@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import Database from 'better-sqlite3';
 
 /** Provider token of the shop's SQLite database path. */
@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS payouts (
 `;
 
 /** Owns the better-sqlite3 connection: opens the file, creates the schema, closes on shutdown. */
-export class ShopDatabase implements OnModuleDestroy {
+export class ShopDatabase implements OnApplicationShutdown {
   private readonly logger = new Logger('ShopDatabase');
   readonly db: Database.Database;
   readonly path: string;
@@ -80,7 +80,9 @@ export class ShopDatabase implements OnModuleDestroy {
     return this.db.transaction(fn).immediate();
   }
 
-  onModuleDestroy(): void {
+  // Not onModuleDestroy: that runs while the HTTP server still accepts requests, and a
+  // webhook arriving then would fail on a closed database. This hook runs after it closed.
+  onApplicationShutdown(): void {
     if (this.db.open) this.db.close();
   }
 }
