@@ -46,7 +46,7 @@ describe('reliability: secrets never reach logs or errors', () => {
   beforeAll(async () => {
     sim = new PaymentServiceSimulator({
       merchants: [{ merchantId: 1, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, webhookSecret: WEBHOOK_SECRET, mode: 'sandbox' }],
-      webhookTimeScale: 1e-5,
+      webhookTimeScale: 1e-4,
     });
     await sim.start();
     app = await startReliabilityApp(
@@ -56,7 +56,7 @@ describe('reliability: secrets never reach logs or errors', () => {
         clientId: CLIENT_ID,
         clientSecret: CLIENT_SECRET,
         webhookSecret: [WEBHOOK_SECRET, OLD_WEBHOOK_SECRET],
-        httpTimeoutMs: 300,
+        httpTimeoutMs: 1_000,
         retryBaseDelayMs: 5,
         reconcile: true,
       },
@@ -154,5 +154,5 @@ describe('reliability: secrets never reach logs or errors', () => {
       }
     }
     expect(leaks).toEqual([]);
-  });
+  }, 60_000);
 });

@@ -83,5 +83,5 @@ describe('reliability: Redis store outage mid-run', () => {
     const all = [...before, ...during, ...direct.map((e) => e.eventId)];
     expect(all.map((id) => app.effects.done.get(id) ?? 0)).toEqual(all.map(() => 1));
     expect(app.effects.totalRuns).toBe(all.length);
-  });
+  }, 90_000);
 });
