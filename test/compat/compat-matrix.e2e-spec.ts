@@ -3,6 +3,7 @@
 // in ESM ("type": "module") and CommonJS apps (all 8 combinations). Each app is a real child
 // process (`node main.js`) talked to over HTTP; nothing is imported from lib/ here.
 import { createHmac, randomBytes } from 'node:crypto';
+import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   buildAndPack,
@@ -227,4 +228,58 @@ describe.each(CASES)('$label', (matrixCase) => {
     const target = running();
     expect(await target.stop()).toEqual({ code: 0, signal: null });
   });
+});
+
+/**
+ * The shipped .d.ts files, as a TypeScript user of each Nest major sees them: the repo's
+ * TypeScript checks the consumer fixture twice in one program, as consumer.mts (an ESM
+ * file) and consumer.cts (a CommonJS file), with module/moduleResolution nodenext (on
+ * TS >= 5.8 it models Node's require(esm)) and skipLibCheck off, so errors inside our
+ * typings count. One program per install keeps the library check to once per major.
+ */
+describe('TypeScript consumers against the installed typings', () => {
+  const checks = new Map<AppDir, Promise<string>>();
+  const installs: AppDir[] = ['nest12-esm', 'nest11-cjs'];
+
+  beforeAll(async () => {
+    if (appDirs.size === 0) throw new Error('matrix setup failed (see the first error of this file)');
+    const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+    const consumer = join(repoRoot, 'test', 'compat', 'fixtures', 'compat-consumer.ts');
+    const tsconfig = {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        experimentalDecorators: true,
+        emitDecoratorMetadata: true,
+        skipLibCheck: false,
+        noEmit: true,
+        // the temp apps do not install @types/node; borrow the repo's
+        typeRoots: [join(repoRoot, 'node_modules', '@types')],
+        types: ['node'],
+      },
+      files: ['consumer.mts', 'consumer.cts'],
+    };
+    for (const name of installs) {
+      const dir = appDirs.get(name)!;
+      await copyFile(consumer, join(dir, 'consumer.mts'));
+      await copyFile(consumer, join(dir, 'consumer.cts'));
+      await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+      // both at once; each test awaits its own (a failure carries tsc's output)
+      const check = run(process.execPath, [tsc, '-p', 'tsconfig.json'], dir).then(
+        () => 'ok',
+        (error: Error) => error.message,
+      );
+      checks.set(name, check);
+    }
+  });
+
+  it.each(installs)(
+    '%s install: ESM and CommonJS consumers compile, and the typed @OnPaymentEvent still rejects wrong handlers',
+    async (name) => {
+      expect(await checks.get(name)).toBe('ok');
+    },
+    180_000,
+  );
 });
