@@ -18,6 +18,7 @@ import {
   startNodeApp,
   stopAllChildren,
 } from '../support/compat-harness.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
 // First run without an npm cache downloads ~180 packages per app; later runs take seconds.
 const SETUP_TIMEOUT_MS = 8 * 60_000;
@@ -51,8 +52,13 @@ const credentials = {
   COMPAT_WEBHOOK_SECRET: `whsec_compat_${randomBytes(8).toString('hex')}`,
 };
 
+// ioredis is an optional peer: each install brings one major of it, so the package's
+// lazy require('ioredis') is proven against both majors of its peer range
+const IOREDIS_BY_NEST_MAJOR: Record<number, string> = { 12: '^6.0.0', 11: '^5.0.0' };
+
 function nestDependencies(major: number, tarball: string): Record<string, string> {
   return {
+    ioredis: IOREDIS_BY_NEST_MAJOR[major]!,
     '@nestjs/common': `^${major}.0.0`,
     '@nestjs/core': `^${major}.0.0`,
     '@nestjs/platform-express': `^${major}.0.0`,
@@ -74,6 +80,7 @@ let workDir: string | undefined;
 let repoRoot: string;
 const appDirs = new Map<AppDir, string>();
 let simulator: RunningApp | undefined;
+let redis: TestRedisServer | undefined;
 
 beforeAll(async () => {
   workDir = await makeWorkDir();
@@ -111,6 +118,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllChildren();
+  await redis?.stop();
   await removeWorkDir(workDir);
 }, 60_000);
 
@@ -231,54 +239,122 @@ describe.each(CASES)('$label', (matrixCase) => {
 });
 
 /**
+ * `redisUrl` from a packed install: the package require()s the optional peer ioredis from
+ * the app's node_modules. Two processes of the same app share one Redis, so an event
+ * handled by the first is a duplicate for the second (the memory store could not do that).
+ */
+describe.each([
+  { label: 'NestJS 12 ESM app + ioredis 6, Express', dir: 'nest12-esm' as AppDir, adapter: 'express', ioredis: 6 },
+  { label: 'NestJS 11 CommonJS app + ioredis 5, Fastify', dir: 'nest11-cjs' as AppDir, adapter: 'fastify', ioredis: 5 },
+])('Redis store: $label', ({ dir, adapter, ioredis }) => {
+  const instances: RunningApp[] = [];
+
+  beforeAll(async () => {
+    const appDir = appDirs.get(dir);
+    if (!appDir || !simulator) throw new Error('matrix setup failed (see the first error of this file)');
+    redis ??= await startRedisServer();
+    const env = {
+      ...credentials,
+      COMPAT_ADAPTER: adapter,
+      COMPAT_BASE_URL: String(simulator.ready.url),
+      COMPAT_REDIS_URL: redis.url,
+    };
+    for (let i = 0; i < 2; i++) instances.push(await startNodeApp(appDir, ['main.js'], env, APP_BOOT_TIMEOUT_MS));
+  }, 2 * APP_BOOT_TIMEOUT_MS + 30_000);
+
+  afterAll(async () => {
+    await Promise.all(instances.map((instance) => instance.stop()));
+  });
+
+  it('handles an event once across two instances sharing Redis', async () => {
+    expect(instances).toHaveLength(2);
+    const [first, second] = instances as [RunningApp, RunningApp];
+    expect(first.ready.ioredis).toEqual(expect.stringMatching(new RegExp(`^${ioredis}\\.`)));
+    const signed = await signedEvent(appDirs.get(dir)!);
+
+    expect(await postWebhook(first, signed.body, signed.signature)).toEqual({ status: 200, body: { received: true } });
+    expect(await postWebhook(second, signed.body, signed.signature)).toEqual({
+      status: 200,
+      body: { received: true, duplicate: true },
+    });
+
+    expect((await getJson(first, '/handled')).body).toEqual({ count: 1, eventIds: [signed.eventId] });
+    expect((await getJson(second, '/handled')).body).toEqual({ count: 0, eventIds: [] });
+  });
+
+  it('shuts both instances down cleanly (the Redis connection is closed on app.close())', async () => {
+    for (const instance of instances) expect(await instance.stop()).toEqual({ code: 0, signal: null });
+  });
+});
+
+/**
  * The shipped .d.ts files, as a TypeScript user of each Nest major sees them: the repo's
- * TypeScript checks the consumer fixture twice in one program, as consumer.mts (an ESM
- * file) and consumer.cts (a CommonJS file), with module/moduleResolution nodenext (on
- * TS >= 5.8 it models Node's require(esm)) and skipLibCheck off, so errors inside our
- * typings count. One program per install keeps the library check to once per major.
+ * TypeScript checks the consumer fixture as consumer.mts (an ESM file) and consumer.cts
+ * (a CommonJS file) in one program, with module/moduleResolution nodenext (on TS >= 5.8
+ * it models Node's require(esm)) and skipLibCheck off, so errors inside our typings count.
+ * One program per install keeps the library check to once per major.
  */
 describe('TypeScript consumers against the installed typings', () => {
-  const checks = new Map<AppDir, Promise<string>>();
-  const installs: AppDir[] = ['nest12-esm', 'nest11-cjs'];
+  interface TypeCheck {
+    label: string;
+    install: AppDir;
+    module: 'nodenext' | 'node16';
+    skipLibCheck: boolean;
+    files: string[];
+  }
+  const BOTH = ['consumer.mts', 'consumer.cts'];
+  const ESM = ['consumer.mts'];
+  const typeChecks: TypeCheck[] = [
+    { label: 'Nest 12, nodenext', install: 'nest12-esm', module: 'nodenext', skipLibCheck: false, files: BOTH },
+    { label: 'Nest 11, nodenext', install: 'nest11-cjs', module: 'nodenext', skipLibCheck: false, files: BOTH },
+    // older settings: node16 cannot model require(esm), so our CommonJS typings importing the
+    // ESM-only Nest 12 are reported inside node_modules unless skipLibCheck (Nest CLI default);
+    // a .cts file cannot import Nest 12 at all under node16, whatever this package does
+    { label: 'Nest 12, node16 + skipLibCheck', install: 'nest12-esm', module: 'node16', skipLibCheck: true, files: ESM },
+  ];
+  const results = new Map<string, Promise<string>>();
 
   beforeAll(async () => {
     if (appDirs.size === 0) throw new Error('matrix setup failed (see the first error of this file)');
     const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
     const consumer = join(repoRoot, 'test', 'compat', 'fixtures', 'compat-consumer.ts');
-    const tsconfig = {
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'nodenext',
-        moduleResolution: 'nodenext',
-        strict: true,
-        experimentalDecorators: true,
-        emitDecoratorMetadata: true,
-        skipLibCheck: false,
-        noEmit: true,
-        // the temp apps do not install @types/node; borrow the repo's
-        typeRoots: [join(repoRoot, 'node_modules', '@types')],
-        types: ['node'],
-      },
-      files: ['consumer.mts', 'consumer.cts'],
-    };
-    for (const name of installs) {
-      const dir = appDirs.get(name)!;
+    for (const [index, check] of typeChecks.entries()) {
+      const dir = appDirs.get(check.install)!;
       await copyFile(consumer, join(dir, 'consumer.mts'));
       await copyFile(consumer, join(dir, 'consumer.cts'));
-      await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
-      // both at once; each test awaits its own (a failure carries tsc's output)
-      const check = run(process.execPath, [tsc, '-p', 'tsconfig.json'], dir).then(
-        () => 'ok',
-        (error: Error) => error.message,
+      const tsconfig = {
+        compilerOptions: {
+          target: 'ES2022',
+          module: check.module,
+          moduleResolution: check.module,
+          strict: true,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+          skipLibCheck: check.skipLibCheck,
+          noEmit: true,
+          // the temp apps do not install @types/node; borrow the repo's
+          typeRoots: [join(repoRoot, 'node_modules', '@types')],
+          types: ['node'],
+        },
+        files: check.files,
+      };
+      const file = `tsconfig.check-${index}.json`;
+      await writeFile(join(dir, file), JSON.stringify(tsconfig, null, 2));
+      // all at once; each test awaits its own (a failure carries tsc's output)
+      results.set(
+        check.label,
+        run(process.execPath, [tsc, '-p', file], dir).then(
+          () => 'ok',
+          (error: Error) => error.message,
+        ),
       );
-      checks.set(name, check);
     }
   });
 
-  it.each(installs)(
-    '%s install: ESM and CommonJS consumers compile, and the typed @OnPaymentEvent still rejects wrong handlers',
-    async (name) => {
-      expect(await checks.get(name)).toBe('ok');
+  it.each(typeChecks.map((check) => [check.label, check.files.join(' + ')]))(
+    '%s: %s type-check, and the typed @OnPaymentEvent still rejects wrong handlers',
+    async (label) => {
+      expect(await results.get(label)).toBe('ok');
     },
     180_000,
   );
