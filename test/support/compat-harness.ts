@@ -71,7 +71,8 @@ export async function buildAndPack(repoRoot: string, workDir: string): Promise<s
   const stage = join(workDir, 'package-stage');
   await mkdir(stage, { recursive: true });
   const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-  await run(process.execPath, [tsc, '-p', join(repoRoot, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], repoRoot);
+  const buildConfig = join(repoRoot, 'tsconfig.build.json');
+  await run(process.execPath, [tsc, '-p', buildConfig, '--outDir', join(stage, 'dist')], repoRoot);
   const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { files?: string[] };
   await copyFile(join(repoRoot, 'package.json'), join(stage, 'package.json'));
   for (const entry of pkg.files ?? []) {
@@ -102,11 +103,15 @@ export interface TempAppSpec {
   files: Record<string, string>;
 }
 
+function appManifest(name: string, extra: Record<string, unknown> | undefined, dependencies: object): object {
+  return { name: `compat-${name}`, version: '0.0.0', private: true, ...extra, dependencies };
+}
+
 /** Writes a temp app and installs its dependencies once (npm cache first). Fails on any install error. */
 export async function createAndInstallApp(workDir: string, spec: TempAppSpec): Promise<string> {
   const dir = join(workDir, spec.name);
   await mkdir(dir, { recursive: true });
-  const manifest = { name: `compat-${spec.name}`, version: '0.0.0', private: true, ...spec.manifest, dependencies: spec.dependencies };
+  const manifest = appManifest(spec.name, spec.manifest, spec.dependencies);
   await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
   for (const [target, source] of Object.entries(spec.files)) await copyFile(source, join(dir, target));
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], dir);
@@ -125,7 +130,7 @@ export async function createSiblingApp(
   const dir = join(workDir, spec.name);
   await mkdir(dir, { recursive: true });
   const installed = JSON.parse(await readFile(join(installedDir, 'package.json'), 'utf8')) as { dependencies: object };
-  const manifest = { name: `compat-${spec.name}`, version: '0.0.0', private: true, ...spec.manifest, dependencies: installed.dependencies };
+  const manifest = appManifest(spec.name, spec.manifest, installed.dependencies);
   await writeFile(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
   for (const [target, source] of Object.entries(spec.files)) await copyFile(source, join(dir, target));
   await symlink(join(installedDir, 'node_modules'), join(dir, 'node_modules'), 'dir');
@@ -193,7 +198,8 @@ export function startNodeApp(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      void stopChild(child, 5000).then(() => reject(new Error(`${entry} in ${cwd}: ${why}\n--- output ---\n${out.slice(-6000)}`)));
+      const message = `${entry} in ${cwd}: ${why}\n--- output ---\n${out.slice(-6000)}`;
+      void stopChild(child, 5000).then(() => reject(new Error(message)));
     };
     // a safety net for a hung boot, not a timing assertion
     const timer = setTimeout(() => fail(`no ready line after ${readyTimeoutMs} ms`), readyTimeoutMs);
