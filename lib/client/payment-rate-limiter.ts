@@ -6,8 +6,11 @@ export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Extra wait past a window's end, so a boundary request never lands inside the service's window. */
 const WINDOW_MARGIN_MS = 50;
 
-/** Call when the request's answer (or failure) arrived. Idempotent. */
-export type RateLimitRelease = () => void;
+/**
+ * Call when the request's answer (or failure) arrived. Idempotent. `holdMs` keeps the
+ * slot stamped that much later (a request given up on may still reach the service).
+ */
+export type RateLimitRelease = (holdMs?: number) => void;
 
 /**
  * Rolling-window limiter with a FIFO queue: at most `limit` requests in any window.
@@ -68,11 +71,11 @@ export class SlidingWindowLimiter {
 
   private makeRelease(): RateLimitRelease {
     let released = false;
-    return () => {
+    return (holdMs = 0) => {
       if (released) return;
       released = true;
       this.inFlight--;
-      const at = this.clock.now();
+      const at = this.clock.now() + Math.max(0, holdMs);
       // keep sorted even if the clock steps back
       let i = this.finishedAt.length;
       while (i > 0 && this.finishedAt[i - 1] > at) i--;

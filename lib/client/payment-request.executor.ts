@@ -15,6 +15,9 @@ import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
+/** How long after giving up on a request the service is assumed to possibly still receive it. */
+const LATE_ARRIVAL_GRACE_MS = 5_000;
+
 /**
  * How a call may be retried:
  * - `safe`: reads; any network error, 5xx and 429.
@@ -88,7 +91,9 @@ export class PaymentRequestExecutor {
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {
-        release();
+        // After a time-out or reset the request may still be read by the service a moment
+        // later; count it that late so the next window cannot overlap it.
+        release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0);
       }
       if (answer) {
         if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: dataOf(answer.body) };

@@ -41,6 +41,20 @@ describe('SlidingWindowLimiter (fake clock)', () => {
     expect(secondGranted).toBe(true);
   });
 
+  it('a slot released with holdMs counts from that much later (request given up on)', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new SlidingWindowLimiter(1, 60_000, clock);
+    (await limiter.acquire())(5_000);
+    let next = false;
+    void limiter.acquire().then(() => (next = true));
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(next).toBe(false);
+    clock.advance(5_000);
+    await flushMicrotasks();
+    expect(next).toBe(true);
+  });
+
   it('a burst of 100 never has more than `limit` requests inside any window', async () => {
     const clock = new ClientFakeClock(0, true);
     const limiter = new SlidingWindowLimiter(60, 60_000, clock);

@@ -59,7 +59,7 @@ export async function startClientHarness(
     clientId: SANDBOX_CLIENT.clientId,
     clientSecret: SANDBOX_CLIENT.clientSecret,
     webhookSecret: SANDBOX_CLIENT.webhookSecret,
-    httpTimeoutMs: 2_000,
+    httpTimeoutMs: 15_000,
     retryBaseDelayMs: 10,
     retryMaxDelayMs: 60_000,
     ...clientOptions,
