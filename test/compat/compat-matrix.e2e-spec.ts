@@ -52,20 +52,24 @@ const credentials = {
   COMPAT_WEBHOOK_SECRET: `whsec_compat_${randomBytes(8).toString('hex')}`,
 };
 
-// ioredis is an optional peer: each install brings one major of it, so the package's
-// lazy require('ioredis') is proven against both majors of its peer range
-const IOREDIS_BY_NEST_MAJOR: Record<number, string> = { 12: '^6.0.0', 11: '^5.0.0' };
+// What a host app of each major typically has next to the package: its own @nestjs/config
+// and @nestjs/event-emitter (the Nest 11 generation is config 4 / event-emitter 3, so the
+// package's 12.x copies sit nested beside them), and one major of the optional peer ioredis
+// (so the package's lazy require('ioredis') is proven against both majors of its range).
+const HOST_EXTRAS: Record<number, Record<string, string>> = {
+  12: { '@nestjs/config': '^12.0.0', '@nestjs/event-emitter': '^12.0.0', ioredis: '^6.0.0' },
+  11: { '@nestjs/config': '^4.0.0', '@nestjs/event-emitter': '^3.0.0', ioredis: '^5.0.0' },
+};
 
 function nestDependencies(major: number, tarball: string): Record<string, string> {
   return {
-    ioredis: IOREDIS_BY_NEST_MAJOR[major]!,
+    ...HOST_EXTRAS[major],
     '@nestjs/common': `^${major}.0.0`,
     '@nestjs/core': `^${major}.0.0`,
     '@nestjs/platform-express': `^${major}.0.0`,
     '@nestjs/platform-fastify': `^${major}.0.0`,
     'reflect-metadata': '^0.2.2',
     rxjs: '^7.8.2',
-    // @nestjs/config and @nestjs/event-emitter come with the package as dependencies
     'nestjs-payment-gateway': `file:${tarball}`,
   };
 }
@@ -185,6 +189,8 @@ describe.each(CASES)('$label', (matrixCase) => {
     const { ready } = running();
     expect(ready.nest).toEqual(expect.stringMatching(new RegExp(`^${matrixCase.nestMajor}\\.`)));
     expect(ready.moduleSystem).toBe(matrixCase.moduleSystem);
+    // Nest 11 hosts keep their own event-emitter 3.x; the package brings 12.x beside it
+    expect(ready.hostEventEmitter).toEqual(expect.stringMatching(matrixCase.nestMajor === 11 ? /^3\./ : /^12\./));
     expect(ready.adapter).toBe(matrixCase.adapter);
     // loaded from the installed tarball, never from the repository sources
     const entry = String(ready.packageEntry);
@@ -205,6 +211,12 @@ describe.each(CASES)('$label', (matrixCase) => {
 
     const handled = await getJson(target, '/handled');
     expect(handled).toEqual({ status: 200, body: { count: 1, eventIds: [signed.eventId] } });
+  });
+
+  it("keeps the host's own EventEmitterModule working beside the package's", async () => {
+    // the host's @OnEvent listener ran once for its own ping and once for the (non-duplicate)
+    // payment event the package re-emitted, on whichever copy of @nestjs/event-emitter it has
+    expect(await getJson(running(), '/host-events')).toEqual({ status: 200, body: { pings: 1, paymentEvents: 1 } });
   });
 
   it('rejects a bad signature with a typed 4xx and does not run the handler', async () => {
