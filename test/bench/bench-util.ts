@@ -1,5 +1,5 @@
 // Shared helpers of `npm run bench`: interleaved rounds, medians and the results table.
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 
 /** One line of the results table. Every figure is a ratio of two things measured in the same run. */
 export interface BenchRow {
@@ -42,7 +42,8 @@ export const fmt = (n: number, digits = 0): string =>
 
 export function machineLine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  return `${cpus().length} × ${cpu.trim()}, Node ${process.version}, ${process.platform}/${process.arch}`;
+  // the load average says how shared the machine was: ratios hold up, absolute figures do not
+  return `${cpus().length} × ${cpu.trim()}, Node ${process.version}, ${process.platform}/${process.arch}, load average ${loadavg()[0]!.toFixed(1)} at the end of the run`;
 }
 
 export function renderTable(rows: readonly BenchRow[]): string {

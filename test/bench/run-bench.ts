@@ -56,6 +56,11 @@ async function main(): Promise<void> {
       '',
       renderMarkdown(rows),
       '',
+      'Each figure compares two things measured in the same run, in interleaved ABBA rounds (medians of',
+      'per-pair ratios), so machine noise hits both sides; absolute req/s and ops/s are not comparable',
+      'between runs. "app CPU/request" is the server process\'s user+system CPU per answered request, a',
+      'capacity figure that does not depend on how fast the load generator is.',
+      '',
     ].join('\n');
     writeFileSync(file, text);
     console.log(`written ${file}`);
