@@ -60,7 +60,7 @@ describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 co
     } finally {
       await app.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   describe('two instances sharing RedisWebhookEventStore', () => {
     let redis: TestRedisServer;
@@ -85,6 +85,6 @@ describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 co
         await a.close();
         await b.close();
       }
-    }, 60_000);
+    }, 120_000);
   });
 });
