@@ -2,6 +2,8 @@
 // must boot and handle a signed webhook on NestJS 12 and 11, Express and Fastify,
 // in ESM ("type": "module") and CommonJS apps (all 8 combinations). Each app is a real child
 // process (`node main.js`) talked to over HTTP; nothing is imported from lib/ here.
+// Also: the host's own EventEmitterModule beside the package's, the Redis store from a packed
+// install (ioredis 5 and 6), and TypeScript users type-checked against the shipped .d.ts.
 import { createHmac, randomBytes } from 'node:crypto';
 import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -189,6 +191,9 @@ describe.each(CASES)('$label', (matrixCase) => {
     const { ready } = running();
     expect(ready.nest).toEqual(expect.stringMatching(new RegExp(`^${matrixCase.nestMajor}\\.`)));
     expect(ready.moduleSystem).toBe(matrixCase.moduleSystem);
+    // one Nest in the process: the package's own @nestjs/config and @nestjs/event-emitter
+    // resolve the host's @nestjs/common and @nestjs/core (peer dependencies, not copies)
+    expect(ready.nestCopies).toEqual({ common: 1, core: 1 });
     // Nest 11 hosts keep their own event-emitter 3.x; the package brings 12.x beside it
     expect(ready.hostEventEmitter).toEqual(expect.stringMatching(matrixCase.nestMajor === 11 ? /^3\./ : /^12\./));
     expect(ready.adapter).toBe(matrixCase.adapter);
