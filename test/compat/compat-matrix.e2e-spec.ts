@@ -87,12 +87,15 @@ let repoRoot: string;
 const appDirs = new Map<AppDir, string>();
 let simulator: RunningApp | undefined;
 let redis: TestRedisServer | undefined;
+let packedFiles: string[] = [];
 
 beforeAll(async () => {
   workDir = await makeWorkDir();
   repoRoot = await findRepoRoot();
   const fixtures = join(repoRoot, 'test', 'compat', 'fixtures');
-  const tarball = await buildAndPack(repoRoot, workDir);
+  const packed = await buildAndPack(repoRoot, workDir);
+  packedFiles = packed.files;
+  const tarball = packed.tarball;
   const esmFiles = { 'main.js': join(fixtures, 'compat-app.mjs'), 'tools.js': join(fixtures, 'compat-tools.mjs') };
   const cjsFiles = { 'main.js': join(fixtures, 'compat-app.cjs'), 'tools.js': join(fixtures, 'compat-tools.cjs') };
 
@@ -127,6 +130,29 @@ afterAll(async () => {
   await redis?.stop();
   await removeWorkDir(workDir);
 }, 60_000);
+
+describe('the packed tarball', () => {
+  it('ships the CommonJS build with typings for . and ./testing, the licence, and nothing else', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'LICENSE',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/testing/index.js',
+        'dist/testing/index.d.ts',
+      ]),
+    );
+    const unexpected = packedFiles.filter(
+      (path) => !['package.json', 'README.md', 'LICENSE'].includes(path) && !/^dist\/.+\.(js|d\.ts)$/.test(path),
+    );
+    expect(unexpected).toEqual([]);
+  });
+
+  it('ships README.md, the package page on npm', () => {
+    expect(packedFiles).toContain('README.md');
+  });
+});
 
 /** Builds and signs a fresh payment.succeeded with the installed package's ./testing export. */
 async function signedEvent(dir: string): Promise<SignedEvent> {

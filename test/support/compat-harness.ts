@@ -60,14 +60,20 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+export interface PackedTarball {
+  tarball: string;
+  /** Paths inside the package, as `npm pack --json` lists them. */
+  files: string[];
+}
+
 /**
  * Builds the package with the repository's build config and packs it with `npm pack`.
  * The build goes to a private staging copy instead of the repo's dist/, so a parallel
  * test or engineer using dist/ never sees it half-written; the staged package has exactly
  * the repo's package.json, so `files` and `exports` are the ones that ship.
- * Returns the absolute path of the .tgz.
+ * Returns the absolute path of the .tgz and the paths it contains.
  */
-export async function buildAndPack(repoRoot: string, workDir: string): Promise<string> {
+export async function buildAndPack(repoRoot: string, workDir: string): Promise<PackedTarball> {
   const stage = join(workDir, 'package-stage');
   await mkdir(stage, { recursive: true });
   const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -90,7 +96,7 @@ export async function buildAndPack(repoRoot: string, workDir: string): Promise<s
   if (!packed?.files.some((f) => f.path === 'dist/index.js')) {
     throw new Error(`npm pack produced a tarball without dist/index.js: ${stdout.slice(0, 2000)}`);
   }
-  return join(workDir, packed.filename);
+  return { tarball: join(workDir, packed.filename), files: packed.files.map((f) => f.path) };
 }
 
 export interface TempAppSpec {
