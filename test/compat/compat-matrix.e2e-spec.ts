@@ -229,7 +229,7 @@ describe.each(CASES)('$label', (matrixCase) => {
     expect(entry).toContain(workDir!);
   });
 
-  it('handles a signed payment.succeeded once and answers its duplicate with 2xx', async () => {
+  it('handles a signed payment.succeeded once; its duplicate gets 200 { duplicate: true } and no second run', async () => {
     const target = running();
     const signed = await signedEvent(appDirs.get(matrixCase.dir)!);
     expectSpecSignature(signed);
@@ -244,6 +244,7 @@ describe.each(CASES)('$label', (matrixCase) => {
     expect(handled).toEqual({ status: 200, body: { count: 1, eventIds: [signed.eventId] } });
   });
 
+  // after the test above (one ping now, one payment event before)
   it("keeps the host's own EventEmitterModule working beside the package's", async () => {
     // the host's @OnEvent listener ran once for its own ping and once for the (non-duplicate)
     // payment event the package re-emitted, on whichever copy of @nestjs/event-emitter it has
