@@ -1,7 +1,7 @@
 // Helpers of the compatibility matrix: pack the real tarball, install it into throw-away
 // apps under os.tmpdir(), run those apps as child processes and talk HTTP to them.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -81,7 +81,9 @@ export async function buildAndPack(repoRoot: string, workDir: string): Promise<P
   await run(process.execPath, [tsc, '-p', buildConfig, '--outDir', join(stage, 'dist')], repoRoot);
   const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { files?: string[] };
   await copyFile(join(repoRoot, 'package.json'), join(stage, 'package.json'));
-  for (const entry of pkg.files ?? []) {
+  // what `files` lists, plus what npm always packs from the root (README, LICENSE/LICENCE)
+  const always = (await readdir(repoRoot)).filter((name) => /^(readme|licen[cs]e)(\..*)?$/i.test(name));
+  for (const entry of new Set([...(pkg.files ?? []), ...always])) {
     if (entry === 'dist' || /[*?]/.test(entry)) continue;
     const from = join(repoRoot, entry);
     if (await exists(from)) await cp(from, join(stage, entry), { recursive: true });
