@@ -279,6 +279,8 @@ describe.each(CASES)('$label', (matrixCase) => {
   it('shuts down cleanly on SIGTERM (app.close() completes, exit code 0)', async () => {
     const target = running();
     expect(await target.stop()).toEqual({ code: 0, signal: null });
+    // nothing on stderr over the whole run: no warnings (require(esm), deprecations, listeners)
+    expect(target.stderr()).toBe('');
   });
 });
 

@@ -152,6 +152,8 @@ export interface RunningApp {
   ready: Record<string, unknown>;
   /** stdout + stderr so far, for failure messages. */
   output(): string;
+  /** stderr alone (warnings, errors). */
+  stderr(): string;
   /** SIGTERM (SIGKILL after a grace period); resolves with the exit code or signal. */
   stop(): Promise<ChildExit>;
 }
@@ -200,6 +202,7 @@ export function startNodeApp(
     const child = spawn(process.execPath, args, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
     let out = '';
+    let errOut = '';
     let pending = '';
     let settled = false;
     const fail = (why: string) => {
@@ -211,7 +214,10 @@ export function startNodeApp(
     };
     // a safety net for a hung boot, not a timing assertion
     const timer = setTimeout(() => fail(`no ready line after ${readyTimeoutMs} ms`), readyTimeoutMs);
-    child.stderr.on('data', (chunk: Buffer) => (out = appendCapped(out, chunk)));
+    child.stderr.on('data', (chunk: Buffer) => {
+      out = appendCapped(out, chunk);
+      errOut = appendCapped(errOut, chunk);
+    });
     child.stdout.on('data', (chunk: Buffer) => {
       out = appendCapped(out, chunk);
       if (settled) return;
@@ -234,6 +240,7 @@ export function startNodeApp(
           url: `http://127.0.0.1:${ready.port}`,
           ready,
           output: () => out,
+          stderr: () => errOut,
           stop: () => stopChild(child),
         });
         return;
