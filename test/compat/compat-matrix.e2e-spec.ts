@@ -196,12 +196,15 @@ describe.each(CASES)('$label', (matrixCase) => {
   beforeAll(async () => {
     const dir = appDirs.get(matrixCase.dir);
     if (!dir || !simulator) throw new Error('matrix setup failed (see the first error of this file)');
-    app = await startNodeApp(
-      dir,
-      ['main.js'],
-      { ...credentials, COMPAT_ADAPTER: matrixCase.adapter, COMPAT_BASE_URL: String(simulator.ready.url) },
-      APP_BOOT_TIMEOUT_MS,
-    );
+    const env = {
+      ...credentials,
+      COMPAT_ADAPTER: matrixCase.adapter,
+      COMPAT_BASE_URL: String(simulator.ready.url),
+      // Nest's logger at every level (plain text), so the secret checks below see everything
+      COMPAT_LOGGER: '1',
+      NO_COLOR: '1',
+    };
+    app = await startNodeApp(dir, ['main.js'], env, APP_BOOT_TIMEOUT_MS);
   }, APP_BOOT_TIMEOUT_MS + 10_000);
 
   afterAll(async () => {
@@ -276,11 +279,15 @@ describe.each(CASES)('$label', (matrixCase) => {
   });
 
   // last: closes the app (PaymentGatewayService's keep-alive agent, the event store, the adapter)
-  it('shuts down cleanly on SIGTERM (app.close() completes, exit code 0)', async () => {
+  it('shuts down cleanly on SIGTERM (exit code 0), with no warning and no secret in its output', async () => {
     const target = running();
     expect(await target.stop()).toEqual({ code: 0, signal: null });
     // nothing on stderr over the whole run: no warnings (require(esm), deprecations, listeners)
     expect(target.stderr()).toBe('');
+    // every log level was on (COMPAT_LOGGER): no secret ever reached the output
+    expect(target.output()).toContain('[PaymentEvents]');
+    expect(target.output()).not.toContain(credentials.COMPAT_CLIENT_SECRET);
+    expect(target.output()).not.toContain(credentials.COMPAT_WEBHOOK_SECRET);
   });
 });
 
