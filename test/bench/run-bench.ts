@@ -61,6 +61,10 @@ async function main(): Promise<void> {
       'between runs. "app CPU/request" is the server process\'s user+system CPU per answered request, a',
       'capacity figure that does not depend on how fast the load generator is.',
       '',
+      'Run: `npm run bench` (`-- --quick` for short rounds, `-- --only=1,3` to pick benchmarks, `-- --write` to',
+      'refresh this file). `BENCH_CPU_PROF=<dir> npm run bench -- --only=1` writes a `--cpu-prof` profile of the',
+      'webhook app per adapter.',
+      '',
     ].join('\n');
     writeFileSync(file, text);
     console.log(`written ${file}`);
