@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import {
   paymentSucceeded,
+  RELIABILITY_WEBHOOK_SECRET,
   postSigned,
   type ReliabilityApp,
   runPool,
@@ -9,6 +11,7 @@ import {
   startReliabilityApp,
 } from '../support/reliability-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+
 
 const EVENTS = 200;
 const COPIES = 10;
@@ -87,4 +90,40 @@ describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 co
       }
     }, 120_000);
   });
+
+  it('the simulator sending 3 concurrent extra copies of every event, out of order: one handler run per eventId', async () => {
+    const app = await startReliabilityApp('fastify');
+    const sim = new PaymentServiceSimulator({
+      merchants: [
+        { merchantId: 1, clientId: 'sandbox-client', clientSecret: 'sandbox-secret', webhookSecret: RELIABILITY_WEBHOOK_SECRET, mode: 'sandbox', webhookUrl: app.webhookUrl },
+      ],
+      webhookTimeScale: 1e-4,
+    });
+    await sim.start();
+    try {
+      sim.setDeliveryFaults({ duplicate: 3, concurrentDuplicates: true, outOfOrder: true });
+      const sent = Array.from({ length: 50 }, (_, i) =>
+        sim.sendEvent(1, i % 2 ? 'payment.succeeded' : 'payment.failed', {
+          trxId: `trx_simdup_${i}`,
+          token: `tok_simdup_${i}`,
+          amount: '3.00000000',
+          currency: 'USD',
+          status: i % 2 ? 'SUCCESS' : 'REJECTED',
+          custom: `order-simdup-${i}`,
+          merchantId: 1,
+        }),
+      );
+      await sim.waitForDeliveries();
+      const ids = sent.map((e) => e.eventId);
+      // every copy went out, and every event was acknowledged
+      expect(sim.deliveryLog.filter((r) => r.duplicate).length).toBeGreaterThanOrEqual(ids.length * 3);
+      const states = new Map(sim.deliveries.map((d) => [d.eventId, d.state]));
+      expect(ids.filter((id) => states.get(id) !== 'delivered')).toEqual([]);
+      expect(ids.map((id) => app.effects.done.get(id) ?? 0)).toEqual(ids.map(() => 1));
+      expect(app.effects.totalRuns).toBe(ids.length);
+    } finally {
+      await sim.stop();
+      await app.close();
+    }
+  }, 120_000);
 });
