@@ -12,7 +12,6 @@ import {
 } from '../support/reliability-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
-
 const EVENTS = 200;
 const COPIES = 10;
 const CONNECTIONS = 50;
