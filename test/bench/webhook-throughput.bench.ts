@@ -16,7 +16,7 @@ export interface ThroughputSettings {
 
 interface Round {
   rps: number;
-  /** App-process CPU time per answered request, in µs: capacity, insensitive to the load generator. */
+  /** App-process user CPU time per answered request, in µs: capacity, insensitive to the load generator. */
   cpuPerRequest: number;
   p99: number;
   non2xx: number;
@@ -148,7 +148,7 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
     return [
       {
         benchmark: `1. webhook req/s, ${adapter}`,
-        measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns; app CPU/request ${fmt(moduleCpu)} vs ${fmt(bareCpu)} µs${check}`,
+        measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns; app user CPU/request ${fmt(moduleCpu)} vs ${fmt(bareCpu)} µs${check}`,
         figure: ratio.toFixed(3),
         target: '≥ 0.85',
         pass: ratio >= 0.85 && check === '',
