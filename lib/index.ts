@@ -16,63 +16,48 @@ export type {
 export { PAYMENT_ENV_VARIABLES } from './config/payment-env.js';
 export { PaymentConfigurationError, resolvePaymentOptions } from './config/payment-options.validation.js';
 
-// stores
-export { WebhookEventStore } from './stores/webhook-event-store.interface.js';
-export type { WebhookClaimResult } from './stores/webhook-event-store.interface.js';
-// stores (STORES engineer; lead to tidy)
+// client
+export { PaymentGatewayService } from './client/payment-gateway.service.js';
 export {
-  DEFAULT_MEMORY_STORE_MAX_ENTRIES,
-  MemoryWebhookEventStore,
-} from './stores/memory-webhook-event.store.js';
-export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-event.store.js';
-export { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
-export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
-export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
-
-// events (EVENTS engineer; lead to tidy)
-export { OnPaymentEvent } from './events/on-payment-event.decorator.js';
-export type { PaymentEventHandlerDecorator } from './events/on-payment-event.decorator.js';
-export {
-  PAYMENT_EVENT_TYPES,
-  PAYMENT_EVENT_FAMILIES,
-  isKnownPaymentEventType,
-  isPaymentEventOfType,
-  paymentEventFamilyOf,
-} from './events/payment-event.types.js';
+  PaymentApiError,
+  PaymentAuthenticationError,
+  PaymentClientConfigurationError,
+  PaymentClientErrorCode,
+  PaymentErrorCode,
+  PaymentInvalidStateError,
+  PaymentNetworkError,
+  PaymentNotFoundError,
+  PaymentPayoutError,
+  PaymentProviderError,
+  PaymentRateLimitError,
+  PaymentServerError,
+  PaymentValidationError,
+} from './client/payment-api.errors.js';
 export type {
-  AnyPaymentEvent,
-  DisputeCreatedEventData,
-  PaymentEvent,
-  PaymentEventData,
-  PaymentEventDataMap,
-  PaymentEventDataOf,
-  PaymentEventEnvelope,
-  PaymentEventExtras,
-  PaymentEventFamily,
-  PaymentEventForPattern,
-  PaymentEventPattern,
-  PaymentEventType,
-  PaymentEventTypesMatching,
-  PaymentEventWildcard,
-  PayoutEventData,
-  PayoutFailedEventData,
-  RefundEventData,
-  RefundFailedEventData,
-  SplitSettledEventData,
-  SubaccountPayoutEventData,
-  SubaccountPayoutFailedEventData,
-  UnknownPaymentEvent,
-} from './events/payment-event.types.js';
-export {
-  InvalidPaymentEventPatternError,
-  PaymentEventHandlerError,
-  PaymentEventReconciliationError,
-} from './events/payment-event.errors.js';
-export type { PaymentEventHandlerFailure } from './events/payment-event.errors.js';
-export { PaymentEventDispatcher, paymentEventEmitterName } from './events/payment-event.dispatcher.js';
-export { PaymentEventExplorer } from './events/payment-event.explorer.js';
+  CreatePaymentInput,
+  CreatePaymentOptions,
+  CreatePaymentResult,
+  CreatePayoutInput,
+  PaymentAmount,
+  PaymentGateway,
+  PaymentHttpMethod,
+  PaymentRecord,
+  PaymentRequestOptions,
+  PaymentRequestScope,
+  PaymentResponse,
+  PaymentSplitInput,
+  PaymentStatus,
+  PayoutRecord,
+  PayoutResult,
+  RefundPaymentInput,
+  RefundRecord,
+  RefundResult,
+} from './client/payment-api.types.js';
+export type { PaymentApiErrorDetails, PaymentNetworkFailure } from './client/payment-api.errors.js';
+export { PAYMENT_CLIENT_RUNTIME } from './client/payment-client.clock.js';
+export type { PaymentClientRuntime, PaymentClock } from './client/payment-client.clock.js';
 
-// webhooks (WEBHOOKS engineer; lead to tidy)
+// webhooks
 export {
   computeWebhookSignature,
   createWebhookSignatureHeader,
@@ -123,25 +108,57 @@ export { getVerifiedPaymentWebhookEvent, PAYMENT_WEBHOOK_REQUEST_STATE } from '.
 export type { PaymentWebhookRequest, PaymentWebhookRequestState } from './webhooks/payment-webhook.request.js';
 export type { PaymentWebhookAck, PaymentWebhookRoute } from './webhooks/payment-webhook.providers.js';
 
-// client (added by SAMPLE so the sample app can import the service and its errors by package name; lead/CLIENT to tidy)
-export { PaymentGatewayService } from './client/payment-gateway.service.js';
+// events
+export { OnPaymentEvent } from './events/on-payment-event.decorator.js';
+export type { PaymentEventHandlerDecorator } from './events/on-payment-event.decorator.js';
 export {
-  PaymentApiError,
-  PaymentAuthenticationError,
-  PaymentClientConfigurationError,
-  PaymentClientErrorCode,
-  PaymentErrorCode,
-  PaymentInvalidStateError,
-  PaymentNetworkError,
-  PaymentNotFoundError,
-  PaymentPayoutError,
-  PaymentProviderError,
-  PaymentRateLimitError,
-  PaymentServerError,
-  PaymentValidationError,
-} from './client/payment-api.errors.js';
-export type * from './client/payment-api.types.js';
-// client (CLIENT engineer; lead to tidy)
-export type { PaymentApiErrorDetails, PaymentNetworkFailure } from './client/payment-api.errors.js';
-export { PAYMENT_CLIENT_RUNTIME } from './client/payment-client.clock.js';
-export type { PaymentClientRuntime, PaymentClock } from './client/payment-client.clock.js';
+  PAYMENT_EVENT_TYPES,
+  PAYMENT_EVENT_FAMILIES,
+  isKnownPaymentEventType,
+  isPaymentEventOfType,
+  paymentEventFamilyOf,
+} from './events/payment-event.types.js';
+export type {
+  AnyPaymentEvent,
+  DisputeCreatedEventData,
+  PaymentEvent,
+  PaymentEventData,
+  PaymentEventDataMap,
+  PaymentEventDataOf,
+  PaymentEventEnvelope,
+  PaymentEventExtras,
+  PaymentEventFamily,
+  PaymentEventForPattern,
+  PaymentEventPattern,
+  PaymentEventType,
+  PaymentEventTypesMatching,
+  PaymentEventWildcard,
+  PayoutEventData,
+  PayoutFailedEventData,
+  RefundEventData,
+  RefundFailedEventData,
+  SplitSettledEventData,
+  SubaccountPayoutEventData,
+  SubaccountPayoutFailedEventData,
+  UnknownPaymentEvent,
+} from './events/payment-event.types.js';
+export {
+  InvalidPaymentEventPatternError,
+  PaymentEventHandlerError,
+  PaymentEventReconciliationError,
+} from './events/payment-event.errors.js';
+export type { PaymentEventHandlerFailure } from './events/payment-event.errors.js';
+export { PaymentEventDispatcher, paymentEventEmitterName } from './events/payment-event.dispatcher.js';
+export { PaymentEventExplorer } from './events/payment-event.explorer.js';
+
+// stores
+export { WebhookEventStore } from './stores/webhook-event-store.interface.js';
+export type { WebhookClaimResult } from './stores/webhook-event-store.interface.js';
+export {
+  DEFAULT_MEMORY_STORE_MAX_ENTRIES,
+  MemoryWebhookEventStore,
+} from './stores/memory-webhook-event.store.js';
+export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-event.store.js';
+export { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
+export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
+export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
