@@ -22,6 +22,9 @@ const MAX_TIMESTAMP_DIGITS = 12;
 const DIGEST_BYTES = 32;
 const DIGEST_HEX_LENGTH = DIGEST_BYTES * 2;
 
+/** Shared default, so a call without options allocates nothing. */
+const NO_OPTIONS: VerifyWebhookSignatureOptions = Object.freeze({});
+
 export interface VerifyWebhookSignatureOptions {
   /** Largest accepted `|now - t|`, in seconds. @default 300 */
   toleranceSeconds?: number;
@@ -73,6 +76,10 @@ function hmac(rawBody: Buffer | string, secret: string, timestampText: string): 
  * the sender can add one later. Linear scan, no regular expression.
  */
 export function parseWebhookSignatureHeader(header: string | readonly string[] | undefined): ParsedWebhookSignatureHeader {
+  if (typeof header === 'string') {
+    const canonical = parseCanonicalHeader(header);
+    if (canonical !== undefined) return canonical;
+  }
   // A header sent twice arrives as an array in some stacks; joined, two `t` make it malformed.
   if (Array.isArray(header)) header = header.join(',');
   if (typeof header !== 'string' || header.length === 0) {
@@ -125,6 +132,36 @@ export function parseWebhookSignatureHeader(header: string | readonly string[] |
   return { timestampText, timestamp: Number(timestampText), signatures };
 }
 
+/**
+ * Fast path for the exact form the service sends, `t=<1-12 digits>,v1=<64 chars>`, with no
+ * per-part slicing. Returns `undefined` for anything else (including bad hex), which then
+ * goes through the general parser and gets its precise error; results are identical.
+ */
+function parseCanonicalHeader(header: string): ParsedWebhookSignatureHeader | undefined {
+  const comma = header.indexOf(',');
+  if (
+    comma < 3 ||
+    comma > 2 + MAX_TIMESTAMP_DIGITS ||
+    header.length !== comma + 4 + DIGEST_HEX_LENGTH ||
+    header.charCodeAt(0) !== 0x74 /* t */ ||
+    header.charCodeAt(1) !== 0x3d /* = */ ||
+    header.charCodeAt(comma + 1) !== 0x76 /* v */ ||
+    header.charCodeAt(comma + 2) !== 0x31 /* 1 */ ||
+    header.charCodeAt(comma + 3) !== 0x3d /* = */
+  ) {
+    return undefined;
+  }
+  for (let i = 2; i < comma; i++) {
+    const c = header.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  const digest = Buffer.allocUnsafe(DIGEST_BYTES);
+  // write() stops at the first non-hex character: fewer bytes means bad hex.
+  if (digest.write(header.slice(comma + 4), 'hex') !== DIGEST_BYTES) return undefined;
+  const timestampText = header.slice(2, comma);
+  return { timestampText, timestamp: Number(timestampText), signatures: [digest] };
+}
+
 function isDigits(value: string, maxLength: number): boolean {
   if (value.length === 0 || value.length > maxLength) return false;
   for (let i = 0; i < value.length; i++) {
@@ -146,24 +183,33 @@ export function verifyWebhookSignature(
   rawBody: Buffer | string,
   header: string | readonly string[] | undefined,
   secrets: string | readonly string[],
-  options: VerifyWebhookSignatureOptions = {},
+  options: VerifyWebhookSignatureOptions = NO_OPTIONS,
 ): WebhookSignatureVerification {
-  const secretList = typeof secrets === 'string' ? [secrets] : secrets;
-  if (secretList.length === 0 || secretList.some((s) => typeof s !== 'string' || s.length === 0)) {
+  // Hot path: no `[secrets]` array, no closures; a single string is secret 0.
+  const secretList = typeof secrets === 'string' ? undefined : secrets;
+  const count = secretList === undefined ? 1 : secretList.length;
+  if (count === 0) {
     throw new WebhookSecretNotConfiguredError();
+  }
+  for (let i = 0; i < count; i++) {
+    const secret = secretList === undefined ? secrets : secretList[i];
+    if (typeof secret !== 'string' || secret.length === 0) {
+      throw new WebhookSecretNotConfiguredError();
+    }
   }
   const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   if (!(toleranceSeconds >= 0)) {
     throw new TypeError('toleranceSeconds must be a number >= 0');
   }
   const parsed = parseWebhookSignatureHeader(header);
+  const signatures = parsed.signatures;
 
   let secretIndex = -1;
-  for (let i = 0; i < secretList.length; i++) {
-    const expected = hmac(rawBody, secretList[i]!, parsed.timestampText);
+  for (let i = 0; i < count; i++) {
+    const expected = hmac(rawBody, (secretList === undefined ? secrets : secretList[i]) as string, parsed.timestampText);
     // Every candidate is compared (no early exit) so timing says nothing about which one matched.
-    for (const candidate of parsed.signatures) {
-      if (timingSafeEqual(expected, candidate) && secretIndex === -1) {
+    for (let j = 0; j < signatures.length; j++) {
+      if (timingSafeEqual(expected, signatures[j]!) && secretIndex === -1) {
         secretIndex = i;
       }
     }

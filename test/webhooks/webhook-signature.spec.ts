@@ -183,4 +183,17 @@ describe('parseWebhookSignatureHeader', () => {
     expect(parsed.signatures).toHaveLength(2);
     expect(parsed.signatures[0]).toEqual(Buffer.alloc(32, 0xaa));
   });
+
+  it('parses the canonical form and any padded form of it alike (fast path = general parser)', () => {
+    for (const digest of ['a'.repeat(64), 'F0'.repeat(32), computeWebhookSignature(BODY, SECRET, T)]) {
+      for (const t of ['0', `${T}`, '9'.repeat(12)]) {
+        const canonical = parseWebhookSignatureHeader(`t=${t},v1=${digest}`);
+        expect(canonical).toEqual(parseWebhookSignatureHeader(` t=${t} , v1=${digest} `));
+        expect(canonical.timestampText).toBe(t);
+        expect(canonical.signatures).toEqual([Buffer.from(digest, 'hex')]);
+      }
+    }
+    expect(() => parseWebhookSignatureHeader(`t=${'9'.repeat(13)},v1=${'a'.repeat(64)}`)).toThrow(WebhookSignatureMalformedError);
+    expect(() => parseWebhookSignatureHeader(`t=${T},v2=${'a'.repeat(64)}`)).toThrow(WebhookSignatureMalformedError);
+  });
 });
