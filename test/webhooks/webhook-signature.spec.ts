@@ -196,4 +196,12 @@ describe('parseWebhookSignatureHeader', () => {
     expect(() => parseWebhookSignatureHeader(`t=${'9'.repeat(13)},v1=${'a'.repeat(64)}`)).toThrow(WebhookSignatureMalformedError);
     expect(() => parseWebhookSignatureHeader(`t=${T},v2=${'a'.repeat(64)}`)).toThrow(WebhookSignatureMalformedError);
   });
+
+  it('gives the reference digest for many distinct secrets, UTF-8 ones included (key cache)', () => {
+    for (let i = 0; i < 80; i++) {
+      const secret = `whsec_${i}_${'é€'.repeat(i % 3)}`;
+      expect(computeWebhookSignature(BODY, secret, T)).toBe(reference(BODY, secret, T));
+      expect(verifyWebhookSignature(BODY, createWebhookSignatureHeader(BODY, secret, T), [OTHER, secret], { now: NOW }).secretIndex).toBe(1);
+    }
+  });
 });
