@@ -96,8 +96,17 @@ beforeAll(async () => {
   const packed = await buildAndPack(repoRoot, workDir);
   packedFiles = packed.files;
   const tarball = packed.tarball;
-  const esmFiles = { 'main.js': join(fixtures, 'compat-app.mjs'), 'tools.js': join(fixtures, 'compat-tools.mjs') };
-  const cjsFiles = { 'main.js': join(fixtures, 'compat-app.cjs'), 'tools.js': join(fixtures, 'compat-tools.cjs') };
+  const appModule = join(fixtures, 'compat-app-module.cjs');
+  const esmFiles = {
+    'main.js': join(fixtures, 'compat-app.mjs'),
+    'tools.js': join(fixtures, 'compat-tools.mjs'),
+    'app-module.cjs': appModule,
+  };
+  const cjsFiles = {
+    'main.js': join(fixtures, 'compat-app.cjs'),
+    'tools.js': join(fixtures, 'compat-tools.cjs'),
+    'app-module.cjs': appModule,
+  };
 
   // one install per Nest major, both at once (npm's cache is safe to share)
   const [nest12, nest11] = await Promise.all([
