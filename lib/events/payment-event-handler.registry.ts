@@ -7,6 +7,12 @@ export interface PaymentEventHandler {
   /** `ClassName.methodName`, used in logs and in `PaymentEventHandlerError`. */
   name: string;
   patterns: readonly PaymentEventPattern[];
+  /**
+   * True when the method's provider is request-scoped, request-dependent or transient:
+   * it is resolved per event, in a context id where the event is registered as REQUEST.
+   * Omitted counts as true (the safe default); the explorer always sets it.
+   */
+  scoped?: boolean;
   /** Calls the method; may resolve a fresh instance first (request-scoped providers). */
   invoke(event: AnyPaymentEvent, context: PaymentEventInvocationContext): Promise<unknown>;
 }
@@ -27,8 +33,10 @@ export interface PaymentEventInvocationContext {
 export class PaymentEventHandlerRegistry {
   private readonly byPattern = new Map<string, PaymentEventHandler[]>();
   private readonly all: PaymentEventHandler[] = [];
+  private readonly matched = new Map<string, readonly PaymentEventHandler[]>();
 
   add(handler: PaymentEventHandler): void {
+    this.matched.clear();
     this.all.push(handler);
     for (const pattern of handler.patterns) {
       const list = this.byPattern.get(pattern) ?? [];
@@ -42,7 +50,10 @@ export class PaymentEventHandlerRegistry {
    * wildcard, then `'*'`. Types this version does not know reach `'*'` only,
    * since wildcard handlers are typed for the known types of their family.
    */
-  match(eventType: string): PaymentEventHandler[] {
+  match(eventType: string): readonly PaymentEventHandler[] {
+    // Memoised per type: the registry is filled once at init, and this runs per event.
+    const cached = this.matched.get(eventType);
+    if (cached !== undefined) return cached;
     const keys = ['*'];
     if (isKnownPaymentEventType(eventType)) {
       keys.unshift(eventType, `${paymentEventFamilyOf(eventType)}.*`);
@@ -51,7 +62,10 @@ export class PaymentEventHandlerRegistry {
     for (const key of keys) {
       for (const handler of this.byPattern.get(key) ?? []) found.add(handler);
     }
-    return [...found];
+    const handlers: readonly PaymentEventHandler[] = Object.freeze([...found]);
+    // Unknown types come from the wire: only known ones (bounded set) are remembered.
+    if (isKnownPaymentEventType(eventType)) this.matched.set(eventType, handlers);
+    return handlers;
   }
 
   /** Every registered handler. */
@@ -64,6 +78,7 @@ export class PaymentEventHandlerRegistry {
   }
 
   clear(): void {
+    this.matched.clear();
     this.byPattern.clear();
     this.all.length = 0;
   }

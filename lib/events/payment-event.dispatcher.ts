@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
+import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentGatewayService } from '../client/payment-gateway.service.js';
@@ -53,14 +54,22 @@ export class PaymentEventDispatcher {
     if (handlers.length === 0) {
       this.logger.debug(`No @OnPaymentEvent handler for ${event.eventType} event ${event.eventId}`);
     }
-    const context = { contextId: ContextIdFactory.create() };
-    if (handlers.length > 0) {
+    let scoped = false;
+    for (const handler of handlers) scoped ||= handler.scoped !== false;
+    // A context id (with the event registered as REQUEST) only matters to handlers resolved
+    // per event; static ones ignore it, so the DI registration is skipped when all are static.
+    const context = { contextId: scoped ? ContextIdFactory.create() : STATIC_CONTEXT };
+    if (scoped) {
       // Request-scoped handler providers that inject REQUEST receive the event.
       this.moduleRef.registerRequestByContextId(event, context.contextId);
     }
 
-    const names = handlers.map((handler) => handler.name);
-    const runs: Promise<unknown>[] = handlers.map((handler) => handler.invoke(event, context));
+    const names: string[] = [];
+    const runs: Promise<unknown>[] = [];
+    for (const handler of handlers) {
+      names.push(handler.name);
+      runs.push(handler.invoke(event, context));
+    }
     if (this.eventEmitter) {
       const emitterName = paymentEventEmitterName(event.eventType);
       names.push(`EventEmitter2:${emitterName}`);

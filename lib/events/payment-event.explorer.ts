@@ -70,7 +70,7 @@ export class PaymentEventExplorer implements OnModuleInit {
       const invoke = isStatic
         ? (event: AnyPaymentEvent) => callHandler(instance, methodName, event)
         : this.scopedInvoker(wrapper, methodName);
-      const handler: PaymentEventHandler = { name, patterns: metadata.patterns, invoke };
+      const handler: PaymentEventHandler = { name, patterns: metadata.patterns, invoke, scoped: !isStatic };
       this.handlerRegistry.add(handler);
     }
   }
