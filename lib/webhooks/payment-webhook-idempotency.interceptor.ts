@@ -9,7 +9,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { defer, lastValueFrom, type Observable } from 'rxjs';
+import { lastValueFrom, Observable } from 'rxjs';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import {
@@ -85,17 +85,42 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor {
     @Optional() protected readonly reflector?: Reflector,
   ) {}
 
+  /** Settings per route handler, then per controller class (a method can be inherited by several). */
+  private readonly settingsCache = new WeakMap<object, WeakMap<object, WebhookIdempotencyOptions>>();
+
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    // defer: nothing is claimed until Nest subscribes.
-    return defer(() => this.run(context, next));
+    // Nothing is claimed until Nest subscribes. One Observable around the promise:
+    // cheaper per request than defer() + from(promise).
+    return new Observable<unknown>((subscriber) => {
+      this.run(context, next).then(
+        (value) => {
+          subscriber.next(value);
+          subscriber.complete();
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+    });
   }
 
+  /**
+   * Module defaults overridden by the route's `@WebhookIdempotencyKey`. Route metadata is
+   * fixed once the app is initialised, so the merge is computed once per handler and class.
+   */
   protected settingsFor(context: ExecutionContext): WebhookIdempotencyOptions {
-    const fromRoute = this.reflector?.getAllAndOverride<WebhookIdempotencyOptions | undefined>(
-      WEBHOOK_IDEMPOTENCY_METADATA,
-      [context.getHandler(), context.getClass()],
-    );
-    return { ...this.options, ...fromRoute };
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let byClass = this.settingsCache.get(handler);
+    let settings = byClass?.get(controller);
+    if (settings === undefined) {
+      const fromRoute = this.reflector?.getAllAndOverride<WebhookIdempotencyOptions | undefined>(
+        WEBHOOK_IDEMPOTENCY_METADATA,
+        [handler, controller],
+      );
+      settings = Object.freeze({ ...this.options, ...fromRoute });
+      if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
+      byClass.set(controller, settings);
+    }
+    return settings;
   }
 
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
