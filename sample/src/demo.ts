@@ -1,8 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
@@ -21,13 +19,6 @@ import type { Order, ProcessedEvent } from './orders/order.types.js';
 const TIMEOUT_MS = Number(process.env.SHOP_DEMO_TIMEOUT_MS ?? 30_000);
 const MERCHANT_ID = 1;
 
-/** What the module answered to one webhook request (seen by the relay). */
-interface Answer {
-  eventId: string;
-  status: number;
-  body: string;
-}
-
 async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), 'shop-demo-'));
   const dbPath = join(workDir, 'shop.sqlite');
@@ -41,7 +32,6 @@ async function main(): Promise<void> {
     confirmationDelayMs: 50,
   });
   let app: INestApplication | undefined;
-  let relay: Server | undefined;
 
   try {
     await sim.start();
@@ -65,10 +55,7 @@ async function main(): Promise<void> {
     await app.listen(0, '127.0.0.1');
     const shopUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
 
-    // A pass-through in front of the webhook route, only so the transcript can show what the module answered.
-    const answers: Answer[] = [];
-    relay = await startRelay(`${shopUrl}/payments/webhook`, answers);
-    sim.setWebhookUrl(MERCHANT_ID, `http://127.0.0.1:${(relay.address() as AddressInfo).port}/payments/webhook`);
+    sim.setWebhookUrl(MERCHANT_ID, `${shopUrl}/payments/webhook`);
     sim.setDeliveryFaults({ duplicate: true, outOfOrder: true });
     sim.scriptNextPayment('pending-then-succeed');
 
@@ -102,7 +89,7 @@ async function main(): Promise<void> {
     const deliveries = sim.deliveryLog.filter((d) => d.url.includes('/payments/webhook'));
 
     line('2. Webhook deliveries, in the order the simulator sent them:');
-    const summary = printDeliveries(deliveries, answers, audit);
+    const summary = printDeliveries(deliveries, audit);
     line(`3. Order ${orderId} is ${final.status} (paid at ${paid.paidAt}); fulfilled ${final.fulfilments} time(s), counted in SQLite`);
 
     const problems: string[] = [];
@@ -121,8 +108,6 @@ async function main(): Promise<void> {
   } finally {
     // Simulator first: no delivery may reach the shop while it shuts down.
     await sim.stop().catch(() => undefined);
-    relay?.closeAllConnections();
-    await new Promise<void>((resolve) => (relay ? relay.close(() => resolve()) : resolve()));
     await app?.close().catch(() => undefined);
     if (!process.env.SHOP_DEMO_KEEP_DB) rmSync(workDir, { recursive: true, force: true });
   }
@@ -135,18 +120,15 @@ interface Summary {
   failed: number;
 }
 
-function printDeliveries(deliveries: SimulatorDeliveryRecord[], answers: Answer[], audit: ProcessedEvent[]): Summary {
+function printDeliveries(deliveries: SimulatorDeliveryRecord[], audit: ProcessedEvent[]): Summary {
   const summary: Summary = { handled: 0, duplicatesIgnored: 0, lateIgnored: 0, failed: 0 };
   const outcomeOf = new Map(audit.map((e) => [e.eventId, e.outcome]));
-  const answerQueues = new Map<string, Answer[]>();
-  for (const a of answers) answerQueues.set(a.eventId, [...(answerQueues.get(a.eventId) ?? []), a]);
   let succeededSeen = false;
 
   deliveries.forEach((d, i) => {
-    // Deliveries to one merchant are sequential, so the n-th answer for an event is the n-th attempt's.
-    const answer = answerQueues.get(d.eventId)?.shift();
-    const status = answer?.status ?? d.status;
-    const duplicateAnswer = answer ? /"duplicate"\s*:\s*true/.test(answer.body) : false;
+    // The simulator's delivery log keeps what the module answered to each attempt.
+    const status = d.status;
+    const duplicateAnswer = /"duplicate"\s*:\s*true/.test(d.responseBody ?? '');
     const late = succeededSeen && /\.(created|pending)$/.test(d.eventType);
     const head = `   ${String(i + 1).padStart(2)}. ${d.eventType.padEnd(17)} ${d.eventId}  attempt ${d.attempt}${d.duplicate ? ', duplicate copy' : ''}`;
     let text: string;
@@ -155,7 +137,7 @@ function printDeliveries(deliveries: SimulatorDeliveryRecord[], answers: Answer[
       text = `→ ${status ?? d.error ?? 'no answer'}: not handled, the service will retry`;
     } else if (duplicateAnswer) {
       summary.duplicatesIgnored++;
-      text = `→ ${status} ${answer!.body}: duplicate ignored by the module, no handler ran`;
+      text = `→ ${status} ${d.responseBody}: duplicate ignored by the module, no handler ran`;
     } else {
       summary.handled++;
       const outcome = outcomeOf.get(d.eventId) ?? '(no audit row)';
@@ -166,41 +148,6 @@ function printDeliveries(deliveries: SimulatorDeliveryRecord[], answers: Answer[
     line(`${head}\n       ${text}`);
   });
   return summary;
-}
-
-/** Forwards the exact request bytes (the signature covers them) and records the answer. */
-async function startRelay(target: string, answers: Answer[]): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const headers: Record<string, string> = { 'content-type': String(req.headers['content-type'] ?? 'application/json') };
-      const signature = req.headers['x-service-signature'];
-      if (typeof signature === 'string') headers['x-service-signature'] = signature;
-      fetch(target, { method: 'POST', headers, body })
-        .then(async (r) => {
-          const text = await r.text();
-          answers.push({ eventId: eventIdOf(body), status: r.status, body: text });
-          res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
-          res.end(text);
-        })
-        .catch((error: unknown) => {
-          res.writeHead(502);
-          res.end(String(error));
-        });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
-
-function eventIdOf(body: Buffer): string {
-  try {
-    return String((JSON.parse(body.toString('utf8')) as { eventId?: unknown }).eventId ?? '');
-  } catch {
-    return '';
-  }
 }
 
 async function http<T>(method: 'GET' | 'POST', url: string, body?: unknown): Promise<T> {
