@@ -97,6 +97,8 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
   /** The spec sends JSON (6); anything else is refused before the body is looked at. */
   protected assertContentType(request: PaymentWebhookRequest): void {
     const type = headerValue(request.headers, 'content-type');
+    // What the service sends, checked without allocating; any other spelling is normalised.
+    if (type === 'application/json') return;
     const mediaType = type === undefined ? '' : type.split(';', 1)[0]!.trim().toLowerCase();
     if (mediaType !== 'application/json') {
       throw new WebhookUnsupportedMediaTypeError();
