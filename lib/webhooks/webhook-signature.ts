@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type Hmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import {
   WebhookSecretNotConfiguredError,
   WebhookSignatureMalformedError,
@@ -54,7 +54,7 @@ export interface ParsedWebhookSignatureHeader {
  * `rawBody` must be the exact bytes sent or received, never re-serialised JSON.
  */
 export function computeWebhookSignature(rawBody: Buffer | string, secret: string, timestamp: number | string): string {
-  return hmac(rawBody, secret, String(timestamp)).toString('hex');
+  return hmac(rawBody, secret, String(timestamp)).digest('hex');
 }
 
 /** `t=<timestamp>,v1=<digest>` for `rawBody`: the value of `X-Service-Signature`. `timestamp` defaults to now. */
@@ -87,9 +87,22 @@ function secretKey(secret: string): KeyObject | string {
   return key;
 }
 
-function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Buffer {
+function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Hmac {
   // The body is hashed as received, never copied into a concatenation.
-  return createHmac('sha256', secretKey(secret)).update(`${timestampText}.`).update(rawBody).digest();
+  return createHmac('sha256', secretKey(secret)).update(`${timestampText}.`).update(rawBody);
+}
+
+/** Where verification writes each expected digest; verification is synchronous, so one suffices. */
+const expectedDigest = Buffer.alloc(DIGEST_BYTES);
+
+/**
+ * The digest written into `expectedDigest`. `digest()` would return a Buffer with its own
+ * backing store, which costs more CPU and GC than the hash itself on small bodies; the
+ * latin1 ('binary') string maps each byte to one char and back exactly.
+ */
+function expectedDigestOf(rawBody: Buffer | string, secret: string, timestampText: string): Buffer {
+  expectedDigest.write(hmac(rawBody, secret, timestampText).digest('binary'), 0, DIGEST_BYTES, 'latin1');
+  return expectedDigest;
 }
 
 /**
@@ -227,7 +240,7 @@ export function verifyWebhookSignature(
 
   let secretIndex = -1;
   for (let i = 0; i < count; i++) {
-    const expected = hmac(rawBody, (secretList === undefined ? secrets : secretList[i]) as string, parsed.timestampText);
+    const expected = expectedDigestOf(rawBody, (secretList === undefined ? secrets : secretList[i]) as string, parsed.timestampText);
     // Every candidate is compared (no early exit) so timing says nothing about which one matched.
     for (let j = 0; j < signatures.length; j++) {
       if (timingSafeEqual(expected, signatures[j]!) && secretIndex === -1) {
@@ -235,6 +248,7 @@ export function verifyWebhookSignature(
       }
     }
   }
+  expectedDigest.fill(0);
   if (secretIndex === -1) {
     throw new WebhookSignatureMismatchError();
   }
