@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, type Hmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHmac, type Hmac, timingSafeEqual } from 'node:crypto';
 import {
   WebhookSecretNotConfiguredError,
   WebhookSignatureMalformedError,
@@ -66,30 +66,9 @@ export function createWebhookSignatureHeader(
   return `t=${timestamp},v1=${computeWebhookSignature(rawBody, secret, timestamp)}`;
 }
 
-/** Most cached key objects; a process has a handful of webhook secrets, more means callers pass arbitrary ones. */
-const MAX_CACHED_KEYS = 32;
-/** Module-private, never logged or exported; KeyObjects do not print their bytes either. */
-const keyCache = new Map<string, KeyObject>();
-
-/**
- * `createHmac` with a KeyObject skips re-encoding the string key on every call:
- * measured ~1.7x faster HMAC construction, ~14% on a 2 KiB body (Node 20).
- */
-function secretKey(secret: string): KeyObject | string {
-  let key = keyCache.get(secret);
-  if (key === undefined) {
-    if (secret.length === 0) return secret;
-    if (keyCache.size >= MAX_CACHED_KEYS) keyCache.clear();
-    // Same bytes as createHmac derives from a string key (UTF-8).
-    key = createSecretKey(Buffer.from(secret, 'utf8'));
-    keyCache.set(secret, key);
-  }
-  return key;
-}
-
 function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Hmac {
   // The body is hashed as received, never copied into a concatenation.
-  return createHmac('sha256', secretKey(secret)).update(`${timestampText}.`).update(rawBody);
+  return createHmac('sha256', secret).update(`${timestampText}.`).update(rawBody);
 }
 
 /** Where verification writes each expected digest; verification is synchronous, so one suffices. */

@@ -197,7 +197,7 @@ describe('parseWebhookSignatureHeader', () => {
     expect(() => parseWebhookSignatureHeader(`t=${T},v2=${'a'.repeat(64)}`)).toThrow(WebhookSignatureMalformedError);
   });
 
-  it('gives the reference digest for many distinct secrets, UTF-8 ones included (key cache)', () => {
+  it('gives the reference digest for many distinct secrets, UTF-8 ones included (secrets used in turn)', () => {
     for (let i = 0; i < 80; i++) {
       const secret = `whsec_${i}_${'é€'.repeat(i % 3)}`;
       expect(computeWebhookSignature(BODY, secret, T)).toBe(reference(BODY, secret, T));
