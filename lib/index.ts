@@ -82,6 +82,7 @@ export {
   WebhookInvalidEnvelopeError,
   WebhookInvalidJsonError,
   WebhookRawBodyMissingError,
+  WebhookReconciliationFailedError,
   WebhookSecretNotConfiguredError,
   WebhookSignatureError,
   WebhookSignatureMalformedError,

@@ -222,3 +222,16 @@ export class WebhookStoreUnavailableResponseError extends PaymentWebhookError {
     );
   }
 }
+
+/** Reconciliation could not read the canonical status: the service, not the handler, is at fault (503, retried). */
+export class WebhookReconciliationFailedError extends PaymentWebhookError {
+  override readonly name = 'WebhookReconciliationFailedError';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      PaymentWebhookErrorCode.RECONCILIATION_FAILED,
+      503,
+      'The payment status could not be read for reconciliation; no handler ran, retry later',
+      options,
+    );
+  }
+}

@@ -28,11 +28,7 @@ import {
   PaymentWebhookIdempotencyInterceptor,
   type WebhookIdempotencyOptions,
 } from './payment-webhook-idempotency.interceptor.js';
-import {
-  PaymentWebhookError,
-  PaymentWebhookErrorCode,
-  WebhookHandlerFailedError,
-} from './payment-webhook.errors.js';
+import { WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import { PaymentWebhookSignatureGuard } from './payment-webhook.guard.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 
@@ -56,19 +52,6 @@ export function normaliseWebhookPath(path: string): string {
   while (start < end && path[start] === '/') start++;
   while (end > start && path[end - 1] === '/') end--;
   return path.slice(start, end);
-}
-
-/** Reconciliation could not read the canonical status: the service, not the handler, is at fault (503, retried). */
-class WebhookReconciliationFailedError extends PaymentWebhookError {
-  override readonly name = 'WebhookReconciliationFailedError';
-  constructor(options?: { cause?: unknown }) {
-    super(
-      PaymentWebhookErrorCode.RECONCILIATION_FAILED,
-      503,
-      'The payment status could not be read for reconciliation; no handler ran, retry later',
-      options,
-    );
-  }
 }
 
 /**
