@@ -102,6 +102,18 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     }
   }
 
+  async extend(key: string, claimToken: string, leaseMs: number): Promise<boolean> {
+    assertKey(key);
+    assertToken(claimToken);
+    assertDuration('leaseMs', leaseMs);
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (entry === undefined || entry.token !== claimToken) return false;
+    entry.expiresAt = now + leaseMs;
+    this.#touch(key, entry);
+    return true;
+  }
+
   async release(key: string, claimToken: string): Promise<void> {
     assertKey(key);
     assertToken(claimToken);

@@ -58,6 +58,11 @@ const RELEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+// Renew only our own live claim.
+const EXTEND_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
@@ -161,6 +166,13 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     assertKey(key);
     assertToken(claimToken);
     await this.#run('release', RELEASE_SCRIPT, this.keyPrefix + key, claimToken);
+  }
+
+  async extend(key: string, claimToken: string, leaseMs: number): Promise<boolean> {
+    assertKey(key);
+    assertToken(claimToken);
+    assertDuration('leaseMs', leaseMs);
+    return (await this.#run('extend', EXTEND_SCRIPT, this.keyPrefix + key, claimToken, leaseMs)) === 1;
   }
 
   /** Quits the connection if this store opened it; a client passed in is left open. */

@@ -18,6 +18,12 @@ export interface WebhookEventStore {
   complete(key: string, claimToken: string, retentionMs: number): Promise<void>;
   /** Drops the claim so the next delivery runs the handlers, only if `claimToken` still owns it. */
   release(key: string, claimToken: string): Promise<void>;
+  /**
+   * Optional: renews a live claim for another `leaseMs`, only if `claimToken` still owns it.
+   * Resolves `false` when the claim is gone (expired, taken over, or processed). The
+   * idempotency interceptor calls it while handlers run, so a slow handler keeps its event.
+   */
+  extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
   /** Optional: close connections on module shutdown. */
   close?(): Promise<void>;
 }

@@ -36,6 +36,12 @@ export interface WebhookIdempotencyOptions {
   duplicateResponse?: (request: any) => unknown;
   /** Attempts at recording completion before giving up (see `recordCompletion`). @default 3 */
   completeAttempts?: number;
+  /**
+   * While handlers run, the claim is renewed every third of `leaseMs` (stores with `extend`),
+   * so a slow handler is not run again by a concurrent delivery. Renewal stops after this
+   * long, so a hung handler cannot block its event for good. @default 900000 (15 minutes)
+   */
+  maxLeaseRenewalMs?: number;
 }
 
 /** Provider token of the defaults the injectable interceptor uses (the module fills it from resolved options). */
@@ -54,6 +60,7 @@ export const WebhookIdempotencyKey = (
 ): MethodDecorator & ClassDecorator => SetMetadata(WEBHOOK_IDEMPOTENCY_METADATA, { ...options, key });
 
 const DEFAULT_LEASE_MS = 60_000;
+const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 const defaultKey: WebhookIdempotencyKeyFn = (request: PaymentWebhookRequest) =>
@@ -147,12 +154,15 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor {
     }
 
     let result: unknown;
+    const stopRenewal = this.renewWhileRunning(key, claim.claimToken, settings);
     try {
       result = await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (error) {
+      stopRenewal();
       await this.releaseQuietly(key, claim.claimToken);
       throw error;
     }
+    stopRenewal();
     await this.recordCompletion(key, claim.claimToken, settings);
     return result;
   }
@@ -184,6 +194,45 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor {
         await delay(25 * attempt);
       }
     }
+  }
+
+  /**
+   * Keeps the claim alive while the handlers run (a lease shorter than a slow handler would
+   * let a concurrent duplicate run them again). Returns the function that stops it. A store
+   * without `extend`, a lost claim or a store error just stop renewing: the lease then
+   * expires as it would have.
+   */
+  protected renewWhileRunning(key: string, claimToken: string, settings: WebhookIdempotencyOptions): () => void {
+    const extend = this.store.extend?.bind(this.store);
+    if (!extend) return () => undefined;
+    const leaseMs = settings.leaseMs ?? DEFAULT_LEASE_MS;
+    const stopAt = Date.now() + (settings.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS);
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const tick = (): void => {
+      if (stopped) return;
+      if (Date.now() >= stopAt) {
+        this.logger.error(`Handlers of webhook event "${key}" are still running; no longer renewing its claim`);
+        return;
+      }
+      extend(key, claimToken, leaseMs).then(
+        (renewed) => {
+          if (!renewed) this.logger.warn(`The claim of webhook event "${key}" was lost while its handlers ran`);
+          else schedule();
+        },
+        (error: unknown) => this.logger.warn(`Could not renew the claim of webhook event "${key}" (${describe(error)})`),
+      );
+    };
+    const schedule = (): void => {
+      if (stopped) return;
+      timer = setTimeout(tick, Math.max(1, Math.floor(leaseMs / 3)));
+      timer.unref();
+    };
+    schedule();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   /** After a failed handler: free the key so the redelivery runs the handlers. If this fails, the lease expires on its own. */

@@ -110,6 +110,25 @@ describe.each([
     await expect(store.claim('evt_1', LONG_MS)).resolves.toMatchObject({ outcome: 'claimed' });
   });
 
+  it('renews a live claim for its owner only, so a slow handler keeps its event', async () => {
+    const token = await claimToken('evt_1', SHORT_MS * 3);
+    await harness.passTime(SHORT_MS * 2);
+    await expect(store.extend!('evt_1', token, SHORT_MS * 3)).resolves.toBe(true);
+    await harness.passTime(SHORT_MS * 2); // past the first lease, inside the renewed one
+    await expect(store.claim('evt_1', LONG_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    await expect(store.extend!('evt_1', 'not-the-owner', LONG_MS)).resolves.toBe(false);
+    await store.complete('evt_1', token, LONG_MS);
+    await expect(store.extend!('evt_1', token, LONG_MS)).resolves.toBe(false); // processed: nothing to renew
+    await expect(store.claim('evt_1', LONG_MS)).resolves.toEqual({ outcome: 'processed' });
+  });
+
+  it('does not renew a claim that expired and was taken over', async () => {
+    const stale = await claimToken('evt_1', SHORT_MS);
+    await harness.passTime(SHORT_MS * 2);
+    await claimToken('evt_1');
+    await expect(store.extend!('evt_1', stale, LONG_MS)).resolves.toBe(false);
+  });
+
   it('ignores release and complete with a stale token once another delivery holds the claim', async () => {
     const stale = await claimToken('evt_1', SHORT_MS);
     await harness.passTime(SHORT_MS * 2);

@@ -233,6 +233,28 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
     }
   });
 
+  it('renews the claim while a slow handler runs, so a copy arriving after the lease still gets 409', async () => {
+    const w = await startWebhookApp({ adapter, payment: { webhookLeaseMs: 200 } });
+    try {
+      let open!: () => void;
+      w.handlers.gate = new Promise<void>((resolve) => (open = resolve));
+      const body = envelope('payment.succeeded');
+      const id = body.eventId as string;
+      const first = postWebhook(w.url, body);
+      await waitUntil(() => w.handlers.entered === 1);
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // five leases
+      // without renewal the lease would have expired and this copy would run the handlers again
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+      expect(w.handlers.entered).toBe(1);
+      open();
+      expect(await first).toMatchObject({ status: 200, json: { received: true } });
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+      expect(w.handlers.count('payment.*', id)).toBe(1);
+    } finally {
+      await w.close();
+    }
+  });
+
   it('registers no route when no webhook secret is configured (404), while another instance in the process has one', async () => {
     const withSecret = await startWebhookApp({ adapter, payment: { webhookPath: '/hooks/pay/' } });
     const without = await startWebhookApp({ adapter, payment: { webhookSecret: undefined } });
