@@ -20,7 +20,7 @@ export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; me
   PAY_5002: { status: 400, message: 'Failed to create payment! Please try again.' },
   PAY_5003: { status: 500, message: 'Provider error.' },
   PAY_6001: { status: 400, message: "Merchant doesn't exist or credentials are invalid." },
-  // The spec names no code for these; the simulator's choices (documented in README.simulator.md).
+  // The spec names no code for these; the simulator's choices (documented in the README's simulator section).
   RATE_LIMITED: { status: 429, message: 'Too many requests.' },
   NOT_FOUND: { status: 404, message: 'No such endpoint.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed on this endpoint.' },

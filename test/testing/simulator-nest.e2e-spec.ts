@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { OnPaymentEvent, PaymentModule, type PaymentEventForPattern } from '../../lib/index.js';
-import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { OnPaymentEvent, PaymentGatewayService, PaymentModule, type PaymentEventForPattern } from '../../lib/index.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 
 const WEBHOOK_SECRET = 'whsec_e2e';

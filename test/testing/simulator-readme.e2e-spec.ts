@@ -1,10 +1,8 @@
-// The README's simulator example (lib/testing/README.simulator.md), kept runnable: only the import paths differ.
+// README.md's simulator example ("A complete e2e test"), kept runnable: only the import paths differ.
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { OnPaymentEvent, PaymentModule, type PaymentEvent } from '../../lib/index.js';
-// PaymentGatewayService: from 'nestjs-payment-gateway' in the README (lib/index.ts exports it once the lead wires it).
-import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { OnPaymentEvent, PaymentGatewayService, PaymentModule, type PaymentEvent } from '../../lib/index.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 
 @Injectable()
