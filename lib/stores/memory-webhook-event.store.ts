@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
 
@@ -12,7 +13,7 @@ export interface MemoryWebhookEventStoreOptions {
   now?: () => number;
 }
 
-export const DEFAULT_MEMORY_STORE_MAX_ENTRIES = 100_000;
+export const DEFAULT_MEMORY_STORE_MAX_ENTRIES: number = PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries;
 
 /**
  * How many live claims eviction may step over before it gives up and evicts one.

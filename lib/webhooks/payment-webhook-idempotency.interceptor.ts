@@ -10,6 +10,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { lastValueFrom, Observable } from 'rxjs';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import {
@@ -59,9 +60,10 @@ export const WebhookIdempotencyKey = (
   options: Omit<WebhookIdempotencyOptions, 'key'> = {},
 ): MethodDecorator & ClassDecorator => SetMetadata(WEBHOOK_IDEMPOTENCY_METADATA, { ...options, key });
 
-const DEFAULT_LEASE_MS = 60_000;
+// Same defaults as the module options, for an interceptor built by hand without them.
+const DEFAULT_LEASE_MS: number = PAYMENT_OPTION_DEFAULTS.webhookLeaseMs;
 const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
-const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+const DEFAULT_RETENTION_MS: number = PAYMENT_OPTION_DEFAULTS.webhookRetentionMs;
 
 const defaultKey: WebhookIdempotencyKeyFn = (request: PaymentWebhookRequest) =>
   getVerifiedPaymentWebhookEvent(request)?.eventId;

@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import {
@@ -16,7 +17,7 @@ import {
 } from './webhook-signature.js';
 
 /** Default of `webhookMaxBodyBytes`: 1 MiB. */
-export const DEFAULT_WEBHOOK_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_WEBHOOK_MAX_BODY_BYTES: number = PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes;
 
 /**
  * Lets a request through only when `X-Service-Signature` matches its raw body (spec 6.3).
@@ -69,7 +70,7 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
   }
 
   protected getMaxBodyBytes(_context: ExecutionContext): number {
-    return this.options.webhookMaxBodyBytes ?? DEFAULT_WEBHOOK_MAX_BODY_BYTES;
+    return this.options.webhookMaxBodyBytes;
   }
 
   /** Current time in milliseconds. */

@@ -45,15 +45,6 @@ export interface PaymentWebhookRoute {
   path?: string;
 }
 
-/** `/payments/webhook/` → `payments/webhook`. */
-export function normaliseWebhookPath(path: string): string {
-  let start = 0;
-  let end = path.length;
-  while (start < end && path[start] === '/') start++;
-  while (end > start && path[end - 1] === '/') end--;
-  return path.slice(start, end);
-}
-
 /**
  * The webhook controller and its providers for ONE module instance. Each call makes a new
  * controller class, so route metadata set for one `forRoot()` never leaks into another.
@@ -110,7 +101,7 @@ export function createPaymentWebhookParts(): { controller: Type<unknown>; provid
       if (options.webhookSecrets.length === 0) {
         return { enabled: false };
       }
-      const path = normaliseWebhookPath(options.webhookPath);
+      const path = options.webhookPath; // already without leading/trailing slashes (resolvePaymentOptions)
       Reflect.defineMetadata(PATH_METADATA, path, handler);
       Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
       return { enabled: true, path };

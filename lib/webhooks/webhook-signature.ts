@@ -1,4 +1,5 @@
 import { createHmac, type Hmac, timingSafeEqual } from 'node:crypto';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import {
   WebhookSecretNotConfiguredError,
   WebhookSignatureMalformedError,
@@ -11,7 +12,7 @@ import {
 export const WEBHOOK_SIGNATURE_HEADER = 'x-service-signature';
 
 /** Replay window of spec 6.3 / 8. */
-export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS = 300;
+export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS: number = PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds;
 
 /** Longest header accepted; a real one is ~80 characters per digest. Bounds the parsing work. */
 const MAX_HEADER_LENGTH = 4096;
