@@ -9,6 +9,7 @@ import type { PaymentModuleOptions } from '../../lib/config/payment-module-optio
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
+import { buildPaymentEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
 export type ReliabilityAdapter = 'express' | 'fastify';
@@ -80,25 +81,16 @@ export async function startReliabilityApp(
 
 let sequence = 0;
 
-/** A valid spec 2.1 envelope of `payment.succeeded` with a unique eventId. */
+/** A valid spec 2.1 envelope of `payment.succeeded` (the simulator's builder) with a unique eventId. */
 export function paymentSucceeded(tag = 'rel', custom?: string): Record<string, unknown> & { eventId: string } {
   sequence++;
   const id = `${tag}_${process.pid}_${sequence}`;
   return {
-    eventId: `evt_${id}`,
-    eventType: 'payment.succeeded',
-    apiVersion: '2024-01-15',
-    createdAt: new Date().toISOString(),
-    environment: 'sandbox',
-    data: {
-      trxId: `trx_${id}`,
-      token: `tok_${id}`,
-      amount: '12.50000000',
-      currency: 'USD',
-      status: 'SUCCESS',
-      custom: custom ?? `order-${id}`,
-      merchantId: 1,
-    },
+    ...buildPaymentEvent(
+      'payment.succeeded',
+      { trxId: `trx_${id}`, token: `tok_${id}`, amount: '12.50000000', custom: custom ?? `order-${id}` },
+      { eventId: `evt_${id}` },
+    ),
   };
 }
 

@@ -7,6 +7,7 @@ import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { buildEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
 export type AdapterKind = 'express' | 'fastify';
@@ -94,26 +95,19 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
 
 let counter = 0;
 
-/** A valid spec 2.1 envelope. */
+/** A valid spec 2.1 envelope (the simulator's builder) with a per-process unique eventId. */
 export function envelope(eventType = 'payment.succeeded', overrides: Record<string, unknown> = {}): Record<string, unknown> {
   counter++;
-  return {
-    eventId: `evt_e2e_${process.pid}_${counter}`,
-    eventType,
-    apiVersion: '2024-01-15',
-    createdAt: new Date().toISOString(),
-    environment: 'sandbox',
-    data: {
-      trxId: `trx_${counter}`,
-      token: `tok_${counter}`,
-      amount: '10.00000000',
-      currency: 'USD',
-      status: 'SUCCESS',
-      custom: `order-${counter}`,
-      merchantId: 1,
-    },
-    ...overrides,
+  const data = {
+    trxId: `trx_${counter}`,
+    token: `tok_${counter}`,
+    amount: '10.00000000',
+    currency: 'USD',
+    status: 'SUCCESS',
+    custom: `order-${counter}`,
+    merchantId: 1,
   };
+  return { ...buildEvent(eventType, data, { eventId: `evt_e2e_${process.pid}_${counter}` }), ...overrides };
 }
 
 export interface PostOptions {
