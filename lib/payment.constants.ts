@@ -1,7 +1,43 @@
-/** Injection token of the options object the user passed (or the factory returned). */
-export const PAYMENT_MODULE_OPTIONS = Symbol('PAYMENT_MODULE_OPTIONS');
-/** Injection token of the validated, defaulted options every provider reads. */
-export const PAYMENT_RESOLVED_OPTIONS = Symbol('PAYMENT_RESOLVED_OPTIONS');
+/*
+ * Every injection token and metadata key of the package, in one place. Tokens that depend
+ * on an account name are built by the functions in `accounts/payment-account.tokens.ts`;
+ * the store's token shares its name with the `WebhookEventStore` interface and lives
+ * beside it (the pattern of @nestjs/throttler's storage token).
+ */
+
+/** Name of the account registered by `PaymentModule.forRoot()` without `account`. */
+export const DEFAULT_PAYMENT_ACCOUNT = 'default';
+
+/** The options object given to `forRoot()` (or returned by the async factory), before env merge and validation. */
+export const PAYMENT_MODULE_OPTIONS = Symbol('nestjs-payment-gateway:module-options');
+
+// Tokens below are local to one account's module instance: every `forRoot()` provides its
+// own value under the same token and never exports it, so accounts cannot see each other's.
+/** @internal the account name of this module instance */
+export const PAYMENT_ACCOUNT_NAME = Symbol('nestjs-payment-gateway:account-name');
+/** @internal this account's resolved options */
+export const PAYMENT_ACCOUNT_OPTIONS = Symbol('nestjs-payment-gateway:account-options');
+/** @internal this account's `PaymentGatewayService` */
+export const PAYMENT_ACCOUNT_CLIENT = Symbol('nestjs-payment-gateway:account-client');
+/** @internal this account's webhook event store */
+export const PAYMENT_ACCOUNT_STORE = Symbol('nestjs-payment-gateway:account-store');
+/** @internal where (and whether) this account's webhook route was registered */
+export const PAYMENT_WEBHOOK_ROUTE = Symbol('nestjs-payment-gateway:webhook-route');
+
+/** Optional `Partial<PaymentClientRuntime>` (clock, random) for every `PaymentGatewayService`. */
+export const PAYMENT_CLIENT_RUNTIME = Symbol('PAYMENT_CLIENT_RUNTIME');
+
+/** Defaults of `PaymentWebhookIdempotencyInterceptor` (the module fills them from the default account). */
+export const PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS = Symbol('PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS');
+
+/** Reflect-metadata key `@OnPaymentEvent` stores on a handler method. */
+export const PAYMENT_EVENT_HANDLER_METADATA = 'payment-gateway:event-handler';
+
+/** Reflect-metadata key of `@WebhookIdempotencyKey`. */
+export const WEBHOOK_IDEMPOTENCY_METADATA = 'payment-gateway:webhook-idempotency';
+
+/** Key of what the webhook guards learned, kept on the request; a symbol so it never collides with the host's own fields. */
+export const PAYMENT_WEBHOOK_REQUEST_STATE: unique symbol = Symbol.for('nestjs-payment-gateway.webhook-request');
 
 /** Prefix of every event name this module emits on EventEmitter2, so it never collides with the host's own events. */
 export const PAYMENT_EVENT_NAMESPACE = 'payment-gateway';

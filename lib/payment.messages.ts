@@ -3,8 +3,9 @@
  * call sites pass only non-secret facts; none of them ever receives a secret value.
  */
 export const PaymentMessages = {
-  invalidConfiguration: (problems: string[]) =>
-    `PaymentModule configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+  invalidConfiguration: (problems: string[], account?: string) =>
+    `PaymentModule configuration${account !== undefined && account !== 'default' ? ` of account '${account}'` : ''} is invalid ` +
+    `(${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
     problems.map((p) => `  - ${p}`).join('\n'),
   asyncOptionsMissingFactory: () =>
     'PaymentModule.forRootAsync() needs one of useFactory, useClass or useExisting.',

@@ -1,64 +1,28 @@
-import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
-import { ConfigModule } from '@nestjs/config';
-import { EventEmitterModule } from '@nestjs/event-emitter';
-import type { PaymentModuleAsyncOptions, PaymentModuleOptions } from './config/payment-module-options.interface.js';
-import { PaymentGatewayService } from './client/payment-gateway.service.js';
-import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
-import { PaymentEventExplorer } from './events/payment-event.explorer.js';
-import { PAYMENT_MODULE_OPTIONS, PAYMENT_RESOLVED_OPTIONS } from './payment.constants.js';
-import { createAsyncOptionsProviders, createResolvedOptionsProvider, PAYMENT_READ_ENV } from './payment.providers.js';
-import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
-import { WebhookEventStore } from './stores/webhook-event-store.interface.js';
-import { createPaymentWebhookParts } from './webhooks/payment-webhook.providers.js';
+import { type DynamicModule, Module } from '@nestjs/common';
+import {
+  ConfigurablePaymentModule,
+  type PaymentModuleAsyncOptions,
+  type PaymentModuleRootOptions,
+} from './payment.module-definition.js';
+import { PaymentMessages } from './payment.messages.js';
 
 /**
- * Entry point of the package. `PaymentModule.forRoot()` with no argument reads `PAYMENT_*`
- * variables; it brings ConfigModule and EventEmitterModule itself, so a host needs nothing else.
+ * Entry point of the package. `PaymentModule.forRoot()` registers one merchant account:
+ * its `PaymentGatewayService`, its webhook route and its event store. It reads `PAYMENT_*`
+ * variables (through the host's ConfigService when there is one), and brings no
+ * ConfigModule or EventEmitterModule of its own: the host's stand.
+ * @publicApi
  */
-const PAYMENT_EVENT_EMITTER_OPTIONS = { wildcard: true, delimiter: '.' } as const;
-
 @Module({})
-export class PaymentModule {
-  static forRoot(options: PaymentModuleOptions = {}): DynamicModule {
-    return PaymentModule.assemble([{ provide: PAYMENT_MODULE_OPTIONS, useValue: options }], [], true, options.isGlobal);
+export class PaymentModule extends ConfigurablePaymentModule {
+  static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
+    return super.forRoot(options);
   }
 
-  static forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
-    return PaymentModule.assemble(
-      createAsyncOptionsProviders(options),
-      options.imports ?? [],
-      options.readEnv ?? true,
-      options.isGlobal,
-    );
-  }
-
-  private static assemble(
-    optionProviders: Provider[],
-    imports: NonNullable<DynamicModule['imports']>,
-    readEnv: boolean,
-    isGlobal = false,
-  ): DynamicModule {
-    // A fresh controller class per module instance: its route is decided from the resolved options.
-    const webhook = createPaymentWebhookParts();
-    return {
-      module: PaymentModule,
-      global: isGlobal,
-      // Wildcards on: host listeners such as @OnEvent('payment-gateway.payment.*') hear our events
-      // even when the host's own EventEmitterModule was set up without them.
-      imports: [ConfigModule.forRoot(), EventEmitterModule.forRoot(PAYMENT_EVENT_EMITTER_OPTIONS), DiscoveryModule, ...imports],
-      controllers: [webhook.controller],
-      providers: [
-        ...optionProviders,
-        { provide: PAYMENT_READ_ENV, useValue: readEnv },
-        createResolvedOptionsProvider(),
-        PaymentGatewayService,
-        ...createWebhookEventStoreProviders(),
-        PaymentEventExplorer,
-        PaymentEventDispatcher,
-        ...webhook.providers,
-      ],
-      exports: [PAYMENT_RESOLVED_OPTIONS, PaymentGatewayService, WebhookEventStore, PaymentEventDispatcher],
-    };
+  static override forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
+    if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
+      throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
+    }
+    return super.forRootAsync(options);
   }
 }

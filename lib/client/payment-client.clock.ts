@@ -25,4 +25,4 @@ export interface PaymentClientRuntime {
 }
 
 /** Injection token of an optional `Partial<PaymentClientRuntime>`. */
-export const PAYMENT_CLIENT_RUNTIME = Symbol('PAYMENT_CLIENT_RUNTIME');
+export { PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type {
   CreatePaymentInput,
@@ -18,7 +18,7 @@ import type {
   RefundRecord,
   RefundResult,
 } from './payment-api.types.js';
-import { PAYMENT_CLIENT_RUNTIME, systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentRequestExecutor, type ServiceCall } from './payment-request.executor.js';
@@ -37,7 +37,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
   private readonly executor: PaymentRequestExecutor;
 
   constructor(
-    @Inject(PAYMENT_RESOLVED_OPTIONS) private readonly options: ResolvedPaymentOptions,
+    @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
     @Optional() @Inject(PAYMENT_CLIENT_RUNTIME) runtime?: Partial<PaymentClientRuntime>,
   ) {
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);

@@ -1,6 +1,10 @@
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+
 /**
- * Environment variables read by `PaymentModule.forRoot()`, with the option each one fills.
- * The README's configuration table lists the same names.
+ * Environment variables read by `PaymentModule.forRoot()` for the default account, with the
+ * option each one fills. A named account reads the same names with its own prefix
+ * (`PAYMENT_EU_BASE_URL` for account `eu`). The README's configuration table lists them.
+ * @publicApi
  */
 export const PAYMENT_ENV_VARIABLES = {
   baseUrl: 'PAYMENT_BASE_URL',
@@ -24,14 +28,44 @@ export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
 /** Raw string values found in the environment, keyed by option name. */
 export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
 
-/** Reads every `PAYMENT_*` variable through `get` (ConfigService.get in the module); empty strings count as unset. */
-export function readPaymentEnv(get: (name: string) => unknown): PaymentEnvValues {
+/**
+ * Settings of the app's infrastructure rather than of a merchant account: a named account
+ * without its own variable uses the default account's (one `PAYMENT_REDIS_URL` for all).
+ */
+const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>(['redisUrl']);
+
+/** `PAYMENT_` for the default account, `PAYMENT_EU_` for `eu` (upper-cased, other characters → `_`). */
+export function paymentEnvPrefix(account: string = DEFAULT_PAYMENT_ACCOUNT): string {
+  if (account === DEFAULT_PAYMENT_ACCOUNT) return 'PAYMENT_';
+  return `PAYMENT_${account.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_`;
+}
+
+/** The variable an account reads for `option`: `PAYMENT_EU_CLIENT_ID`. */
+export function paymentEnvName(option: PaymentEnvOptionKey, account: string = DEFAULT_PAYMENT_ACCOUNT): string {
+  return paymentEnvPrefix(account) + PAYMENT_ENV_VARIABLES[option].slice('PAYMENT_'.length);
+}
+
+/**
+ * Reads every variable of `account` through `get` (the host's ConfigService when it has one,
+ * else `process.env`); empty strings count as unset.
+ */
+export function readPaymentEnv(
+  get: (name: string) => unknown,
+  account: string = DEFAULT_PAYMENT_ACCOUNT,
+): PaymentEnvValues {
   const values: PaymentEnvValues = {};
-  for (const [option, name] of Object.entries(PAYMENT_ENV_VARIABLES) as [PaymentEnvOptionKey, string][]) {
-    const raw = get(name);
-    if (raw === undefined || raw === null) continue;
-    const text = String(raw).trim();
-    if (text !== '') values[option] = text;
+  for (const option of Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]) {
+    let text = envText(get(paymentEnvName(option, account)));
+    if (text === undefined && account !== DEFAULT_PAYMENT_ACCOUNT && SHARED_ENV_OPTIONS.has(option)) {
+      text = envText(get(PAYMENT_ENV_VARIABLES[option]));
+    }
+    if (text !== undefined) values[option] = text;
   }
   return values;
+}
+
+function envText(raw: unknown): string | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const text = String(raw).trim();
+  return text === '' ? undefined : text;
 }

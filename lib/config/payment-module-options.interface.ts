@@ -1,4 +1,3 @@
-import type { ModuleMetadata, Type } from '@nestjs/common';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 
 export type PaymentEnvironment = 'sandbox' | 'live';
@@ -99,29 +98,12 @@ export interface PaymentModuleOptions {
   memoryStoreMaxEntries?: number;
   /** Read `GET /payment/status` before payment handlers run and attach `canonicalStatus`. Env: `PAYMENT_RECONCILE`. @default false */
   reconcile?: boolean;
-  /** Register the module as global. @default false */
-  isGlobal?: boolean;
-}
-
-export interface PaymentOptionsFactory {
-  createPaymentOptions(): Promise<PaymentModuleOptions> | PaymentModuleOptions;
-}
-
-export interface PaymentModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
-  useFactory?: (...args: any[]) => Promise<PaymentModuleOptions> | PaymentModuleOptions;
-  inject?: any[];
-  useClass?: Type<PaymentOptionsFactory>;
-  useExisting?: Type<PaymentOptionsFactory>;
-  /**
-   * Whether environment variables fill what the factory leaves out.
-   * @default true
-   */
-  readEnv?: boolean;
-  isGlobal?: boolean;
 }
 
 /** Options after env merge, defaults and validation: what every provider reads. */
 export interface ResolvedPaymentOptions {
+  /** The merchant account these options belong to: `'default'` for `forRoot()` without `account`. */
+  account: string;
   baseUrl: string;
   environment: PaymentEnvironment;
   /** `baseUrl` + `/sandbox/api/v1` or `/api/v1`, without trailing slash. */

@@ -14,9 +14,9 @@ import {
   validateSync,
   type ValidationError,
 } from 'class-validator';
-import { LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
-import { PaymentMessages } from '../payment.messages.js';
-import { PAYMENT_ENV_VARIABLES, type PaymentEnvOptionKey, type PaymentEnvValues } from './payment-env.js';
+import { DEFAULT_PAYMENT_ACCOUNT, LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
+import { PaymentConfigurationError } from './payment-configuration.error.js';
+import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey, type PaymentEnvValues } from './payment-env.js';
 import {
   DEFAULT_PAYMENT_ENDPOINTS,
   DEFAULT_RATE_LIMITS,
@@ -31,14 +31,7 @@ import type {
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
 
-/** Thrown at boot when the options are missing or malformed. Names every bad key; never holds a secret value. */
-export class PaymentConfigurationError extends Error {
-  override readonly name = 'PaymentConfigurationError';
-  readonly code = 'PAYMENT_INVALID_CONFIGURATION';
-  constructor(readonly problems: string[]) {
-    super(PaymentMessages.invalidConfiguration(problems));
-  }
-}
+export { PaymentConfigurationError };
 
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 class PaymentOptionsSchema {
@@ -156,9 +149,9 @@ function envToOptions(env: PaymentEnvValues): Record<string, unknown> {
   return out;
 }
 
-function describeKey(key: string, explicit: PaymentModuleOptions): string {
-  const envName = (PAYMENT_ENV_VARIABLES as Record<string, string>)[key];
-  if (!envName) return `option '${key}'`;
+function describeKey(key: string, explicit: PaymentModuleOptions, account: string): string {
+  if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
+  const envName = paymentEnvName(key as PaymentEnvOptionKey, account);
   // Name the place the value came from (or, when absent, the variable most users set).
   const givenExplicitly = (explicit as Record<string, unknown>)[key] !== undefined;
   return givenExplicitly ? `option '${key}' (env ${envName})` : `${envName} (option '${key}')`;
@@ -202,7 +195,9 @@ function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, proble
 export function resolvePaymentOptions(
   explicit: PaymentModuleOptions = {},
   env: PaymentEnvValues = {},
+  account: string = DEFAULT_PAYMENT_ACCOUNT,
 ): ResolvedPaymentOptions {
+  const describe = (key: string): string => describeKey(key, explicit, account);
   const envOptions = envToOptions(env);
   const pick = <K extends string>(key: K): unknown => {
     const own = (explicit as Record<string, unknown>)[key];
@@ -215,7 +210,7 @@ export function resolvePaymentOptions(
     clientId: pick('clientId'),
     clientSecret: pick('clientSecret'),
     webhookSecret: splitSecrets(pick('webhookSecret')) ?? [],
-    webhookPath: pick('webhookPath') ?? PAYMENT_OPTION_DEFAULTS.webhookPath,
+    webhookPath: pick('webhookPath') ?? defaultWebhookPath(account),
     webhookToleranceSeconds: pick('webhookToleranceSeconds') ?? PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds,
     webhookMaxBodyBytes: pick('webhookMaxBodyBytes') ?? PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes,
     httpTimeoutMs: pick('httpTimeoutMs') ?? PAYMENT_OPTION_DEFAULTS.httpTimeoutMs,
@@ -232,22 +227,22 @@ export function resolvePaymentOptions(
   const problems: string[] = [];
   for (const { key, messages } of flattenErrors(validateSync(schema))) {
     if (key === 'baseUrl' && schema.baseUrl === undefined) {
-      problems.push(`${describeKey(key, explicit)} is required: the service base URL, e.g. https://payments.example.com`);
+      problems.push(`${describe(key)} is required: the service base URL, e.g. https://payments.example.com`);
       continue;
     }
-    problems.push(`${describeKey(key, explicit)} ${messages.join('; ')}`);
+    problems.push(`${describe(key)} ${messages.join('; ')}`);
   }
 
   // Cross-field rules the decorators cannot express.
   if ((schema.clientId === undefined) !== (schema.clientSecret === undefined)) {
     const missing = schema.clientId === undefined ? 'clientId' : 'clientSecret';
-    problems.push(`${describeKey(missing, explicit)} is required when ${missing === 'clientId' ? 'clientSecret' : 'clientId'} is set`);
+    problems.push(`${describe(missing)} is required when ${missing === 'clientId' ? 'clientSecret' : 'clientId'} is set`);
   }
   if (schema.reconcile === true && schema.clientId === undefined) {
-    problems.push(`${describeKey('reconcile', explicit)} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
+    problems.push(`${describe('reconcile')} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
   }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
-    problems.push(`${describeKey('webhookRetentionMs', explicit)} must be at least webhookLeaseMs`);
+    problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
   checkEndpoints(explicit.endpoints, problems);
   checkPositiveInts('tokenResponse', {
@@ -259,7 +254,7 @@ export function resolvePaymentOptions(
     problems.push(`option 'store' must implement WebhookEventStore (claim, complete, release)`);
   }
 
-  if (problems.length > 0) throw new PaymentConfigurationError(problems);
+  if (problems.length > 0) throw new PaymentConfigurationError(problems, account);
 
   const environment = schema.environment as ResolvedPaymentOptions['environment'];
   const baseUrl = schema.baseUrl.replace(/\/+$/, '');
@@ -268,6 +263,7 @@ export function resolvePaymentOptions(
     explicit.rateLimits === false ? false : { ...DEFAULT_RATE_LIMITS, ...stripUndefined(explicit.rateLimits) };
 
   return withRedactedSecrets({
+    account,
     baseUrl,
     environment,
     apiBaseUrl: baseUrl + (environment === 'live' ? LIVE_BASE_PATH : SANDBOX_BASE_PATH),
@@ -291,6 +287,11 @@ export function resolvePaymentOptions(
     memoryStoreMaxEntries: schema.memoryStoreMaxEntries,
     reconcile: schema.reconcile,
   });
+}
+
+/** `payments/webhook` for the default account, `payments/<account>/webhook` for a named one. */
+function defaultWebhookPath(account: string): string {
+  return account === DEFAULT_PAYMENT_ACCOUNT ? PAYMENT_OPTION_DEFAULTS.webhookPath : `payments/${account}/webhook`;
 }
 
 const REDACTED = '[redacted]';

@@ -1,9 +1,13 @@
+import { PAYMENT_EVENT_HANDLER_METADATA } from '../payment.constants.js';
+import { assertPaymentAccountName } from '../accounts/payment-account.name.js';
+import type { PaymentEventBinding, PaymentEventHandlerMetadata } from './payment-event-handler.interface.js';
+import { assertPaymentEventPatterns } from './payment-event-patterns.js';
 import type { PaymentEventForPattern, PaymentEventPattern } from './payment-event.types.js';
-import { addPaymentEventHandlerMetadata, assertPaymentEventPatterns } from './payment-event-metadata.accessor.js';
 
 /**
  * A method decorator that only fits methods able to take the event of `P`:
  * the parameter type is checked against `PaymentEventForPattern<P>`.
+ * @publicApi
  */
 export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <
   H extends (event: PaymentEventForPattern<P>) => unknown,
@@ -13,27 +17,43 @@ export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <
   descriptor: TypedPropertyDescriptor<H>,
 ) => void;
 
+/** Options of `@OnPaymentEvent`. @publicApi */
+export interface OnPaymentEventOptions {
+  /**
+   * Receive only this account's events (`PaymentModule.forRoot({ account })`). Without it
+   * the handler receives every account's events; `event.account` tells which.
+   */
+  account?: string;
+}
+
 /**
- * Runs the decorated provider method for every verified, first-time delivery of
- * the matching events. Accepts an event type (`'payment.succeeded'`), a family
- * wildcard (`'payment.*'`), `'*'` (every event, including types this version
- * does not know), or an array of them. The method receives the typed event;
- * a parameter type that cannot take it is a compile error.
+ * Runs the decorated provider method for every verified, first-time delivery of the
+ * matching events. Accepts an event type (`'payment.succeeded'`), a family wildcard
+ * (`'payment.*'`), `'*'` (every event, including types this version does not know), or an
+ * array of them. The method receives the typed event; a parameter type that cannot take it
+ * is a compile error. A returned promise or observable is waited for.
  *
- * A handler that throws or rejects makes the delivery fail (non-2xx), so the
- * service sends the event again: make handlers idempotent.
+ * A handler that throws or rejects makes the delivery fail (non-2xx), so the service sends
+ * the event again: make handlers idempotent by `eventId`.
  *
  * @example
  * ```ts
  * @OnPaymentEvent('payment.succeeded')
  * async fulfil(event: PaymentEvent<'payment.succeeded'>) { ... }
+ *
+ * @OnPaymentEvent('refund.*', { account: 'eu' })
+ * onEuRefund(event: PaymentEvent<'refund.succeeded' | 'refund.failed'>) { ... }
  * ```
+ * @publicApi
  */
 export function OnPaymentEvent<const P extends PaymentEventPattern>(
   patterns: P | readonly P[],
+  options: OnPaymentEventOptions = {},
 ): PaymentEventHandlerDecorator<P> {
   const list: readonly unknown[] = Array.isArray(patterns) ? patterns : [patterns];
   assertPaymentEventPatterns(list);
+  if (options.account !== undefined) assertPaymentAccountName(options.account, '@OnPaymentEvent');
+  const binding: PaymentEventBinding = { patterns: [...new Set(list)], account: options.account };
   return (target, propertyKey, descriptor) => {
     if (typeof descriptor?.value !== 'function') {
       throw new TypeError(`@OnPaymentEvent can only decorate methods (got ${String(propertyKey)})`);
@@ -42,6 +62,9 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
     if (typeof target === 'function') {
       throw new TypeError(`@OnPaymentEvent cannot decorate static methods (got ${target.name}.${String(propertyKey)})`);
     }
-    addPaymentEventHandlerMetadata(descriptor.value, list);
+    // Stacked decorators add bindings; the method still runs once per event.
+    const existing = Reflect.getMetadata(PAYMENT_EVENT_HANDLER_METADATA, descriptor.value) as PaymentEventHandlerMetadata | undefined;
+    const metadata: PaymentEventHandlerMetadata = { bindings: [...(existing?.bindings ?? []), binding] };
+    Reflect.defineMetadata(PAYMENT_EVENT_HANDLER_METADATA, metadata, descriptor.value);
   };
 }

@@ -1,85 +1,71 @@
-import type { ContextId } from '@nestjs/core';
-import type { AnyPaymentEvent, PaymentEventPattern } from './payment-event.types.js';
+import { Injectable } from '@nestjs/common';
+import type { PaymentEventHandler } from './payment-event-handler.interface.js';
 import { isKnownPaymentEventType, paymentEventFamilyOf } from './payment-event.types.js';
 
-/** One decorated method, ready to be called with an event. */
-export interface PaymentEventHandler {
-  /** `ClassName.methodName`, used in logs and in `PaymentEventHandlerError`. */
-  name: string;
-  patterns: readonly PaymentEventPattern[];
-  /**
-   * True when the method's provider is request-scoped, request-dependent or transient:
-   * it is resolved per event, in a context id where the event is registered as REQUEST.
-   * Omitted counts as true (the safe default); the explorer always sets it.
-   */
-  scoped?: boolean;
-  /** Calls the method; may resolve a fresh instance first (request-scoped providers). */
-  invoke(event: AnyPaymentEvent, context: PaymentEventInvocationContext): Promise<unknown>;
+interface Entry {
+  handler: PaymentEventHandler;
+  account: string | undefined;
 }
 
-/** Per-dispatch state shared by the handlers of one event. */
-export interface PaymentEventInvocationContext {
-  /**
-   * Context id of this dispatch: request-scoped providers are resolved in it,
-   * so several handler methods of one provider share one instance per event.
-   */
-  contextId: ContextId;
-}
+/** Most distinct (account, type) answers kept; types come from signed deliveries, so this is only a bound. */
+const MAX_MEMOISED = 1024;
 
 /**
- * Handlers found by the explorer, indexed by pattern. A handler registered
- * under several matching patterns is returned once.
+ * Every `@OnPaymentEvent` handler of the application, filled once by the explorer at module
+ * init and read by each account's dispatcher. A method bound several times is returned once.
  */
+@Injectable()
 export class PaymentEventHandlerRegistry {
-  private readonly byPattern = new Map<string, PaymentEventHandler[]>();
-  private readonly all: PaymentEventHandler[] = [];
+  private readonly byPattern = new Map<string, Entry[]>();
+  private readonly handlers: PaymentEventHandler[] = [];
   private readonly matched = new Map<string, readonly PaymentEventHandler[]>();
 
   add(handler: PaymentEventHandler): void {
     this.matched.clear();
-    this.all.push(handler);
-    for (const pattern of handler.patterns) {
-      const list = this.byPattern.get(pattern) ?? [];
-      list.push(handler);
-      this.byPattern.set(pattern, list);
+    this.handlers.push(handler);
+    for (const binding of handler.bindings) {
+      for (const pattern of binding.patterns) {
+        let list = this.byPattern.get(pattern);
+        if (list === undefined) this.byPattern.set(pattern, (list = []));
+        list.push({ handler, account: binding.account });
+      }
     }
   }
 
   /**
-   * Handlers of one event type, in registration order: exact, then family
-   * wildcard, then `'*'`. Types this version does not know reach `'*'` only,
-   * since wildcard handlers are typed for the known types of their family.
+   * Handlers of one event type received for `account`, in registration order: exact, then
+   * family wildcard, then `'*'`; handlers bound to another account are left out. Types this
+   * version does not know reach `'*'` only, since wildcard handlers are typed for the known
+   * types of their family.
    */
-  match(eventType: string): readonly PaymentEventHandler[] {
-    // Memoised per type: the registry is filled once at init, and this runs per event.
-    const cached = this.matched.get(eventType);
+  match(eventType: string, account: string): readonly PaymentEventHandler[] {
+    const memoKey = `${account}\u0000${eventType}`;
+    const cached = this.matched.get(memoKey);
     if (cached !== undefined) return cached;
-    const keys = ['*'];
-    if (isKnownPaymentEventType(eventType)) {
-      keys.unshift(eventType, `${paymentEventFamilyOf(eventType)}.*`);
-    }
+    const keys = isKnownPaymentEventType(eventType) ? [eventType, `${paymentEventFamilyOf(eventType)}.*`, '*'] : ['*'];
     const found = new Set<PaymentEventHandler>();
     for (const key of keys) {
-      for (const handler of this.byPattern.get(key) ?? []) found.add(handler);
+      for (const entry of this.byPattern.get(key) ?? []) {
+        if (entry.account === undefined || entry.account === account) found.add(entry.handler);
+      }
     }
     const handlers: readonly PaymentEventHandler[] = Object.freeze([...found]);
-    // Unknown types come from the wire: only known ones (bounded set) are remembered.
-    if (isKnownPaymentEventType(eventType)) this.matched.set(eventType, handlers);
+    if (this.matched.size < MAX_MEMOISED) this.matched.set(memoKey, handlers);
     return handlers;
   }
 
   /** Every registered handler. */
   list(): readonly PaymentEventHandler[] {
-    return this.all;
+    return this.handlers;
   }
 
   get size(): number {
-    return this.all.length;
+    return this.handlers.length;
   }
 
   clear(): void {
     this.matched.clear();
     this.byPattern.clear();
-    this.all.length = 0;
+    this.handlers.length = 0;
   }
 }

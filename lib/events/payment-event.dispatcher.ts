@@ -2,100 +2,176 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PaymentGatewayService } from '../client/payment-gateway.service.js';
-import { PAYMENT_EVENT_NAMESPACE, PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
+import {
+  DEFAULT_PAYMENT_ACCOUNT,
+  PAYMENT_ACCOUNT_CLIENT,
+  PAYMENT_ACCOUNT_OPTIONS,
+  PAYMENT_EVENT_NAMESPACE,
+} from '../payment.constants.js';
+import type { PaymentEventHandler, PaymentEventInvocationContext } from './payment-event-handler.interface.js';
+import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import {
   PaymentEventHandlerError,
   PaymentEventReconciliationError,
   type PaymentEventHandlerFailure,
 } from './payment-event.errors.js';
-import { PaymentEventExplorer } from './payment-event.explorer.js';
-import { paymentEventFamilyOf, type AnyPaymentEvent } from './payment-event.types.js';
+import {
+  type AnyPaymentEvent,
+  PAYMENT_EVENT_MODULE_FIELDS,
+  type PaymentEventEnvelope,
+  type PaymentEventExtras,
+  paymentEventFamilyOf,
+} from './payment-event.types.js';
 
-/** Name under which an event type is emitted on EventEmitter2: `payment-gateway.payment.succeeded`. */
+/**
+ * Name under which an event type is re-emitted on the host's EventEmitter2:
+ * `payment-gateway.payment.succeeded`.
+ * @publicApi
+ */
 export function paymentEventEmitterName(eventType: string): string {
   return `${PAYMENT_EVENT_NAMESPACE}.${eventType}`;
 }
 
 /**
- * Delivers one verified, deduplicated event to every matching `@OnPaymentEvent`
- * handler and to host `@OnEvent('payment-gateway.<type>')` listeners, and
- * resolves only when all of them succeeded.
+ * Makes a parsed webhook body an event handlers may see: fields only the module sets
+ * (`account`, `canonicalStatus`, `receivedAt`) are removed if the body carried them, then set.
+ */
+export function prepareReceivedEvent(event: AnyPaymentEvent, account: string, receivedAt: Date = new Date()): AnyPaymentEvent {
+  for (const field of PAYMENT_EVENT_MODULE_FIELDS) {
+    if (field in event) delete (event as unknown as Record<string, unknown>)[field];
+  }
+  event.account = account;
+  event.receivedAt = receivedAt;
+  return event;
+}
+
+const STATIC_INVOCATION: PaymentEventInvocationContext = Object.freeze({ contextId: STATIC_CONTEXT });
+
+/** Unhandled types are warned about once each; the set is bounded in case of a flood of new types. */
+const MAX_WARNED_TYPES = 256;
+
+/**
+ * Delivers one verified, deduplicated event of one account to every matching
+ * `@OnPaymentEvent` handler and to the host's `@OnEvent('payment-gateway.<type>')`
+ * listeners (when the host has EventEmitterModule), and resolves only when all of them
+ * succeeded. One per account.
  */
 @Injectable()
 export class PaymentEventDispatcher {
   private readonly logger = new Logger('PaymentEvents');
+  private readonly warnedUnhandled = new Set<string>();
 
   constructor(
-    private readonly explorer: PaymentEventExplorer,
+    private readonly registry: PaymentEventHandlerRegistry,
     private readonly moduleRef: ModuleRef,
     @Optional() private readonly eventEmitter?: EventEmitter2,
-    @Optional() @Inject(PAYMENT_RESOLVED_OPTIONS) private readonly options?: ResolvedPaymentOptions,
-    // Injected, not looked up app-wide: with two PaymentModule instances each reconciles with its own credentials.
-    @Optional() private readonly client?: PaymentGatewayService,
+    @Optional() @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options?: ResolvedPaymentOptions,
+    // This account's client: with several accounts each reconciles with its own credentials.
+    @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
   ) {}
 
   /**
-   * Runs every handler matching `event.eventType` (exact, `'<family>.*'`, `'*'`;
-   * an unknown type reaches `'*'` only) concurrently and waits for all of them.
+   * Runs every handler matching `event.eventType` (exact, `'<family>.*'`, `'*'`; an unknown
+   * type reaches `'*'` only) concurrently and waits for all of them.
    *
-   * @throws PaymentEventReconciliationError when `reconcile` is on and the
-   *   payment status could not be read (no handler ran).
-   * @throws PaymentEventHandlerError when any handler or host listener failed
-   *   (the others still ran). Either way the delivery must not be answered 2xx.
+   * @throws PaymentEventReconciliationError when `reconcile` is on and the payment status
+   *   could not be read (no handler ran).
+   * @throws PaymentEventHandlerError when any handler or host listener failed (the others
+   *   still ran). Either way the delivery must not be answered 2xx.
    */
-  async dispatch(event: AnyPaymentEvent): Promise<void> {
+  async dispatch(envelope: PaymentEventEnvelope & Partial<PaymentEventExtras>): Promise<void> {
+    const event = envelope as AnyPaymentEvent;
+    event.account ??= this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     event.receivedAt ??= new Date();
     if (this.options?.reconcile) {
       await this.reconcile(event);
     }
-    const handlers = this.explorer.registry.match(event.eventType);
-    if (handlers.length === 0) {
-      this.logger.debug(`No @OnPaymentEvent handler for ${event.eventType} event ${event.eventId}`);
+    const handlers = this.registry.match(event.eventType, event.account);
+    const emitterName = this.eventEmitter !== undefined ? paymentEventEmitterName(event.eventType) : undefined;
+    // No EventEmitter2 work at all when nobody listens.
+    const emit = emitterName !== undefined && hasListeners(this.eventEmitter!, emitterName);
+
+    if (handlers.length === 1 && !emit) {
+      const handler = handlers[0]!;
+      try {
+        await handler.invoke(event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
+      } catch (error) {
+        this.fail(event, [{ handler: handler.name, error }]);
+      }
+      return;
     }
-    let scoped = false;
-    for (const handler of handlers) scoped ||= handler.scoped !== false;
-    // A context id (with the event registered as REQUEST) only matters to handlers resolved
-    // per event; static ones ignore it, so the DI registration is skipped when all are static.
-    const context = { contextId: scoped ? ContextIdFactory.create() : STATIC_CONTEXT };
-    if (scoped) {
-      // Request-scoped handler providers that inject REQUEST receive the event.
-      this.moduleRef.registerRequestByContextId(event, context.contextId);
+    if (handlers.length === 0 && !emit) {
+      this.warnUnhandled(event);
+      return;
     }
 
+    let context = STATIC_INVOCATION;
+    for (const handler of handlers) {
+      if (handler.scoped) {
+        context = this.scopedContext(event);
+        break;
+      }
+    }
     const names: string[] = [];
     const runs: Promise<unknown>[] = [];
     for (const handler of handlers) {
       names.push(handler.name);
       runs.push(handler.invoke(event, context));
     }
-    if (this.eventEmitter) {
-      const emitterName = paymentEventEmitterName(event.eventType);
+    if (emit) {
       names.push(`EventEmitter2:${emitterName}`);
       // emitAsync resolves with the listeners' results, so a listener with
       // `suppressErrors: false` that rejects fails the delivery too.
-      runs.push(Promise.resolve().then(() => this.eventEmitter!.emitAsync(emitterName, event)));
+      runs.push(this.emit(emitterName!, event));
     }
-
     const results = await Promise.allSettled(runs);
     const failures: PaymentEventHandlerFailure[] = [];
-    results.forEach((result, index) => {
-      if (result.status === 'rejected') failures.push({ handler: names[index]!, error: result.reason });
-    });
-    if (failures.length === 0) return;
+    for (let i = 0; i < results.length; i++) {
+      const result = results[i]!;
+      if (result.status === 'rejected') failures.push({ handler: names[i]!, error: result.reason });
+    }
+    if (failures.length > 0) this.fail(event, failures);
+  }
 
+  /**
+   * A context id with the event registered as REQUEST: request-scoped handler providers
+   * that inject REQUEST receive the event, and share one instance per event.
+   */
+  private scopedContext(event: AnyPaymentEvent): PaymentEventInvocationContext {
+    const contextId = ContextIdFactory.create();
+    this.moduleRef.registerRequestByContextId(event, contextId);
+    return { contextId };
+  }
+
+  private async emit(name: string, event: AnyPaymentEvent): Promise<unknown> {
+    return this.eventEmitter!.emitAsync(name, event);
+  }
+
+  private fail(event: AnyPaymentEvent, failures: PaymentEventHandlerFailure[]): never {
     for (const failure of failures) {
       const error = failure.error;
       this.logger.error(
-        `${failure.handler} failed on ${event.eventType} event ${event.eventId}: ${error instanceof Error ? error.message : String(error)}`,
+        `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` +
+          (error instanceof Error ? error.message : String(error)),
         error instanceof Error ? error.stack : undefined,
       );
     }
     throw new PaymentEventHandlerError(event.eventId, event.eventType, failures);
   }
 
-  /** Attaches `canonicalStatus` from `GET /payment/status` to a payment event (spec 6.2: state comes from the status call, not event order). */
+  /** Acknowledged either way (the service only needs a 2xx), but a missing handler should be noticed. */
+  private warnUnhandled(event: AnyPaymentEvent): void {
+    if (this.warnedUnhandled.has(event.eventType) || this.warnedUnhandled.size >= MAX_WARNED_TYPES) return;
+    this.warnedUnhandled.add(event.eventType);
+    this.logger.warn(
+      `No @OnPaymentEvent handler or EventEmitter2 listener for ${event.eventType} events (account ${event.account}); ` +
+        'they are acknowledged and dropped. Logged once per event type.',
+    );
+  }
+
+  /** Attaches `canonicalStatus` from the payment status call: order state comes from it, not from event order. */
   private async reconcile(event: AnyPaymentEvent): Promise<void> {
     if (paymentEventFamilyOf(event.eventType) !== 'payment') return;
     const trxId = (event.data as { trxId?: unknown } | undefined)?.trxId;
@@ -124,4 +200,9 @@ export class PaymentEventDispatcher {
     }
     event.canonicalStatus = status;
   }
+}
+
+/** EventEmitter2's own check, plus `onAny` listeners (which its wildcard mode leaves out). */
+function hasListeners(emitter: EventEmitter2, name: string): boolean {
+  return Boolean(emitter.hasListeners(name)) || emitter.listenersAny().length > 0;
 }

@@ -1,51 +1,51 @@
-import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
-import { getPaymentEventHandlerMetadata } from './payment-event-metadata.accessor.js';
-import { PaymentEventHandlerRegistry, type PaymentEventHandler } from './payment-event-handler.registry.js';
+import { isObservable, lastValueFrom } from 'rxjs';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import type { PaymentEventHandler } from './payment-event-handler.interface.js';
+import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
+import { PaymentEventMetadataAccessor } from './payment-event-metadata.accessor.js';
 import type { AnyPaymentEvent } from './payment-event.types.js';
 
 type HandlerHost = Record<string | symbol, unknown>;
 
 /**
- * Finds every provider and controller method decorated with `@OnPaymentEvent`
- * in the whole application (once, at module init) and fills the registry the
- * dispatcher reads. Handlers are never registered on EventEmitter2, so each
- * runs once per event.
+ * Finds every provider and controller method decorated with `@OnPaymentEvent` in the
+ * whole application, once at module init, and fills the `PaymentEventHandlerRegistry`
+ * the dispatchers read. Handlers are never registered on EventEmitter2, so each runs once
+ * per event. A handler bound to an account that no `PaymentModule.forRoot()` registers
+ * stops the boot.
  */
 @Injectable()
 export class PaymentEventExplorer implements OnModuleInit {
   private readonly logger = new Logger('PaymentEvents');
-  private readonly handlerRegistry = new PaymentEventHandlerRegistry();
-  private explored = false;
 
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly moduleRef: ModuleRef,
+    private readonly metadata: PaymentEventMetadataAccessor,
+    private readonly registry: PaymentEventHandlerRegistry,
+    @Optional() private readonly accounts?: PaymentAccountRegistry,
   ) {}
 
   onModuleInit(): void {
     this.explore();
   }
 
-  /** The handlers found; filled on first call. */
-  get registry(): PaymentEventHandlerRegistry {
-    this.explore();
-    return this.handlerRegistry;
-  }
-
-  /** Scans the application once; later calls do nothing. */
+  /** Scans the application and fills the registry (again, from scratch, when called twice). */
   explore(): void {
-    if (this.explored) return;
-    this.explored = true;
+    this.registry.clear();
     // One instance may sit behind several wrappers (e.g. the same `useValue` in two modules).
     const seen = new Set<unknown>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       this.exploreWrapper(wrapper, seen);
     }
-    if (this.handlerRegistry.size > 0) {
-      this.logger.log(`${this.handlerRegistry.size} @OnPaymentEvent handler(s) registered`);
+    this.assertBoundAccountsExist();
+    if (this.registry.size > 0) {
+      this.logger.log(`${this.registry.size} @OnPaymentEvent handler(s) registered`);
     }
   }
 
@@ -63,22 +63,20 @@ export class PaymentEventExplorer implements OnModuleInit {
     seen.add(identity);
 
     for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-      const metadata = getPaymentEventHandlerMetadata((prototype as HandlerHost)[methodName]);
+      const metadata = this.metadata.getHandlerMetadata((prototype as HandlerHost)[methodName]);
       if (!metadata) continue;
       const className = (instance.constructor as { name?: string } | undefined)?.name || String(wrapper.name);
-      const name = `${className}.${methodName}`;
-      const invoke = isStatic
-        ? (event: AnyPaymentEvent) => callHandler(instance, methodName, event)
+      const invoke: PaymentEventHandler['invoke'] = isStatic
+        ? (event) => callHandler(instance, methodName, event)
         : this.scopedInvoker(wrapper, methodName);
-      const handler: PaymentEventHandler = { name, patterns: metadata.patterns, invoke, scoped: !isStatic };
-      this.handlerRegistry.add(handler);
+      this.registry.add({ name: `${className}.${methodName}`, bindings: metadata.bindings, invoke, scoped: !isStatic });
     }
   }
 
   /**
-   * A request-scoped, request-dependent or transient provider has no shared
-   * instance: resolve one in the event's context id, from the provider's own
-   * module so a class declared in two modules resolves the right one.
+   * A request-scoped, request-dependent or transient provider has no shared instance:
+   * resolve one in the event's context id, from the provider's own module so a class
+   * declared in two modules resolves the right one.
    */
   private scopedInvoker(wrapper: InstanceWrapper, methodName: string): PaymentEventHandler['invoke'] {
     const hostRef = wrapper.host?.getProviderByKey(ModuleRef)?.instance as ModuleRef | undefined;
@@ -89,9 +87,26 @@ export class PaymentEventExplorer implements OnModuleInit {
       return callHandler(instance, methodName, event);
     };
   }
+
+  private assertBoundAccountsExist(): void {
+    if (this.accounts === undefined) return;
+    const problems: string[] = [];
+    for (const handler of this.registry.list()) {
+      for (const { account } of handler.bindings) {
+        if (account !== undefined && !this.accounts.has(account)) {
+          problems.push(
+            `@OnPaymentEvent handler ${handler.name} is bound to account '${account}', ` +
+              `but no PaymentModule.forRoot({ account: '${account}' }) is registered (registered: ${this.accounts.names().join(', ') || 'none'})`,
+          );
+        }
+      }
+    }
+    if (problems.length > 0) throw new PaymentConfigurationError(problems);
+  }
 }
 
+/** Calls the method and waits for what it returns: a promise, or an observable to its end. */
 async function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): Promise<unknown> {
-  const method = instance[methodName] as (event: AnyPaymentEvent) => unknown;
-  return method.call(instance, event);
+  const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
+  return isObservable(result) ? lastValueFrom(result, { defaultValue: undefined }) : result;
 }

@@ -1,5 +1,6 @@
 /**
- * Typed model of the service's webhook events (spec 2.1, 2.2, 2.3 and 6.1).
+ * Typed model of the service's webhook events: the envelope, the `data` of each event type
+ * and the patterns handlers subscribe with.
  *
  * The spec shows the `data` payload of payment events only; the payloads of
  * the other families carry the identifiers the spec names and stay open for
@@ -7,7 +8,7 @@
  * handler's type.
  */
 
-/** Every event type of spec 6.1, in the spec's order. */
+/** Every event type the service sends, in the order the service documents them. */
 export const PAYMENT_EVENT_TYPES = [
   'payment.created',
   'payment.pending',
@@ -27,7 +28,7 @@ export const PAYMENT_EVENT_TYPES = [
   'dispute.created',
 ] as const;
 
-/** One of the event types of spec 6.1. */
+/** One of the event types the service sends. */
 export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
 
 type FamilyOf<T extends string> = T extends `${infer F}.${string}` ? F : never;
@@ -35,7 +36,7 @@ type FamilyOf<T extends string> = T extends `${infer F}.${string}` ? F : never;
 /** The part of an event type before the first dot: `payment`, `refund`, `payout`, ... */
 export type PaymentEventFamily = FamilyOf<PaymentEventType>;
 
-/** Every family of spec 6.1. */
+/** Every event family. */
 export const PAYMENT_EVENT_FAMILIES: readonly PaymentEventFamily[] = [
   'payment',
   'refund',
@@ -51,7 +52,7 @@ export type PaymentEventWildcard = `${PaymentEventFamily}.*`;
 /** What `@OnPaymentEvent` accepts: an exact type, a family wildcard, or `'*'` (every event, unknown types included). */
 export type PaymentEventPattern = PaymentEventType | PaymentEventWildcard | '*';
 
-/** Webhook body of spec 2.1. */
+/** The JSON body of every webhook delivery. */
 export interface PaymentEventEnvelope<TType extends string = string, TData = Record<string, unknown>> {
   /** Unique id of the event; the deduplication key. */
   eventId: string;
@@ -65,7 +66,7 @@ export interface PaymentEventEnvelope<TType extends string = string, TData = Rec
   data: TData;
 }
 
-/** `data` of `payment.*` events (spec 2.2). */
+/** `data` of `payment.*` events. */
 export interface PaymentEventData {
   /** Transaction id, the `trx_id` of paths and lookups. */
   trxId: string;
@@ -83,7 +84,7 @@ export interface PaymentEventData {
   [field: string]: unknown;
 }
 
-/** `data` of `refund.*` events (spec 2.3). */
+/** `data` of `refund.*` events. */
 export interface RefundEventData {
   refundUid: string;
   trxId?: string;
@@ -97,7 +98,7 @@ export interface RefundFailedEventData extends RefundEventData {
   failureReason?: string;
 }
 
-/** `data` of `payout.*` events (spec 2.3). */
+/** `data` of `payout.*` events. */
 export interface PayoutEventData {
   payoutUid: string;
   amount?: string;
@@ -163,16 +164,24 @@ export type PaymentEventDataOf<T extends string> = T extends PaymentEventType
   ? PaymentEventDataMap[T]
   : Record<string, unknown>;
 
-/** What the module adds to an envelope before handlers see it. */
+/**
+ * What the module sets on an envelope before handlers see it. Fields of these names that
+ * arrive in the body are dropped first: only the module writes them.
+ */
 export interface PaymentEventExtras {
+  /** The merchant account the delivery was received for: `'default'` for `forRoot()` without `account`. */
+  account: string;
   /**
-   * `data.status` of `GET /payment/status`, read just before dispatch when
-   * `reconcile` is on (payment events only). The source of truth (spec 6.2).
+   * `data.status` of `GET /payment/status`, read just before dispatch when `reconcile` is
+   * on (payment events only): the source of truth, since events can arrive out of order.
    */
   canonicalStatus?: string;
   /** When this process received the delivery. */
-  receivedAt?: Date;
+  receivedAt: Date;
 }
+
+/** Names of the fields the module sets; removed from a received body before dispatch. */
+export const PAYMENT_EVENT_MODULE_FIELDS: readonly (keyof PaymentEventExtras)[] = ['account', 'canonicalStatus', 'receivedAt'];
 
 /**
  * A delivered event whose `data` is typed by its `eventType`. A union of types
@@ -202,7 +211,7 @@ export type PaymentEventForPattern<P extends PaymentEventPattern> = [Extract<P, 
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(PAYMENT_EVENT_TYPES);
 
-/** True when `type` is one of spec 6.1's event types. */
+/** True when `type` is one of the event types the service documents. */
 export function isKnownPaymentEventType(type: string): type is PaymentEventType {
   return KNOWN_TYPES.has(type);
 }

@@ -1,9 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { getWebhookEventStoreToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import { MemoryWebhookEventStore } from './memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from './redis-webhook-event.store.js';
-import { WebhookEventStore } from './webhook-event-store.interface.js';
+import type { WebhookEventStore } from './webhook-event-store.interface.js';
 
 // Stores built by the factory below; only these are closed at shutdown, a store
 // the user passed in is theirs to close.
@@ -19,19 +20,10 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions): Webhoo
   return store;
 }
 
-/** Provides the `WebhookEventStore` token from the resolved module options. */
-export function createWebhookEventStoreProvider(): Provider {
-  return {
-    provide: WebhookEventStore,
-    useFactory: createWebhookEventStore,
-    inject: [PAYMENT_RESOLVED_OPTIONS],
-  };
-}
-
 /** Closes the store on application shutdown when the module created it (e.g. quits its Redis connection). */
 @Injectable()
 export class WebhookEventStoreLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(WebhookEventStore) private readonly store: WebhookEventStore) {}
+  constructor(@Inject(PAYMENT_ACCOUNT_STORE) private readonly store: WebhookEventStore) {}
 
   async onApplicationShutdown(): Promise<void> {
     if (storesCreatedByModule.has(this.store)) {
@@ -41,7 +33,12 @@ export class WebhookEventStoreLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** Both providers the module needs: the store and the helper that closes it. */
-export function createWebhookEventStoreProviders(): Provider[] {
-  return [createWebhookEventStoreProvider(), WebhookEventStoreLifecycle];
+/** One account's store (under its public token and the module-local alias) and the helper that closes it. */
+export function createWebhookEventStoreProviders(account: string): Provider[] {
+  const token = getWebhookEventStoreToken(account);
+  return [
+    { provide: token, useFactory: createWebhookEventStore, inject: [PAYMENT_ACCOUNT_OPTIONS] },
+    { provide: PAYMENT_ACCOUNT_STORE, useExisting: token },
+    WebhookEventStoreLifecycle,
+  ];
 }

@@ -1,15 +1,17 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookError, WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
 import {
-  PaymentWebhookError,
-  WebhookBodyTooLargeError,
-  WebhookRawBodyMissingError,
-  WebhookUnsupportedMediaTypeError,
-} from './payment-webhook.errors.js';
-import { getPaymentWebhookState, headerValue, type PaymentWebhookRequest } from './payment-webhook.request.js';
+  assertDeclaredSize,
+  assertJsonContentType,
+  getPaymentWebhookState,
+  headerValue,
+  type PaymentWebhookRequest,
+  rawBodyOf,
+} from './payment-webhook.request.js';
 import {
   verifyWebhookSignature,
   WEBHOOK_SIGNATURE_HEADER,
@@ -20,19 +22,23 @@ import {
 export const DEFAULT_WEBHOOK_MAX_BODY_BYTES: number = PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes;
 
 /**
- * Lets a request through only when `X-Service-Signature` matches its raw body (spec 6.3).
- * Checks, in order: content type (415), declared size (413), raw body present (500 with
- * the fix), actual size (413), signature and replay window (400/401).
+ * Building block for a route of your own: lets a request through only when
+ * `X-Service-Signature` (HMAC-SHA256 of `<t>.<raw body>`) matches one of the default
+ * account's webhook secrets within the replay window. Checks, in order: content type (415),
+ * declared size (413), raw body present (500 with the fix), actual size (413), signature
+ * and replay window (400/401).
  *
- * The hooks are `protected` so an app can subclass it (other secret source, other clock,
- * a proxy that moves the header...) and register the subclass instead.
+ * The module's own route does not use it (`PaymentWebhookReceiver` runs the same checks
+ * in one call). The hooks are `protected` so an app can subclass it (other secret source,
+ * other clock, a proxy that moves the header...) and register the subclass instead.
+ * @publicApi
  */
 @Injectable()
 export class PaymentWebhookSignatureGuard implements CanActivate {
   protected readonly logger = new Logger('PaymentWebhooks');
   private rawBodyProblemLogged = false;
 
-  constructor(@Inject(PAYMENT_RESOLVED_OPTIONS) protected readonly options: ResolvedPaymentOptions) {}
+  constructor(@Inject(getPaymentOptionsToken()) protected readonly options: ResolvedPaymentOptions) {}
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
@@ -82,35 +88,19 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
     return headerValue(request.headers, WEBHOOK_SIGNATURE_HEADER);
   }
 
-  /**
-   * The bytes as received. `undefined` means the adapter did not keep them (app created
-   * without `rawBody: true`, or another JSON parser ran first). A request without a body
-   * has nothing to keep, so it gets an empty buffer and fails verification normally.
-   */
+  /** The bytes as received; `undefined` when the app was created without `rawBody: true`. */
   protected getRawBody(request: PaymentWebhookRequest): Buffer | undefined {
-    if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
-    const length = headerValue(request.headers, 'content-length');
-    const chunked = headerValue(request.headers, 'transfer-encoding') !== undefined;
-    if (!chunked && (length === undefined || length.trim() === '0')) return Buffer.alloc(0);
-    return undefined;
+    return rawBodyOf(request);
   }
 
-  /** The spec sends JSON (6); anything else is refused before the body is looked at. */
+  /** JSON only: anything else is refused (415) before the body is looked at. */
   protected assertContentType(request: PaymentWebhookRequest): void {
-    const type = headerValue(request.headers, 'content-type');
-    // What the service sends, checked without allocating; any other spelling is normalised.
-    if (type === 'application/json') return;
-    const mediaType = type === undefined ? '' : type.split(';', 1)[0]!.trim().toLowerCase();
-    if (mediaType !== 'application/json') {
-      throw new WebhookUnsupportedMediaTypeError();
-    }
+    assertJsonContentType(request.headers);
   }
 
+  /** A declared `Content-Length` over the limit is refused (413) before hashing. */
   protected assertDeclaredSize(request: PaymentWebhookRequest, maxBytes: number): void {
-    const length = Number(headerValue(request.headers, 'content-length'));
-    if (Number.isFinite(length) && length > maxBytes) {
-      throw new WebhookBodyTooLargeError(maxBytes);
-    }
+    assertDeclaredSize(request.headers, maxBytes);
   }
 
   /** Logs the fix once per guard instance: loud enough to notice, not once per delivery. */

@@ -1,10 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
+import { WebhookBodyTooLargeError, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
 import type { WebhookSignatureVerification } from './webhook-signature.js';
 
 /**
- * What the webhook guards need from a request. Express and Fastify requests both fit:
+ * What the webhook receiver needs from a request. Express and Fastify requests both fit:
  * Nest sets `rawBody` on either when the app is created with `{ rawBody: true }`.
+ * @publicApi
  */
 export interface PaymentWebhookRequest {
   headers: IncomingHttpHeaders;
@@ -21,14 +24,15 @@ export interface PaymentWebhookRequestState {
   event?: AnyPaymentEvent;
 }
 
-/** Symbol key, so the state never collides with the host's request decorations. */
-export const PAYMENT_WEBHOOK_REQUEST_STATE: unique symbol = Symbol.for('nestjs-payment-gateway.webhook-request');
-
 export function getPaymentWebhookState(request: PaymentWebhookRequest): PaymentWebhookRequestState {
   return (request[PAYMENT_WEBHOOK_REQUEST_STATE] ??= {});
 }
 
-/** The verified, validated event of a request that passed both webhook guards, else `undefined`. */
+/**
+ * The verified event of a request that passed `PaymentWebhookSignatureGuard` and
+ * `PaymentWebhookEnvelopeGuard`, else `undefined`.
+ * @publicApi
+ */
 export function getVerifiedPaymentWebhookEvent(request: PaymentWebhookRequest): AnyPaymentEvent | undefined {
   return request[PAYMENT_WEBHOOK_REQUEST_STATE]?.event;
 }
@@ -37,4 +41,41 @@ export function getVerifiedPaymentWebhookEvent(request: PaymentWebhookRequest): 
 export function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
+}
+
+// The request checks below run before the body is looked at, in the order the receiver
+// and the signature guard both use: content type (415), declared size (413), raw body.
+
+/** The service sends JSON; anything else is refused before the body is read. */
+export function assertJsonContentType(headers: IncomingHttpHeaders): void {
+  const type = headerValue(headers, 'content-type');
+  // What the service sends, checked without allocating; any other spelling is normalised.
+  if (type === 'application/json') return;
+  const mediaType = type === undefined ? '' : type.split(';', 1)[0]!.trim().toLowerCase();
+  if (mediaType !== 'application/json') {
+    throw new WebhookUnsupportedMediaTypeError();
+  }
+}
+
+/** Refuses a body whose declared `Content-Length` is over the limit, before hashing it. */
+export function assertDeclaredSize(headers: IncomingHttpHeaders, maxBytes: number): void {
+  const declared = headers['content-length'];
+  if (declared === undefined) return;
+  const length = Number(declared);
+  if (Number.isFinite(length) && length > maxBytes) {
+    throw new WebhookBodyTooLargeError(maxBytes);
+  }
+}
+
+/**
+ * The bytes as received. `undefined` means the adapter did not keep them (app created
+ * without `rawBody: true`, or another JSON parser ran first). A request without a body
+ * has nothing to keep, so it gets an empty buffer and fails verification normally.
+ */
+export function rawBodyOf(request: PaymentWebhookRequest): Buffer | undefined {
+  if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
+  const length = headerValue(request.headers, 'content-length');
+  const chunked = headerValue(request.headers, 'transfer-encoding') !== undefined;
+  if (!chunked && (length === undefined || length.trim() === '0')) return Buffer.alloc(0);
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { PAYMENT_RESOLVED_OPTIONS, type ResolvedPaymentOptions } from 'nestjs-payment-gateway';
+import { getPaymentOptionsToken, type ResolvedPaymentOptions } from 'nestjs-payment-gateway';
 import { AppModule } from './app.module.js';
 
 /** `npm run sample:serve`: the shop against the service configured in `sample/.env` (or the environment). */
@@ -13,7 +13,7 @@ async function bootstrap(): Promise<void> {
   const host = process.env.SHOP_HOST ?? '127.0.0.1';
   await app.listen(port, host);
   const url = await app.getUrl();
-  const payment = app.get<ResolvedPaymentOptions>(PAYMENT_RESOLVED_OPTIONS);
+  const payment = app.get<ResolvedPaymentOptions>(getPaymentOptionsToken());
   const webhook =
     payment.webhookSecrets.length > 0
       ? `webhook route POST /${payment.webhookPath.replace(/^\/+/, '')}`

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PAYMENT_CLIENT_RUNTIME } from '../../lib/client/payment-client.clock.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
@@ -22,7 +22,7 @@ describe('PaymentGatewayService in a Nest module', () => {
     const clock = new SimulatorClock(sim);
     const moduleRef = await Test.createTestingModule({
       providers: [
-        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
+        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
         { provide: PAYMENT_CLIENT_RUNTIME, useValue: { clock } },
         PaymentGatewayService,
       ],
@@ -45,7 +45,7 @@ describe('PaymentGatewayService in a Nest module', () => {
   it('works without a runtime provider (system clock)', async () => {
     const moduleRef = await Test.createTestingModule({
       providers: [
-        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
+        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
         PaymentGatewayService,
       ],
     }).compile();

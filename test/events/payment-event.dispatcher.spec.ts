@@ -6,7 +6,8 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import { PaymentEventHandlerError, InvalidPaymentEventPatternError } from '../../lib/events/payment-event.errors.js';
-import { PaymentEventExplorer } from '../../lib/events/payment-event.explorer.js';
+import { PaymentEventHandlerRegistry } from '../../lib/events/payment-event-handler.registry.js';
+import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
 import type { AnyPaymentEvent, PaymentEvent, PaymentEventType } from '../../lib/events/payment-event.types.js';
 
 /** Shared log of handler calls: `<handler>:<eventId>`. */
@@ -143,6 +144,8 @@ let counter = 0;
 function event<T extends string>(eventType: T, data: Record<string, unknown> = {}): AnyPaymentEvent {
   counter += 1;
   return {
+    account: 'default',
+    receivedAt: new Date(),
     eventId: `evt_${counter}`,
     eventType,
     apiVersion: '2024-01-01',
@@ -161,8 +164,7 @@ describe('PaymentEventDispatcher', () => {
     moduleRef = await Test.createTestingModule({
       imports: [DiscoveryModule, EventEmitterModule.forRoot(), OtherFeatureModule],
       providers: [
-        PaymentEventExplorer,
-        PaymentEventDispatcher,
+        ...EVENT_PIPELINE_PROVIDERS,
         OrderHandlers,
         FlakyHandlers,
         ScopedHandlers,
@@ -186,8 +188,8 @@ describe('PaymentEventDispatcher', () => {
 
   it('registers each decorated method once, aliases and undecorated methods excluded', () => {
     const names = moduleRef
-      .get(PaymentEventExplorer)
-      .registry.list()
+      .get(PaymentEventHandlerRegistry)
+      .list()
       .map((handler) => handler.name)
       .sort();
     expect(names).toEqual([
@@ -307,7 +309,7 @@ describe('PaymentEventDispatcher without EventEmitter2', () => {
   it('still runs @OnPaymentEvent handlers', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [DiscoveryModule],
-      providers: [PaymentEventExplorer, PaymentEventDispatcher, Calls, OrderHandlers],
+      providers: [...EVENT_PIPELINE_PROVIDERS, Calls, OrderHandlers],
     }).compile();
     await moduleRef.init();
     const e = event('payment.succeeded');
@@ -359,7 +361,7 @@ describe('PaymentEventDispatcher with a transient handler provider', () => {
   it('runs the handler on a constructed instance, once per event', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [DiscoveryModule],
-      providers: [PaymentEventExplorer, PaymentEventDispatcher, Calls, TransientHandlers, UsesTransient],
+      providers: [...EVENT_PIPELINE_PROVIDERS, Calls, TransientHandlers, UsesTransient],
     }).compile();
     moduleRef.useLogger(false);
     await moduleRef.init();

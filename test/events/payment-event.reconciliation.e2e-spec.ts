@@ -6,9 +6,9 @@ import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../../lib/events/payment-event.errors.js';
-import { PaymentEventExplorer } from '../../lib/events/payment-event.explorer.js';
+import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
 import type { PaymentEvent } from '../../lib/events/payment-event.types.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
 import { buildPaymentEvent } from '../../lib/testing/index.js';
 import { startClientHarness, type ClientHarness } from '../support/client-simulator.js';
 
@@ -37,11 +37,10 @@ describe('reconciliation with the real client against the simulator', () => {
     app = await Test.createTestingModule({
       imports: [DiscoveryModule],
       providers: [
-        PaymentEventExplorer,
-        PaymentEventDispatcher,
+        ...EVENT_PIPELINE_PROVIDERS,
         Orders,
-        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: harness.options },
-        { provide: PaymentGatewayService, useValue: harness.client },
+        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: harness.options },
+        { provide: PAYMENT_ACCOUNT_CLIENT, useValue: harness.client },
       ],
     }).compile();
     app.useLogger(false);

@@ -8,9 +8,9 @@ import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-opt
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../../lib/events/payment-event.errors.js';
-import { PaymentEventExplorer } from '../../lib/events/payment-event.explorer.js';
+import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
 
 /**
  * Unit-level only: a plain object stands in for PaymentGatewayService under its
@@ -50,6 +50,8 @@ let counter = 0;
 function event(eventType: string, data: Record<string, unknown>): AnyPaymentEvent {
   counter += 1;
   return {
+    account: 'default',
+    receivedAt: new Date(),
     eventId: `evt_r${counter}`,
     eventType,
     apiVersion: '2024-01-01',
@@ -64,11 +66,10 @@ async function boot(reconcile: boolean): Promise<{ app: TestingModule; client: S
   const app = await Test.createTestingModule({
     imports: [DiscoveryModule, EventEmitterModule.forRoot()],
     providers: [
-      PaymentEventExplorer,
-      PaymentEventDispatcher,
+      ...EVENT_PIPELINE_PROVIDERS,
       Seen,
-      { provide: PAYMENT_RESOLVED_OPTIONS, useValue: { reconcile } as Partial<ResolvedPaymentOptions> },
-      { provide: PaymentGatewayService, useValue: client },
+      { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: { reconcile } as Partial<ResolvedPaymentOptions> },
+      { provide: PAYMENT_ACCOUNT_CLIENT, useValue: client },
     ],
   }).compile();
   app.useLogger(false);
@@ -173,10 +174,9 @@ describe('reconciliation without a client', () => {
     const app = await Test.createTestingModule({
       imports: [DiscoveryModule],
       providers: [
-        PaymentEventExplorer,
-        PaymentEventDispatcher,
+        ...EVENT_PIPELINE_PROVIDERS,
         Seen,
-        { provide: PAYMENT_RESOLVED_OPTIONS, useValue: { reconcile: true } as Partial<ResolvedPaymentOptions> },
+        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: { reconcile: true } as Partial<ResolvedPaymentOptions> },
       ],
     }).compile();
     app.useLogger(false);

@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
-import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
-import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
-import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import type { AnyPaymentEvent, PaymentEvent, PaymentEventEnvelope } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
+import { accountDispatcher } from '../support/event-providers.js';
 
 const calls: string[] = [];
 
@@ -33,7 +33,7 @@ class BillingModule {}
 
 const options = { baseUrl: 'http://127.0.0.1:9', clientId: 'id', clientSecret: 'secret', webhookSecret: 'whsec_test' };
 
-function event(eventId: string): AnyPaymentEvent {
+function event(eventId: string): PaymentEventEnvelope {
   return {
     eventId,
     eventType: 'payment.succeeded',
@@ -56,24 +56,26 @@ describe('events through PaymentModule.forRoot()', () => {
     calls.length = 0;
   });
 
-  it('reaches handlers in any module of the app, once each, and host @OnEvent listeners', async () => {
+  it('reaches handlers in any module of the app, once each, without any EventEmitterModule in the host', async () => {
     const app = await boot([PaymentModule.forRoot(options), BillingModule]);
-    await app.get(PaymentEventDispatcher).dispatch(event('evt_m1'));
-    expect([...calls].sort()).toEqual(['audit:evt_m1', 'billing:evt_m1', 'host:evt_m1']);
+    // No host EventEmitterModule: the module registers no EventEmitter2 of its own.
+    expect(() => app.get(EventEmitter2, { strict: false })).toThrow();
+    await accountDispatcher(app).dispatch(event('evt_m1'));
+    expect([...calls].sort()).toEqual(['audit:evt_m1', 'billing:evt_m1']);
     await app.close();
   });
 
-  it('hears host listeners once when the host also imports EventEmitterModule.forRoot()', async () => {
+  it("re-emits on the host's EventEmitter2: each host listener hears an event once", async () => {
     const app = await boot([EventEmitterModule.forRoot(), PaymentModule.forRoot(options), BillingModule]);
-    await app.get(PaymentEventDispatcher).dispatch(event('evt_m2'));
+    await accountDispatcher(app).dispatch(event('evt_m2'));
     expect([...calls].sort()).toEqual(['audit:evt_m2', 'billing:evt_m2', 'host:evt_m2']);
     await app.close();
   });
 
   it.each([
-    ['without options', EventEmitterModule.forRoot()],
-    ['with wildcards of its own', EventEmitterModule.forRoot({ wildcard: true })],
-  ])('lets host wildcard @OnEvent listeners hear events when the host EventEmitterModule is set up %s', async (_label, hostEmitter) => {
+    ['wildcard: false (the default)', EventEmitterModule.forRoot(), []],
+    ['wildcard: true', EventEmitterModule.forRoot({ wildcard: true }), ['family:evt_w1']],
+  ])("keeps the host emitter's options (%s): wildcard listeners hear events only when the host enabled wildcards", async (_label, hostEmitter, expected) => {
     @Injectable()
     class WildcardListener {
       @OnEvent('payment-gateway.payment.*')
@@ -84,28 +86,20 @@ describe('events through PaymentModule.forRoot()', () => {
     @Module({ providers: [WildcardListener] })
     class ListenerModule {}
     const app = await boot([hostEmitter, PaymentModule.forRoot(options), ListenerModule]);
-    await app.get(PaymentEventDispatcher).dispatch(event('evt_w1'));
-    expect(calls).toEqual(['family:evt_w1']);
+    await accountDispatcher(app).dispatch(event('evt_w1'));
+    expect(calls).toEqual(expected);
     await app.close();
   });
 
-  it('runs each handler once per dispatch with two PaymentModule instances', async () => {
-    @Injectable()
-    class FirstProbe {
-      constructor(readonly dispatcher: PaymentEventDispatcher) {}
-    }
-    @Injectable()
-    class SecondProbe {
-      constructor(readonly dispatcher: PaymentEventDispatcher) {}
-    }
-    @Module({ imports: [PaymentModule.forRoot(options)], providers: [FirstProbe] })
+  it('runs each handler once per dispatch with two PaymentModule instances (two accounts)', async () => {
+    @Module({ imports: [PaymentModule.forRoot(options)] })
     class FirstAccount {}
-    @Module({ imports: [PaymentModule.forRoot({ ...options, webhookPath: 'payments/other' })], providers: [SecondProbe] })
+    @Module({ imports: [PaymentModule.forRoot({ ...options, account: 'second' })] })
     class SecondAccount {}
 
-    const app = await boot([FirstAccount, SecondAccount, BillingModule]);
-    const first = app.get(FirstProbe).dispatcher;
-    const second = app.get(SecondProbe).dispatcher;
+    const app = await boot([EventEmitterModule.forRoot(), FirstAccount, SecondAccount, BillingModule]);
+    const first = accountDispatcher(app);
+    const second = accountDispatcher(app, 'second');
     expect(first === second).toBe(false);
     await first.dispatch(event('evt_a'));
     await second.dispatch(event('evt_b'));

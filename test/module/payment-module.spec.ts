@@ -5,7 +5,7 @@ import { Test } from '@nestjs/testing';
 import {
   PaymentConfigurationError,
   PaymentModule,
-  PAYMENT_RESOLVED_OPTIONS,
+  getPaymentOptionsToken,
   type PaymentModuleOptions,
   type PaymentOptionsFactory,
   type ResolvedPaymentOptions,
@@ -28,7 +28,7 @@ function withEnv(values: Record<string, string>): () => void {
 async function resolvedFrom(module: Parameters<typeof Test.createTestingModule>[0]): Promise<ResolvedPaymentOptions> {
   const ref = await Test.createTestingModule(module).compile();
   try {
-    return ref.get<ResolvedPaymentOptions>(PAYMENT_RESOLVED_OPTIONS, { strict: false });
+    return ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken(), { strict: false });
   } finally {
     await ref.close();
   }
@@ -101,7 +101,7 @@ describe('PaymentModule configuration', () => {
     const ref = await Test.createTestingModule({
       imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', isGlobal: true }), FeatureModule],
     }).compile();
-    const fromFeature = ref.select(FeatureModule).get(PAYMENT_RESOLVED_OPTIONS);
+    const fromFeature = ref.select(FeatureModule).get(getPaymentOptionsToken());
     expect(fromFeature.baseUrl).toBe('https://pay.example.com');
     await ref.close();
   });

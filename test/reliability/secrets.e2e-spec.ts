@@ -3,7 +3,7 @@ import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
@@ -144,8 +144,8 @@ describe('reliability: secrets never reach logs or errors', () => {
       ...logger.lines.map((l, i): [string, string] => [`log line ${i}`, l]),
       ...errors.map((e, i): [string, string] => [`error ${i} (${(e as Error)?.name})`, renderError(e)]),
       ...responses.map((r, i): [string, string] => [`webhook response ${i}`, r]),
-      ['resolved options (JSON)', JSON.stringify(app.app.get(PAYMENT_RESOLVED_OPTIONS))],
-      ['resolved options (inspect)', inspect(app.app.get(PAYMENT_RESOLVED_OPTIONS), { depth: 4 })],
+      ['resolved options (JSON)', JSON.stringify(app.app.get(getPaymentOptionsToken()))],
+      ['resolved options (inspect)', inspect(app.app.get(getPaymentOptionsToken()), { depth: 4 })],
     ];
     const leaks: string[] = [];
     for (const [where, text] of haystacks) {

@@ -2,16 +2,13 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
-import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
 import { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
-import {
-  createWebhookEventStore,
-  createWebhookEventStoreProvider,
-  createWebhookEventStoreProviders,
-} from '../../lib/stores/webhook-event-store.providers.js';
+import { createWebhookEventStore, createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
+import { getWebhookEventStoreToken } from '../../lib/accounts/payment-account.tokens.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
 // Only the store-related fields matter here.
@@ -21,7 +18,7 @@ function options(overrides: Partial<ResolvedPaymentOptions>): ResolvedPaymentOpt
 
 async function compile(resolved: ResolvedPaymentOptions) {
   const moduleRef = await Test.createTestingModule({
-    providers: [{ provide: PAYMENT_RESOLVED_OPTIONS, useValue: resolved }, ...createWebhookEventStoreProviders()],
+    providers: [{ provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolved }, ...createWebhookEventStoreProviders('default')],
   }).compile();
   await moduleRef.init();
   return moduleRef;
@@ -39,8 +36,10 @@ describe('webhook event store providers', () => {
     Logger.overrideLogger(['log', 'error', 'warn']);
   });
 
-  it('provides the WebhookEventStore token from the resolved options', () => {
-    expect(createWebhookEventStoreProvider()).toMatchObject({ provide: WebhookEventStore, inject: [PAYMENT_RESOLVED_OPTIONS] });
+  it("provides the default account's store under the WebhookEventStore token, a named account's under its own", () => {
+    expect(createWebhookEventStoreProviders('default')[0]).toMatchObject({ provide: WebhookEventStore, inject: [PAYMENT_ACCOUNT_OPTIONS] });
+    expect(createWebhookEventStoreProviders('eu')[0]).toMatchObject({ provide: getWebhookEventStoreToken('eu') });
+    expect(getWebhookEventStoreToken('eu')).not.toBe(WebhookEventStore);
   });
 
   it('defaults to a memory store bounded by memoryStoreMaxEntries', async () => {

@@ -1,10 +1,8 @@
 import 'reflect-metadata';
 import { Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
-import {
-  PaymentWebhookIdempotencyInterceptor,
-  WebhookIdempotencyKey,
-} from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { ADAPTERS, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 const effects: string[] = [];

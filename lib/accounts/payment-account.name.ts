@@ -1,0 +1,22 @@
+import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+
+/** Letters, digits, '.', '_' and '-', starting with a letter or digit: safe in env names, paths and store keys. */
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Throws a `PaymentConfigurationError` unless `name` is a usable account name. */
+export function assertPaymentAccountName(name: unknown, where: string): asserts name is string {
+  if (typeof name !== 'string' || !ACCOUNT_NAME.test(name)) {
+    throw new PaymentConfigurationError([
+      `${where}: account ${JSON.stringify(name) ?? String(name)} must be 1-64 letters, digits, '.', '_' or '-', ` +
+        'starting with a letter or digit',
+    ]);
+  }
+}
+
+/** The account of a `forRoot()` call: `'default'` when none is named. */
+export function resolvePaymentAccountName(account: unknown): string {
+  if (account === undefined) return DEFAULT_PAYMENT_ACCOUNT;
+  assertPaymentAccountName(account, 'PaymentModule.forRoot()');
+  return account;
+}

@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import { paymentEnvPrefix } from '../config/payment-env.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import type { PaymentWebhookProcessor } from '../webhooks/payment-webhook.processor.js';
+
+/** One account as the rest of the app sees it. */
+export interface RegisteredPaymentAccount {
+  readonly name: string;
+  readonly options: ResolvedPaymentOptions;
+  /** Verifies, deduplicates and dispatches this account's deliveries. */
+  webhooks?: PaymentWebhookProcessor;
+  /** Runs this account's handlers for a verified event. */
+  dispatcher?: PaymentEventDispatcher;
+  /** Path of the module's own route, when it registered one. */
+  webhookPath?: string;
+}
+
+/**
+ * Every account registered by a `PaymentModule.forRoot()` in the app, filled while the
+ * providers are created (before any `onModuleInit`). Refuses, at boot, a second account of
+ * the same name, two names that would read the same `PAYMENT_<ACCOUNT>_*` variables, and
+ * two accounts on one webhook path.
+ */
+@Injectable()
+export class PaymentAccountRegistry {
+  private readonly accounts = new Map<string, RegisteredPaymentAccount>();
+
+  register(options: ResolvedPaymentOptions): RegisteredPaymentAccount {
+    const name = options.account;
+    if (this.accounts.has(name)) {
+      throw new PaymentConfigurationError(
+        [`account '${name}' is registered twice: give each PaymentModule.forRoot() its own account name`],
+        name,
+      );
+    }
+    const prefix = paymentEnvPrefix(name);
+    for (const other of this.accounts.keys()) {
+      if (paymentEnvPrefix(other) === prefix) {
+        throw new PaymentConfigurationError(
+          [`accounts '${other}' and '${name}' would both read ${prefix}* variables: rename one of them`],
+          name,
+        );
+      }
+    }
+    const account: RegisteredPaymentAccount = { name, options };
+    this.accounts.set(name, account);
+    return account;
+  }
+
+  /** Records the module route of `name`; two accounts on one path stop the boot. */
+  registerWebhookPath(name: string, path: string): void {
+    for (const other of this.accounts.values()) {
+      if (other.name !== name && other.webhookPath === path) {
+        throw new PaymentConfigurationError(
+          [`accounts '${other.name}' and '${name}' both receive webhooks on '/${path}': give each its own webhookPath`],
+          name,
+        );
+      }
+    }
+    this.require(name).webhookPath = path;
+  }
+
+  attachWebhooks(name: string, webhooks: PaymentWebhookProcessor, dispatcher: PaymentEventDispatcher): void {
+    const account = this.require(name);
+    account.webhooks = webhooks;
+    account.dispatcher = dispatcher;
+  }
+
+  get(name: string): RegisteredPaymentAccount | undefined {
+    return this.accounts.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.accounts.has(name);
+  }
+
+  names(): string[] {
+    return [...this.accounts.keys()];
+  }
+
+  /** The account, or a configuration error naming the registered ones. */
+  require(name: string): RegisteredPaymentAccount {
+    const account = this.accounts.get(name);
+    if (account === undefined) {
+      throw new PaymentConfigurationError([
+        `no PaymentModule.forRoot() registers account '${name}' (registered: ${this.names().join(', ') || 'none'})`,
+      ]);
+    }
+    return account;
+  }
+}

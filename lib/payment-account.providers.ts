@@ -1,0 +1,84 @@
+import type { Provider, Type } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
+import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
+import { PaymentGatewayService } from './client/payment-gateway.service.js';
+import type { PaymentClientRuntime } from './client/payment-client.clock.js';
+import { readPaymentEnv } from './config/payment-env.js';
+import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
+import { resolvePaymentOptions } from './config/payment-options.validation.js';
+import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
+import type { PaymentModuleExtras } from './payment.module-definition.js';
+import {
+  DEFAULT_PAYMENT_ACCOUNT,
+  PAYMENT_ACCOUNT_CLIENT,
+  PAYMENT_ACCOUNT_NAME,
+  PAYMENT_ACCOUNT_OPTIONS,
+  PAYMENT_CLIENT_RUNTIME,
+  PAYMENT_MODULE_OPTIONS,
+  PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
+} from './payment.constants.js';
+import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
+import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
+import { PaymentWebhookProcessor } from './webhooks/payment-webhook.processor.js';
+import type { WebhookIdempotencyOptions } from './webhooks/webhook-idempotency.interface.js';
+
+/** Controllers, providers and exports of one account's module instance. */
+export interface PaymentAccountDefinition {
+  controllers: Type<unknown>[];
+  providers: Provider[];
+  exports: Array<string | symbol | Type<unknown>>;
+}
+
+/**
+ * Everything one `forRoot()` registers for its account. Internals use the module-local
+ * `PAYMENT_ACCOUNT_*` tokens; only the account's public tokens are exported, so accounts
+ * never see (or collide with) each other's providers.
+ */
+export function createPaymentAccountProviders(account: string, extras: PaymentModuleExtras): PaymentAccountDefinition {
+  const optionsToken = getPaymentOptionsToken(account);
+  const clientToken = getPaymentGatewayToken(account);
+  const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators);
+  const providers: Provider[] = [
+    { provide: PAYMENT_ACCOUNT_NAME, useValue: account },
+    {
+      provide: optionsToken,
+      inject: [PAYMENT_MODULE_OPTIONS, PaymentAccountRegistry, { token: ConfigService, optional: true }],
+      useFactory: (options: PaymentModuleOptions | undefined, accounts: PaymentAccountRegistry, config?: ConfigService) => {
+        // The host's ConfigService when it has a global ConfigModule (its env file and
+        // validation choices stand); else the process environment. The module never loads a .env itself.
+        const read = (name: string): unknown => (config ? config.get(name) : process.env[name]);
+        const env = extras.readEnv === false ? {} : readPaymentEnv(read, account);
+        const resolved = resolvePaymentOptions(options ?? {}, env, account);
+        accounts.register(resolved);
+        return resolved;
+      },
+    },
+    { provide: PAYMENT_ACCOUNT_OPTIONS, useExisting: optionsToken },
+    {
+      provide: clientToken,
+      inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PAYMENT_CLIENT_RUNTIME, optional: true }],
+      useFactory: (options: ResolvedPaymentOptions, runtime?: Partial<PaymentClientRuntime>) =>
+        new PaymentGatewayService(options, runtime),
+    },
+    { provide: PAYMENT_ACCOUNT_CLIENT, useExisting: clientToken },
+    ...createWebhookEventStoreProviders(account),
+    PaymentEventDispatcher,
+    PaymentWebhookProcessor,
+    ...(route?.providers ?? []),
+  ];
+  const exports: PaymentAccountDefinition['exports'] = [optionsToken, clientToken, getWebhookEventStoreToken(account)];
+  if (account === DEFAULT_PAYMENT_ACCOUNT) {
+    // Defaults of the interceptor building block, for routes of the host's own.
+    providers.push({
+      provide: PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
+      inject: [PAYMENT_ACCOUNT_OPTIONS],
+      useFactory: (options: ResolvedPaymentOptions): WebhookIdempotencyOptions => ({
+        leaseMs: options.webhookLeaseMs,
+        retentionMs: options.webhookRetentionMs,
+      }),
+    });
+    exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);
+  }
+  return { controllers: route ? [route.controller] : [], providers, exports };
+}

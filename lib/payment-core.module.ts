@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
+import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
+import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
+import { PaymentEventExplorer } from './events/payment-event.explorer.js';
+import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
+
+/**
+ * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
+ * calls: the account registry, the handler registry and the explorer that fills it, and
+ * the public `PaymentWebhookReceiver`. Imported (and re-exported) by each account's module.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    PaymentAccountRegistry,
+    PaymentEventMetadataAccessor,
+    PaymentEventHandlerRegistry,
+    PaymentEventExplorer,
+    PaymentWebhookReceiver,
+  ],
+  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentWebhookReceiver],
+})
+export class PaymentCoreModule {}

@@ -1,0 +1,66 @@
+import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory } from '@nestjs/common';
+import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
+import type { PaymentModuleOptions } from './config/payment-module-options.interface.js';
+import { createPaymentAccountProviders } from './payment-account.providers.js';
+import { PaymentCoreModule } from './payment-core.module.js';
+import { PAYMENT_MODULE_OPTIONS } from './payment.constants.js';
+
+/**
+ * Options of `forRoot()` / `forRootAsync()` that shape the module itself rather than the
+ * account's settings; on `forRootAsync()` they sit beside `useFactory`, not inside it,
+ * because they are needed before any provider exists.
+ * @publicApi
+ */
+export interface PaymentModuleExtras {
+  /** Register the module globally, so feature modules can inject its providers without importing it. @default false */
+  isGlobal?: boolean;
+  /**
+   * Name of the merchant account this module registers. Omitted: the default account
+   * (`PAYMENT_*` variables, injected as `PaymentGatewayService`). Named: `PAYMENT_<NAME>_*`
+   * variables, injected with `@InjectPaymentGateway(name)`.
+   */
+  account?: string;
+  /**
+   * Decorators applied to the module's webhook route handler, as if written above it; e.g.
+   * `[Public(), SkipThrottle()]` so the host's global guards let the service through.
+   */
+  webhookDecorators?: MethodDecorator[];
+  /**
+   * `false`: register no route; receive webhooks in your own controller with
+   * `PaymentWebhookReceiver`. @default true
+   */
+  webhookRoute?: boolean;
+  /** Whether `PAYMENT_*` variables fill what the options leave out. @default true */
+  readEnv?: boolean;
+}
+
+/** The factory class of `forRootAsync({ useClass })`. @publicApi */
+export type PaymentOptionsFactory = ConfigurableModuleOptionsFactory<PaymentModuleOptions, 'createPaymentOptions'>;
+
+export const {
+  ConfigurableModuleClass: ConfigurablePaymentModule,
+  OPTIONS_TYPE: PAYMENT_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: PAYMENT_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<PaymentModuleOptions>({ optionsInjectionToken: PAYMENT_MODULE_OPTIONS })
+  .setClassMethodName('forRoot')
+  .setFactoryMethodName('createPaymentOptions')
+  .setExtras<PaymentModuleExtras>(
+    { isGlobal: false, account: undefined, webhookDecorators: [], webhookRoute: true, readEnv: true },
+    (definition, extras) => {
+      const account = createPaymentAccountProviders(resolvePaymentAccountName(extras.account), extras);
+      return {
+        ...definition,
+        global: extras.isGlobal,
+        imports: [...(definition.imports ?? []), PaymentCoreModule],
+        controllers: account.controllers,
+        providers: [...(definition.providers ?? []), ...account.providers],
+        exports: [PaymentCoreModule, ...account.exports],
+      };
+    },
+  )
+  .build();
+
+/** What `PaymentModule.forRoot()` takes: the account's settings plus the module extras. @publicApi */
+export type PaymentModuleRootOptions = typeof PAYMENT_OPTIONS_TYPE;
+/** What `PaymentModule.forRootAsync()` takes. @publicApi */
+export type PaymentModuleAsyncOptions = typeof PAYMENT_ASYNC_OPTIONS_TYPE;

@@ -1,0 +1,99 @@
+import {
+  applyDecorators,
+  Controller,
+  HttpCode,
+  Inject,
+  Injectable,
+  type OnModuleInit,
+  type Provider,
+  Req,
+  RequestMethod,
+  type Type,
+} from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { HttpAdapterHost } from '@nestjs/core';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
+import { installWebhookBodyErrorHandler } from './payment-webhook-body-errors.js';
+import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
+import type { PaymentWebhookRequest } from './payment-webhook.request.js';
+
+/** Where (and whether) an account's webhook route was registered. */
+export interface PaymentWebhookRoute {
+  enabled: boolean;
+  /** Path without leading slash, relative to any global prefix; `undefined` when disabled. */
+  path?: string;
+}
+
+/**
+ * The module's webhook controller for ONE account, and the providers that place its route.
+ * Each call makes a new class, so route metadata and the host's `webhookDecorators` given
+ * to one `forRoot()` never leak into another. The handler has no guard, interceptor or
+ * filter of its own: it hands the request to the account's `PaymentWebhookProcessor`, and
+ * only the host's global enhancers (made to let it through with `webhookDecorators`) run.
+ *
+ * The route is decided at DI time: the options (env included) are only known when the
+ * account's options factory ran, and provider factories run before Nest's router reads
+ * controller metadata. So the POST handler is declared without route metadata, and a
+ * provider adds PATH/METHOD to it only when a webhook secret is configured; without one
+ * the controller has no route at all (404).
+ */
+export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[] = []): {
+  controller: Type<unknown>;
+  providers: Provider[];
+} {
+  @Controller()
+  class PaymentWebhookController {
+    constructor(@Inject(PaymentWebhookProcessor) private readonly webhooks: PaymentWebhookProcessor) {}
+
+    @HttpCode(200)
+    receive(@Req() request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
+      return this.webhooks.process(request);
+    }
+  }
+  if (decorators.length > 0) {
+    // As if written above the handler: metadata readers see it on the handler (and through
+    // Reflector.getAllAndOverride/getAllAndMerge), guards and interceptors apply to the route.
+    const descriptor = Object.getOwnPropertyDescriptor(PaymentWebhookController.prototype, 'receive')!;
+    applyDecorators(...decorators)(PaymentWebhookController.prototype, 'receive', descriptor);
+  }
+
+  const routeProvider: Provider = {
+    provide: PAYMENT_WEBHOOK_ROUTE,
+    inject: [PAYMENT_ACCOUNT_OPTIONS, PaymentAccountRegistry],
+    useFactory: (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
+      if (options.webhookSecrets.length === 0) {
+        return { enabled: false };
+      }
+      const handler = PaymentWebhookController.prototype.receive;
+      const path = options.webhookPath; // already without leading/trailing slashes
+      accounts.registerWebhookPath(options.account, path);
+      Reflect.defineMetadata(PATH_METADATA, path, handler);
+      Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
+      return { enabled: true, path };
+    },
+  };
+
+  return { controller: PaymentWebhookController, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };
+}
+
+/**
+ * Body parsing runs before Nest's routing, so its errors (broken JSON, body over the
+ * parser's limit) would skip the route; this gives them the route's `{ statusCode, code,
+ * message }` body on its path only.
+ */
+@Injectable()
+class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
+  constructor(
+    @Inject(PAYMENT_WEBHOOK_ROUTE) private readonly route: PaymentWebhookRoute,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  onModuleInit(): void {
+    const adapter = this.adapterHost.httpAdapter;
+    if (this.route.enabled && this.route.path !== undefined && adapter) {
+      installWebhookBodyErrorHandler(adapter, this.route.path);
+    }
+  }
+}

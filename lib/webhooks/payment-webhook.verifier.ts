@@ -1,0 +1,65 @@
+import type { Logger } from '@nestjs/common';
+import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
+import { WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
+import { assertDeclaredSize, assertJsonContentType, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import { verifyWebhookSignature, WEBHOOK_SIGNATURE_HEADER, type VerifyWebhookSignatureOptions } from './webhook-signature.js';
+
+/** One account's webhook settings, as the verifier reads them. */
+export interface PaymentWebhookVerifierSettings {
+  webhookSecrets: readonly string[];
+  webhookToleranceSeconds: number;
+  webhookMaxBodyBytes: number;
+}
+
+/**
+ * Everything the receiver checks before an event may be deduplicated and dispatched,
+ * in one synchronous call: content type (415), declared size (413), raw body present
+ * (500 with the fix), actual size (413), signature and replay window (400/401), then the
+ * envelope parsed from the verified bytes (400). Throws a `PaymentWebhookError`.
+ *
+ * The steps are the functions `PaymentWebhookSignatureGuard` and
+ * `PaymentWebhookEnvelopeGuard` use, so a custom route built from the guards answers the same.
+ */
+export class PaymentWebhookVerifier {
+  private rawBodyProblemLogged = false;
+  private readonly signatureOptions: { toleranceSeconds: number; now?: number };
+
+  constructor(
+    private readonly settings: PaymentWebhookVerifierSettings,
+    private readonly logger: Logger,
+    private readonly now?: () => number,
+  ) {
+    this.signatureOptions = { toleranceSeconds: settings.webhookToleranceSeconds };
+  }
+
+  verify(request: PaymentWebhookRequest): AnyPaymentEvent {
+    const headers = request.headers;
+    const maxBytes = this.settings.webhookMaxBodyBytes;
+    assertJsonContentType(headers);
+    assertDeclaredSize(headers, maxBytes);
+    const rawBody = rawBodyOf(request);
+    if (rawBody === undefined) {
+      this.onRawBodyMissing();
+      throw new WebhookRawBodyMissingError();
+    }
+    if (rawBody.length > maxBytes) {
+      throw new WebhookBodyTooLargeError(maxBytes);
+    }
+    verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptionsNow());
+    return parseWebhookEnvelope(rawBody);
+  }
+
+  /** The shared options object, unless a test clock asks for a fresh `now`. */
+  private signatureOptionsNow(): VerifyWebhookSignatureOptions {
+    if (this.now === undefined) return this.signatureOptions;
+    return { toleranceSeconds: this.settings.webhookToleranceSeconds, now: this.now() };
+  }
+
+  /** Logs the fix once: loud enough to notice, not once per delivery. */
+  private onRawBodyMissing(): void {
+    if (this.rawBodyProblemLogged) return;
+    this.rawBodyProblemLogged = true;
+    this.logger.error(new WebhookRawBodyMissingError().message);
+  }
+}

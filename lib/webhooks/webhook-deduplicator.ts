@@ -1,0 +1,121 @@
+import type { LoggerService } from '@nestjs/common';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
+import { describeError, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
+
+/** How one key is claimed, remembered and kept alive. */
+export interface WebhookDeduplicationSettings {
+  /** How long one delivery may hold the key before another may take it over. */
+  leaseMs: number;
+  /** How long a processed key is remembered. */
+  retentionMs: number;
+  /** Attempts at recording completion before giving up (see `WebhookDeduplicator.run`). */
+  completeAttempts: number;
+  /** Renewal of a running claim stops after this long. */
+  maxLeaseRenewalMs: number;
+}
+
+/** What `run` returns when the key was processed before: the work did not run. */
+export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:already-processed');
+
+/**
+ * Runs work at most once per key across retries, duplicates and instances, with the
+ * `WebhookEventStore` as the arbiter:
+ * - first delivery → claim → work → completion recorded → the work's result;
+ * - already processed → `ALREADY_PROCESSED`, work not run;
+ * - held by another delivery → 409 `WEBHOOK_EVENT_IN_FLIGHT` (the sender retries later);
+ * - work throws → claim released, error rethrown (the next delivery runs it again);
+ * - store unreachable → 503 `WEBHOOK_STORE_UNAVAILABLE`, work not run.
+ *
+ * Shared by the module's receiver and `PaymentWebhookIdempotencyInterceptor`.
+ */
+export class WebhookDeduplicator {
+  private readonly renewers = new Map<number, WebhookLeaseRenewer>();
+
+  constructor(
+    readonly store: WebhookEventStore,
+    private readonly logger: LoggerService,
+  ) {}
+
+  async run<T>(key: string, settings: WebhookDeduplicationSettings, work: () => Promise<T>): Promise<T | typeof ALREADY_PROCESSED> {
+    let claim;
+    try {
+      claim = await this.store.claim(key, settings.leaseMs);
+    } catch (error) {
+      // Nothing ran yet: a non-2xx makes the sender retry, so nothing is lost.
+      this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
+      throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: error }));
+    }
+    if (claim.outcome === 'processed') return ALREADY_PROCESSED;
+    if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+
+    const renewer = this.renewerFor(settings);
+    const tracked = renewer.track(key, claim.claimToken);
+    let result: T;
+    try {
+      result = await work();
+    } catch (error) {
+      renewer.untrack(tracked);
+      await this.releaseQuietly(key, claim.claimToken);
+      throw error;
+    }
+    renewer.untrack(tracked);
+    await this.recordCompletion(key, claim.claimToken, settings);
+    return result;
+  }
+
+  /** Stops lease renewal (module shutdown). */
+  close(): void {
+    for (const renewer of this.renewers.values()) renewer.close();
+    this.renewers.clear();
+  }
+
+  private renewerFor(settings: WebhookDeduplicationSettings): WebhookLeaseRenewer {
+    let renewer = this.renewers.get(settings.leaseMs);
+    if (renewer === undefined) {
+      renewer = new WebhookLeaseRenewer(this.store, settings.leaseMs, settings.maxLeaseRenewalMs, this.logger);
+      this.renewers.set(settings.leaseMs, renewer);
+    }
+    return renewer;
+  }
+
+  /**
+   * Marks the key processed after the work succeeded. If the store keeps failing, the
+   * request is STILL answered 2xx, on purpose: the handlers' effects already happened,
+   * and any non-2xx makes the sender deliver again, which would repeat them (a refund
+   * sent twice) as soon as the lease expires or the store recovers. A 2xx ends the
+   * retries, so the effects stay single; the remaining risk (a spontaneous duplicate
+   * arriving after the lease expires) is logged as an error for the operator.
+   */
+  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings): Promise<void> {
+    const attempts = Math.max(1, settings.completeAttempts);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.store.complete(key, claimToken, settings.retentionMs);
+        return;
+      } catch (error) {
+        if (attempt >= attempts) {
+          this.logger.error(
+            `Handlers of webhook event "${key}" succeeded but completion could not be recorded ` +
+              `(${describeError(error)}); answering 2xx so the handlers are not run again by a retry. ` +
+              'A duplicate delivery arriving after the lease expires would run them again.',
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+      }
+    }
+  }
+
+  /** After failed work: free the key so the redelivery runs it. If this fails, the lease expires on its own. */
+  private async releaseQuietly(key: string, claimToken: string): Promise<void> {
+    try {
+      await this.store.release(key, claimToken);
+    } catch (error) {
+      this.logger.warn(
+        `Could not release the claim of webhook event "${key}" (${describeError(error)}); it becomes claimable when its lease expires`,
+      );
+    }
+  }
+}

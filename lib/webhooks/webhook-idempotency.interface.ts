@@ -1,0 +1,31 @@
+import type { ExecutionContext } from '@nestjs/common';
+
+/**
+ * Returns the deduplication key of a request; `undefined`/empty → 400. Derive it from data
+ * the signature covers (the verified body), never from a header a replay could change.
+ * @publicApi
+ */
+export type WebhookIdempotencyKeyFn = (
+  request: any,
+  context: ExecutionContext,
+) => string | undefined | null | Promise<string | undefined | null>;
+
+/** Settings of `PaymentWebhookIdempotencyInterceptor`, per module or per route. @publicApi */
+export interface WebhookIdempotencyOptions {
+  /** Key of the request. @default the `eventId` of the verified payment webhook event */
+  key?: WebhookIdempotencyKeyFn;
+  /** How long one delivery may hold the key; renewed while the handler runs. @default 60000 */
+  leaseMs?: number;
+  /** How long a processed key is remembered. @default 7 days */
+  retentionMs?: number;
+  /** Body answered (with the route's status) for a request already processed. @default { received: true, duplicate: true } */
+  duplicateResponse?: (request: any) => unknown;
+  /** Attempts at recording completion before answering 2xx anyway (a retry would run the handler again). @default 3 */
+  completeAttempts?: number;
+  /**
+   * While the handler runs, the claim is renewed every third of `leaseMs` (stores with
+   * `extend`), so a slow handler is not run again by a concurrent delivery. Renewal stops
+   * after this long, so a hung handler cannot block its key for good. @default 900000 (15 minutes)
+   */
+  maxLeaseRenewalMs?: number;
+}

@@ -1,0 +1,127 @@
+import type { LoggerService } from '@nestjs/common';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+
+/** One claim kept alive while its handlers run. */
+export interface TrackedWebhookClaim {
+  readonly key: string;
+  readonly claimToken: string;
+  readonly startedAt: number;
+  /** When the store last confirmed the lease (the time the renewal was sent). */
+  renewedAt: number;
+  /** Earliest time of the next renewal attempt. */
+  nextAttemptAt: number;
+  renewing: boolean;
+}
+
+/**
+ * Keeps the claims of running handlers alive with ONE timer for all of them (not one per
+ * delivery): every sixth of the lease it renews each claim whose last renewal is a third
+ * of the lease old, so a slow handler keeps its event and a concurrent copy still gets 409.
+ *
+ * - A renewal the store refuses (the claim was lost) stops renewing that claim.
+ * - A renewal that fails (store time-out) is tried again a third of a lease later, for as
+ *   long as the lease has not lapsed; once it has, another delivery may take the event.
+ * - Renewal stops after `maxRenewalMs`, so a hung handler cannot block its event for good.
+ *
+ * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked.
+ */
+export class WebhookLeaseRenewer {
+  private readonly claims = new Set<TrackedWebhookClaim>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly renewEveryMs: number;
+
+  constructor(
+    private readonly store: WebhookEventStore,
+    private readonly leaseMs: number,
+    private readonly maxRenewalMs: number,
+    private readonly logger: LoggerService,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.renewEveryMs = Math.max(1, Math.floor(leaseMs / 3));
+  }
+
+  /** Starts renewing `key`'s claim; call `untrack` with the result when the handlers are done. */
+  track(key: string, claimToken: string): TrackedWebhookClaim | undefined {
+    if (this.store.extend === undefined) return undefined;
+    const now = this.now();
+    const claim: TrackedWebhookClaim = {
+      key,
+      claimToken,
+      startedAt: now,
+      renewedAt: now,
+      nextAttemptAt: now + this.renewEveryMs,
+      renewing: false,
+    };
+    this.claims.add(claim);
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => this.tick(), Math.max(1, Math.floor(this.leaseMs / 6)));
+      this.timer.unref();
+    }
+    return claim;
+  }
+
+  untrack(claim: TrackedWebhookClaim | undefined): void {
+    if (claim !== undefined) this.claims.delete(claim);
+  }
+
+  /** Claims being renewed right now (tests and health checks). */
+  get size(): number {
+    return this.claims.size;
+  }
+
+  /** Stops the timer; tracked claims then expire on their own. */
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.claims.clear();
+  }
+
+  private tick(): void {
+    if (this.claims.size === 0) {
+      // Idle: stop until the next claim (kept running under load instead of per delivery).
+      clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
+    const now = this.now();
+    for (const claim of this.claims) {
+      if (claim.renewing || now < claim.nextAttemptAt) continue;
+      if (now - claim.startedAt >= this.maxRenewalMs) {
+        this.claims.delete(claim);
+        this.logger.error(`Handlers of webhook event "${claim.key}" are still running; no longer renewing its claim`);
+        continue;
+      }
+      this.renew(claim, now);
+    }
+  }
+
+  private renew(claim: TrackedWebhookClaim, sentAt: number): void {
+    claim.renewing = true;
+    this.store.extend!(claim.key, claim.claimToken, this.leaseMs).then(
+      (renewed) => {
+        claim.renewing = false;
+        if (renewed) {
+          claim.renewedAt = sentAt;
+          claim.nextAttemptAt = sentAt + this.renewEveryMs;
+        } else if (this.claims.delete(claim)) {
+          this.logger.warn(`The claim of webhook event "${claim.key}" was lost while its handlers ran`);
+        }
+      },
+      (error: unknown) => {
+        claim.renewing = false;
+        if (!this.claims.has(claim)) return;
+        const lapsed = this.now() >= claim.renewedAt + this.leaseMs;
+        if (lapsed) this.claims.delete(claim);
+        this.logger.warn(
+          `Could not renew the claim of webhook event "${claim.key}" (${describeError(error)}); ` +
+            (lapsed ? 'its lease has lapsed, so another delivery may run it again' : 'retrying'),
+        );
+        claim.nextAttemptAt = this.now() + this.renewEveryMs;
+      },
+    );
+  }
+}
+
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
