@@ -1,17 +1,55 @@
 import 'reflect-metadata';
-import { type DynamicModule, Injectable, type INestApplication, type LoggerService, Module, type Provider, type Type } from '@nestjs/common';
+import {
+  Controller,
+  type DynamicModule,
+  HttpCode,
+  Injectable,
+  type INestApplication,
+  type LoggerService,
+  Module,
+  Post,
+  type Provider,
+  Req,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
-import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import type { PaymentModuleRootOptions } from '../../lib/payment.module-definition.js';
+import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
+import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { buildEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
 export type AdapterKind = 'express' | 'fastify';
 export const ADAPTERS: AdapterKind[] = ['express', 'fastify'];
+
+/**
+ * Where the webhook route lives: the module's own route, or a route of the host's own
+ * controller (`webhookRoute: false`) that hands the request to `PaymentWebhookReceiver`.
+ */
+export type WebhookMount = 'module route' | 'host route';
+export const MOUNTED_ADAPTERS: Array<[AdapterKind, WebhookMount]> = [
+  ['express', 'module route'],
+  ['fastify', 'module route'],
+  ['express', 'host route'],
+  ['fastify', 'host route'],
+];
+
+/** The host-mounted receiver, at the module route's default path. */
+@Controller('payments')
+export class HostWebhookController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  @Post('webhook')
+  @HttpCode(200)
+  receive(@Req() request: PaymentWebhookRequest) {
+    return this.receiver.receive(request);
+  }
+}
 
 export const WEBHOOK_SECRET = 'whsec_e2e_primary';
 
@@ -49,7 +87,9 @@ export class RecordingHandlers {
 
 export interface WebhookAppOptions {
   adapter: AdapterKind;
-  payment?: PaymentModuleOptions;
+  payment?: PaymentModuleRootOptions;
+  /** @default 'module route' */
+  mount?: WebhookMount;
   rawBody?: boolean;
   extraProviders?: Provider[];
   extraImports?: Array<Type<unknown> | DynamicModule>;
@@ -69,12 +109,18 @@ export interface WebhookApp {
 
 /** Boots a real app with `PaymentModule.forRoot()` on 127.0.0.1:0. */
 export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookApp> {
+  const hostMounted = opts.mount === 'host route';
   @Module({
     imports: [
-      PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, ...opts.payment }),
+      PaymentModule.forRoot({
+        baseUrl: 'http://127.0.0.1:9',
+        webhookSecret: WEBHOOK_SECRET,
+        ...(hostMounted ? { webhookRoute: false } : {}),
+        ...opts.payment,
+      }),
       ...(opts.extraImports ?? []),
     ],
-    controllers: opts.controllers ?? [],
+    controllers: [...(hostMounted ? [HostWebhookController] : []), ...(opts.controllers ?? [])],
     providers: [RecordingHandlers, ...(opts.extraProviders ?? [])],
   })
   class AppModule {}

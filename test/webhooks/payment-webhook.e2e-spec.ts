@@ -4,6 +4,7 @@ import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signatu
 import {
   ADAPTERS,
   envelope,
+  MOUNTED_ADAPTERS,
   postWebhook,
   startWebhookApp,
   WEBHOOK_SECRET,
@@ -16,10 +17,13 @@ async function waitUntil(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
+describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
   let w: WebhookApp;
+  // Errors of the adapter's body parser are shaped by the module on its own route only;
+  // on a host route they keep the host's answer (same status, the host's body).
+  const parserShaped = mount === 'module route';
   beforeAll(async () => {
-    w = await startWebhookApp({ adapter, payment: { webhookMaxBodyBytes: 8192 } });
+    w = await startWebhookApp({ adapter, mount, payment: { webhookMaxBodyBytes: 8192 } });
   });
   afterAll(async () => {
     await w?.close();
@@ -125,13 +129,13 @@ describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
   });
 
   describe('bad input: 4xx with a code, no handler call, the app keeps serving', () => {
-    const cases: Array<[string, () => Promise<{ status: number; json: any }>, number, string]> = [];
+    const cases: Array<[string, () => Promise<{ status: number; json: any }>, number, string, boolean?]> = [];
     const url = (): string => w.url;
     cases.push(['no signature header', () => postWebhook(url(), envelope(), { signature: null }), 400, 'WEBHOOK_SIGNATURE_MISSING']);
     cases.push(['malformed signature header', () => postWebhook(url(), envelope(), { signature: 'v1=abc' }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
     cases.push(['non-hex v1', () => postWebhook(url(), envelope(), { signature: `t=${now()},v1=${'z'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
     cases.push(['huge t', () => postWebhook(url(), envelope(), { signature: `t=${'9'.repeat(30)},v1=${'a'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
-    cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON']);
+    cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON', true]);
     cases.push(['JSON that is not an envelope (signed)', () => postWebhook(url(), { hello: 'world' }), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push(['envelope with a bad field (signed)', () => postWebhook(url(), envelope('payment.succeeded', { apiVersion: 'v1' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push([
@@ -146,13 +150,16 @@ describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
     ]);
     cases.push(['body over the limit', () => postWebhook(url(), envelope('payment.succeeded', { padding: 'x'.repeat(10_000) })), 413, 'WEBHOOK_BODY_TOO_LARGE']);
     cases.push(['text/plain', () => postWebhook(url(), 'hello', { contentType: 'text/plain' }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
-    cases.push(['no content type', () => postWebhook(url(), JSON.stringify(envelope()), { contentType: null }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
+    cases.push(['no content type', () => postWebhook(url(), JSON.stringify(envelope()), { contentType: null }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
 
-    it.each(cases)('%s', async (_label, send, status, code) => {
+    // Rest parameters: a declared fifth parameter would make jest wait for a done callback on 4-element rows.
+    it.each(cases)('%s', async (...[, send, status, code, fromBodyParser]) => {
       const before = w.handlers.calls.length;
       const r = await send();
       expect(r.status).toBe(status);
-      expect(r.json).toEqual(expect.objectContaining({ statusCode: status, code, message: expect.any(String) }));
+      if (parserShaped || !fromBodyParser) {
+        expect(r.json).toEqual(expect.objectContaining({ statusCode: status, code, message: expect.any(String) }));
+      }
       expect(w.handlers.calls.length).toBe(before);
     });
 
@@ -175,7 +182,7 @@ describe.each(ADAPTERS)('webhook route on %s', (adapter) => {
           const r = await postWebhook(w.url, raw, signature ? { signature } : {});
           expect(r.status).toBeGreaterThanOrEqual(400);
           expect(r.status).toBeLessThan(500);
-          expect(typeof r.json?.code).toBe('string');
+          if (parserShaped) expect(typeof r.json?.code).toBe('string');
         }
       }
       expect(w.handlers.calls.length).toBe(before);
