@@ -1,5 +1,6 @@
 // Public surface of `nestjs-payment-gateway/testing`.
-export { PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './payment-service.simulator.js';
+export { PaymentServiceSimulator } from './payment-service.simulator.js';
+export { SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
 export { signWebhookPayload, type SignWebhookPayloadOptions } from './webhook-signing.js';
 export {
   buildEvent,

@@ -5,7 +5,8 @@ import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { buildEvent } from './event-builders.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
 import { defaultCodeForStatus, SIMULATOR_ERROR_TABLE, SimulatorHttpError } from './simulator.errors.js';
-import { SimulatorRateLimiter, SPEC_RATE_LIMITS, type SimulatorRateLimits } from './simulator-rate-limiter.js';
+import { BASE_PATHS, DEFAULT_MERCHANT, SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
+import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
 import { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
 import {
   PAYMENT_OUTCOMES,
@@ -23,30 +24,6 @@ import {
   type SimulatorFault,
   type SimulatorRequestRecord,
 } from './simulator.types.js';
-
-/** Spec 5.2 / 8: a token lives 10 minutes. */
-export const SIMULATOR_TOKEN_TTL_MS = 10 * 60_000;
-
-/** Gateways of `GET /payments/gateways`. `bank-transfer` has no API refunds (`PAY_2006`). */
-export const SIMULATED_GATEWAYS: ReadonlyArray<{ id: string; name: string; apiRefunds: boolean; asynchronous: boolean }> = [
-  { id: 'card', name: 'Card', apiRefunds: true, asynchronous: false },
-  { id: 'mobile-money', name: 'Mobile money', apiRefunds: true, asynchronous: true },
-  { id: 'bank-transfer', name: 'Bank transfer', apiRefunds: false, asynchronous: false },
-];
-
-const DEFAULT_MERCHANT: SimulatedMerchant = {
-  merchantId: 1,
-  clientId: 'sandbox-client',
-  clientSecret: 'sandbox-secret',
-  webhookSecret: 'whsec_sandbox',
-  mode: 'sandbox',
-  walletBalance: '1000.00000000',
-};
-
-const BASES: ReadonlyArray<[string, SimulatedMode]> = [
-  ['/sandbox/api/v1', 'sandbox'],
-  ['/api/v1', 'live'],
-];
 
 interface MerchantState {
   config: SimulatedMerchant;
@@ -118,7 +95,6 @@ export class PaymentServiceSimulator {
   private readonly sockets = new Set<Socket>();
   private readonly outcomeTimers = new Set<NodeJS.Timeout>();
   private readonly limiter: SimulatorRateLimiter;
-  private readonly limits: SimulatorRateLimits | undefined;
   private readonly deliverer: SimulatorWebhookDeliverer;
   private server?: Server;
   private baseUrl?: string;
@@ -155,8 +131,10 @@ export class PaymentServiceSimulator {
       });
     }
     const rl = options.rateLimits ?? true;
-    this.limits = rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : rl) };
-    this.limiter = new SimulatorRateLimiter(() => this.now());
+    this.limiter = new SimulatorRateLimiter(
+      () => this.now(),
+      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : rl) },
+    );
     this.deliverer = new SimulatorWebhookDeliverer({
       target: (id) => {
         const m = this.merchants.get(id);
@@ -439,7 +417,7 @@ export class PaymentServiceSimulator {
     }
     let mode: SimulatedMode | undefined;
     let route = parsed.pathname;
-    for (const [base, m] of BASES) {
+    for (const [base, m] of BASE_PATHS) {
       if (parsed.pathname === base || parsed.pathname.startsWith(`${base}/`)) {
         mode = m;
         route = parsed.pathname.slice(base.length) || '/';
@@ -586,7 +564,7 @@ export class PaymentServiceSimulator {
   // ---------------------------------------------------------------- auth
 
   private issueToken(ctx: Ctx): SimResponse {
-    this.rateLimit(`token:${ctx.ip}`, this.limits?.tokenPerMinute);
+    this.limiter.enforce('tokenPerMinute', ctx.ip);
     const body = jsonBody(ctx);
     const errors: Record<string, string[]> = {};
     if (typeof body.client_id !== 'string' || !body.client_id) errors.client_id = ['The client_id field is required.'];
@@ -614,17 +592,11 @@ export class PaymentServiceSimulator {
     return { merchant, token: m[1] };
   }
 
-  private rateLimit(key: string, limit: number | undefined): void {
-    if (limit === undefined) return;
-    const wait = this.limiter.take(key, limit);
-    if (wait > 0) throw new SimulatorHttpError('RATE_LIMITED', undefined, {}, 429, { 'retry-after': String(wait) });
-  }
-
   // ---------------------------------------------------------------- payments
 
   private createPayment(ctx: Ctx): SimResponse {
     const { merchant, token } = this.authenticate(ctx);
-    this.rateLimit(`create:${token}`, this.limits?.createPaymentPerMinute);
+    this.limiter.enforce('createPaymentPerMinute', token);
     const body = jsonBody(ctx);
     const errors: Record<string, string[]> = {};
     const amount = requireAmount(body.amount, 'amount', errors);
@@ -813,7 +785,7 @@ export class PaymentServiceSimulator {
 
   private paymentStatus(ctx: Ctx): SimResponse {
     const { merchant, token } = this.authenticate(ctx);
-    this.rateLimit(`read:${token}`, this.limits?.readsPerMinute);
+    this.limiter.enforce('readsPerMinute', token);
     const trxId = ctx.query.trx_id;
     if (!trxId) throw new SimulatorHttpError('PAY_4000', undefined, { trx_id: ['The trx_id field is required.'] });
     return ok(200, this.paymentWire(this.ownPayment(merchant, trxId)));
@@ -821,7 +793,7 @@ export class PaymentServiceSimulator {
 
   private gateways(ctx: Ctx): SimResponse {
     const { token } = this.authenticate(ctx);
-    this.rateLimit(`read:${token}`, this.limits?.readsPerMinute);
+    this.limiter.enforce('readsPerMinute', token);
     return ok(200, SIMULATED_GATEWAYS.map((g) => ({ ...g })));
   }
 
@@ -835,7 +807,7 @@ export class PaymentServiceSimulator {
 
   private createRefund(ctx: Ctx, trxId: string): SimResponse {
     const { merchant } = this.authenticate(ctx);
-    this.rateLimit(`money:${merchant.config.clientId}`, this.limits?.moneyMovementPerMinute);
+    this.limiter.enforce('moneyMovementPerMinute', merchant.config.clientId);
     const body = jsonBody(ctx);
     const p = this.ownPayment(merchant, trxId);
     if (p.status !== 'SUCCESS') throw new SimulatorHttpError('PAY_2004');
@@ -870,7 +842,7 @@ export class PaymentServiceSimulator {
 
   private refundLookup(ctx: Ctx, refundUid: string): SimResponse {
     const { merchant } = this.authenticate(ctx);
-    this.rateLimit(`money:${merchant.config.clientId}`, this.limits?.moneyMovementPerMinute);
+    this.limiter.enforce('moneyMovementPerMinute', merchant.config.clientId);
     const r = this.refundsById.get(refundUid);
     if (!r || r.merchantId !== merchant.config.merchantId) throw new SimulatorHttpError('PAY_2005');
     return ok(200, { ...r });
@@ -880,7 +852,7 @@ export class PaymentServiceSimulator {
 
   private createPayout(ctx: Ctx): SimResponse {
     const { merchant } = this.authenticate(ctx);
-    this.rateLimit(`money:${merchant.config.clientId}`, this.limits?.moneyMovementPerMinute);
+    this.limiter.enforce('moneyMovementPerMinute', merchant.config.clientId);
     const body = jsonBody(ctx);
     const errors: Record<string, string[]> = {};
     const amount = requireAmount(body.amount, 'amount', errors);
@@ -932,7 +904,7 @@ export class PaymentServiceSimulator {
 
   private payoutLookup(ctx: Ctx, payoutUid: string): SimResponse {
     const { merchant } = this.authenticate(ctx);
-    this.rateLimit(`money:${merchant.config.clientId}`, this.limits?.moneyMovementPerMinute);
+    this.limiter.enforce('moneyMovementPerMinute', merchant.config.clientId);
     const p = this.payoutsById.get(payoutUid);
     if (!p || p.merchantId !== merchant.config.merchantId) throw new SimulatorHttpError('PAY_3002');
     return ok(200, this.payoutWire(p));
@@ -940,7 +912,7 @@ export class PaymentServiceSimulator {
 
   private listSubaccounts(ctx: Ctx): SimResponse {
     const { merchant } = this.authenticate(ctx);
-    this.rateLimit(`money:${merchant.config.clientId}`, this.limits?.moneyMovementPerMinute);
+    this.limiter.enforce('moneyMovementPerMinute', merchant.config.clientId);
     return ok(
       200,
       [...merchant.subaccounts.values()].map((s) => ({ subaccountId: s.config.subaccountId, balance: formatAmount(s.balance) })),
