@@ -1,18 +1,16 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import { SimulatorClock } from './simulator.clock.js';
-import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
-import { defaultCodeForStatus, SIMULATOR_ERROR_TABLE, SimulatorHttpError } from './simulator.errors.js';
+import { DEFAULT_MERCHANT } from './simulator.constants.js';
 import { SimulatorEventPublisher } from './simulator-event.publisher.js';
+import { SimulatorFaults } from './simulator-faults.js';
 import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
 import { SimulatorRefundsHandler } from './simulator-refunds.handler.js';
 import { SimulatorRouter } from './simulator.router.js';
-import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
+import { SimulatorServer } from './simulator-server.js';
 import { SimulatorState } from './simulator.state.js';
 import { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js';
 import type {
@@ -30,8 +28,6 @@ import type {
   SimulatorRequestRecord,
 } from './simulator.types.js';
 import { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
-
-type StoredFault = SimulatorFault & { remaining: number };
 
 /**
  * In-process simulator of the payment service: a plain Node HTTP server on loopback
@@ -51,25 +47,12 @@ export class PaymentServiceSimulator {
   private readonly limiter: SimulatorRateLimiter;
   private readonly deliverer: SimulatorWebhookDeliverer;
   private readonly publisher: SimulatorEventPublisher;
-  private readonly options: PaymentServiceSimulatorOptions;
-  private readonly faults: StoredFault[] = [];
-  private readonly requestLog: SimulatorRequestRecord[] = [];
-  private readonly stalled = new Set<ServerResponse>();
-  private readonly sockets = new Set<Socket>();
-  private readonly router: SimulatorRouter;
-  private server?: Server;
-  private baseUrl?: string;
-  private connections = 0;
+  private readonly faults = new SimulatorFaults();
   private readonly paymentsHandler: SimulatorPaymentsHandler;
   private readonly payoutsHandler: SimulatorPayoutsHandler;
+  private readonly server: SimulatorServer;
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
-    this.options = options;
-    const host = options.host ?? '127.0.0.1';
-    // A test double holding credentials must not be reachable from the network.
-    if (!/^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)$/.test(host)) {
-      throw new Error(`PaymentServiceSimulator listens on loopback only (got host ${JSON.stringify(host)})`);
-    }
     this.clock = new SimulatorClock(options.now);
     this.state = new SimulatorState(options.merchants ?? [DEFAULT_MERCHANT]);
     const rl = options.rateLimits ?? true;
@@ -94,63 +77,27 @@ export class PaymentServiceSimulator {
     this.paymentsHandler = new SimulatorPaymentsHandler(state, clock, events, auth, limiter, subaccounts, options);
     this.payoutsHandler = new SimulatorPayoutsHandler(state, clock, events, auth, limiter);
     const refunds = new SimulatorRefundsHandler(state, clock, events, auth, limiter);
-    this.router = new SimulatorRouter({ auth, payments: this.paymentsHandler, refunds, payouts: this.payoutsHandler, subaccounts });
+    const router = new SimulatorRouter({ auth, payments: this.paymentsHandler, refunds, payouts: this.payoutsHandler, subaccounts });
+    this.server = new SimulatorServer(options, clock, this.faults, router);
   }
 
   /** Listens on loopback (a free port unless `port` is set). */
   async start(): Promise<void> {
-    if (this.server) return;
+    if (this.server.started) return;
     this.deliverer.resume();
-    const server = createServer((req, res) => {
-      this.onRequest(req, res).catch((err: unknown) => {
-        // Last resort: a handler bug must not take the simulator down.
-        if (!res.headersSent && !res.destroyed) {
-          write(res, { status: 500, body: new SimulatorHttpError('INTERNAL_ERROR', String(err)).toEnvelope() });
-        }
-      });
-    });
-    server.on('connection', (socket: Socket) => {
-      this.connections++;
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
-    });
-    const host = this.options.host ?? '127.0.0.1';
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.options.port ?? 0, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = server.address();
-    if (!addr || typeof addr === 'string') throw new Error('Simulator did not get a TCP address');
-    this.server = server;
-    this.baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+    await this.server.start();
   }
 
   /** Closes the server, every connection (stalled ones included) and cancels pending deliveries. */
   async stop(): Promise<void> {
     this.deliverer.stop();
     this.paymentsHandler.cancelConfirmations();
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    for (const res of this.stalled) res.destroy();
-    this.stalled.clear();
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeAllConnections();
-    for (const s of this.sockets) s.destroy();
-    await closed;
+    await this.server.stop();
   }
 
   /** Service base URL (without `/api/v1`), e.g. `http://127.0.0.1:43121`. */
   get url(): string {
-    if (!this.baseUrl) throw new Error('PaymentServiceSimulator is not started');
-    return this.baseUrl;
+    return this.server.url;
   }
 
   /** `url` + `/sandbox/api/v1` or `/api/v1`. */
@@ -176,17 +123,17 @@ export class PaymentServiceSimulator {
 
   /** Every request received, in arrival order. */
   get requests(): ReadonlyArray<SimulatorRequestRecord> {
-    return this.requestLog;
+    return this.server.requests;
   }
 
   /** Forgets the request log (e.g. between phases of a test). */
   clearRequests(): void {
-    this.requestLog.length = 0;
+    this.server.requests.length = 0;
   }
 
   /** TCP connections accepted so far (keep-alive proof). */
   get connectionCount(): number {
-    return this.connections;
+    return this.server.connectionCount;
   }
 
   get payments(): ReadonlyArray<Readonly<SimulatedPayment>> {
@@ -251,14 +198,12 @@ export class PaymentServiceSimulator {
 
   /** Makes the next matching request(s) fail; see {@link SimulatorFault}. */
   injectFault(fault: SimulatorFault): void {
-    const times = fault.times ?? 1;
-    if (!Number.isInteger(times) || times < 1) throw new RangeError('fault.times must be a positive integer');
-    this.faults.push({ ...fault, remaining: times });
+    this.faults.inject(fault);
   }
 
   /** Drops every fault not yet used. */
   clearFaults(): void {
-    this.faults.length = 0;
+    this.faults.clear();
   }
 
   /** Fate of the next created payment(s) without a more specific script (FIFO). */
@@ -341,157 +286,9 @@ export class PaymentServiceSimulator {
   idle(opts: { timeoutMs?: number } = {}): Promise<void> {
     return this.waitForDeliveries(opts);
   }
-
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let parsed: URL;
-    try {
-      parsed = new URL(req.url ?? '/', 'http://simulator.invalid');
-    } catch {
-      parsed = new URL('http://simulator.invalid/');
-    }
-    let mode: SimulatedMode | undefined;
-    let route = parsed.pathname;
-    for (const [base, m] of BASE_PATHS) {
-      if (parsed.pathname === base || parsed.pathname.startsWith(`${base}/`)) {
-        mode = m;
-        route = parsed.pathname.slice(base.length) || '/';
-        break;
-      }
-    }
-    const method = (req.method ?? 'GET').toUpperCase();
-    const record: SimulatorRequestRecord = {
-      method,
-      path: parsed.pathname,
-      route,
-      mode,
-      query: Object.fromEntries(parsed.searchParams),
-      headers: { ...req.headers },
-      body: undefined,
-      status: 0,
-      at: this.now(),
-    };
-    this.requestLog.push(record);
-
-    const limit = this.options.maxBodyBytes ?? 1_048_576;
-    const raw = await readBody(req, limit);
-    if (raw === 'too-large') {
-      record.code = 'PAYLOAD_TOO_LARGE';
-      this.answer(res, record, errorAnswer(new SimulatorHttpError('PAYLOAD_TOO_LARGE')), true);
-      return;
-    }
-    if (raw === 'aborted') return;
-    record.body = describeBody(raw);
-
-    this.router.catchUp();
-    const fault = this.takeFault(method, route, parsed.pathname, mode);
-    if (fault && !fault.afterHandling) {
-      this.applyFault(res, record, fault);
-      return;
-    }
-    let response: SimulatorAnswer;
-    try {
-      if (!mode) throw new SimulatorHttpError('NOT_FOUND');
-      response = this.router.route({ method, route, mode, query: record.query, headers: req.headers, raw, ip: req.socket.remoteAddress ?? '' });
-    } catch (err) {
-      response = errorAnswer(err);
-    }
-    if (fault) {
-      this.applyFault(res, record, fault);
-      return;
-    }
-    this.answer(res, record, response);
-  }
-
-  private answer(res: ServerResponse, record: SimulatorRequestRecord, response: SimulatorAnswer, close = false): void {
-    record.status = response.status;
-    const body = response.body as { status?: string; code?: string } | undefined;
-    if (body?.status === 'error') record.code = body.code;
-    write(res, response, close);
-  }
-
-  private takeFault(method: string, route: string, fullPath: string, mode: SimulatedMode | undefined): StoredFault | undefined {
-    const i = this.faults.findIndex(
-      (f) =>
-        (!f.method || f.method === method) &&
-        (!f.mode || f.mode === mode) &&
-        (f.path === undefined ||
-          (typeof f.path === 'string' ? f.path === route || f.path === fullPath : f.path.test(route))),
-    );
-    if (i < 0) return undefined;
-    const f = this.faults[i];
-    if (--f.remaining <= 0) this.faults.splice(i, 1);
-    return f;
-  }
-
-  private applyFault(res: ServerResponse, record: SimulatorRequestRecord, fault: SimulatorFault): void {
-    record.fault = fault.kind;
-    if (fault.kind === 'reset') {
-      const socket = res.socket;
-      if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
-      else socket?.destroy();
-      return;
-    }
-    if (fault.kind === 'stall') {
-      this.stalled.add(res);
-      res.on('close', () => this.stalled.delete(res));
-      return;
-    }
-    const code = fault.code ?? defaultCodeForStatus(fault.status ?? 500);
-    const status = fault.status ?? SIMULATOR_ERROR_TABLE[code]?.status ?? 500;
-    const retryAfter = fault.retryAfterSeconds ?? (status === 429 ? 1 : undefined);
-    const err = new SimulatorHttpError(code, undefined, {}, status, retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {});
-    this.answer(res, record, errorAnswer(err));
-  }
 }
 
 /** A copy the caller may keep or change without touching the simulator's state. */
 function copyPayment(p: SimulatedPayment): SimulatedPayment {
   return { ...p, splits: p.splits.map((s) => ({ ...s })) };
-}
-
-function write(res: ServerResponse, response: SimulatorAnswer, close = false): void {
-  const text = JSON.stringify(response.body);
-  res.writeHead(response.status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    ...(close ? { connection: 'close' } : {}),
-    ...response.headers,
-  });
-  res.end(text);
-}
-
-function describeBody(raw: Buffer): unknown {
-  if (raw.length === 0) return undefined;
-  const text = raw.toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-/**
- * Reads the whole body. Past `limit` bytes it keeps draining without buffering and
- * reports `too-large` at the end, so the client sees a clean 413 instead of a reset.
- */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large' | 'aborted'> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (value: Buffer | 'too-large' | 'aborted'): void => {
-      if (!done) {
-        done = true;
-        resolve(value);
-      }
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else chunks.length = 0;
-    });
-    req.on('end', () => finish(size > limit ? 'too-large' : Buffer.concat(chunks)));
-    req.on('error', () => finish('aborted'));
-    req.on('close', () => finish(req.complete ? (size > limit ? 'too-large' : Buffer.concat(chunks)) : 'aborted'));
-  });
 }
