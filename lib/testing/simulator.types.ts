@@ -18,9 +18,9 @@ export interface SimulatedMerchant {
   merchantId: number;
   clientId: string;
   clientSecret: string;
-  /** Key of the `X-Service-Signature` HMAC (spec 6.3). */
+  /** Key of the HMAC-SHA256 in the `X-Service-Signature` header of this merchant's webhooks. */
   webhookSecret: string;
-  /** Which base path accepts these credentials (spec 5.1). */
+  /** Sandbox credentials work only on `/sandbox/api/v1`, live ones only on `/api/v1`. */
   mode: SimulatedMode;
   /** Where events are POSTed; without one events are recorded in `sim.events` only. */
   webhookUrl?: string;
@@ -78,11 +78,15 @@ export interface PaymentServiceSimulatorOptions {
    * @default Date.now
    */
   signatureClock?: () => number;
-  /** Multiplies the retry delays of spec 6.2 (5 min … 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
+  /** Multiplies the webhook retry delays (5 min, 15 min, 1 h, 4 h, 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
   webhookTimeScale?: number;
   /** Time-out of one webhook delivery request, in ms. @default 5000 */
   deliveryTimeoutMs?: number;
-  /** `true` = spec 8 values; `false` = off; or overrides. @default true */
+  /**
+   * `true` = the service's limits per minute: 10 token calls per IP, 30 payment creations
+   * and 60 reads per token, 30 refund/payout/subaccount calls per client id; `false` = off;
+   * or overrides of some of them. @default true
+   */
   rateLimits?: boolean | Partial<SimulatorRateLimits>;
   /** Fate of payments with no script. @default 'manual' */
   defaultOutcome?: PaymentOutcome;
@@ -194,7 +198,7 @@ export interface SimulatorFault {
   /** Only for this environment. */
   mode?: SimulatedMode;
   kind: FaultKind;
-  /** For `status`. @default the code's spec status, else 500 */
+  /** For `status`. @default the status that goes with `code`, else 500 */
   status?: number;
   /** Error code in the envelope. @default derived from `status` */
   code?: string;
@@ -210,7 +214,7 @@ export interface SimulatorFault {
 export interface SimulatorDeliveryRecord {
   eventId: string;
   eventType: string;
-  /** 1…6 on the spec's schedule; above 6 for re-triggers. */
+  /** 1…6 on the retry schedule; above 6 for re-triggers. */
   attempt: number;
   url: string;
   /** HTTP status answered by the receiver. */
