@@ -19,6 +19,7 @@ export {
   type PaymentOutcome,
   type PaymentServiceSimulatorOptions,
   type SimulatedMerchant,
+  type SimulatedMerchantSettings,
   type SimulatedMode,
   type SimulatedPayment,
   type SimulatedPayout,

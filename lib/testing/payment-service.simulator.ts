@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
@@ -16,6 +17,7 @@ import { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js'
 import type {
   PaymentOutcome,
   PaymentServiceSimulatorOptions,
+  SimulatedMerchantSettings,
   SimulatedMode,
   SimulatedPayment,
   SimulatedPayout,
@@ -136,6 +138,16 @@ export class PaymentServiceSimulator {
     return this.server.connectionCount;
   }
 
+  /** Settings of every merchant, in the order of the `merchants` option; fresh copies on every read. */
+  get merchants(): ReadonlyArray<SimulatedMerchantSettings> {
+    return [...this.state.merchants.values()].map((m) => this.state.settingsOf(m));
+  }
+
+  /** Settings of one merchant (a fresh copy); throws for an unknown id. */
+  merchant(merchantId: number): SimulatedMerchantSettings {
+    return this.state.settingsOf(this.state.merchant(merchantId));
+  }
+
   get payments(): ReadonlyArray<Readonly<SimulatedPayment>> {
     return [...this.state.payments.values()].map(copyPayment);
   }
@@ -184,14 +196,20 @@ export class PaymentServiceSimulator {
     return formatAmount(s.balance);
   }
 
+  /**
+   * Where this merchant's events go from now on, retries of earlier ones included. Other
+   * merchants keep theirs. `undefined` stops delivery; events are still recorded.
+   */
   setWebhookUrl(merchantId: number, url: string | undefined): void {
     this.state.merchant(merchantId).webhookUrl = url;
   }
 
+  /** An inactive merchant gets `PAY_6001` on every call, its existing tokens included. */
   setMerchantActive(merchantId: number, active: boolean): void {
     this.state.merchant(merchantId).active = active;
   }
 
+  /** Sets the payout wallet of one merchant (numeric string). */
   setWalletBalance(merchantId: number, amount: string): void {
     this.state.merchant(merchantId).wallet = parseAmount(normaliseAmount(amount)) ?? 0n;
   }
@@ -285,6 +303,13 @@ export class PaymentServiceSimulator {
   /** Same as {@link waitForDeliveries}. */
   idle(opts: { timeoutMs?: number } = {}): Promise<void> {
     return this.waitForDeliveries(opts);
+  }
+
+  /** `console.log(sim)` shows where it listens and which merchants it has, never their secrets. */
+  [inspect.custom](): string {
+    const url = this.server.started ? this.server.url : 'not started';
+    const merchants = [...this.state.merchants.values()].map((m) => `${m.settings.merchantId} (${m.settings.mode})`);
+    return `PaymentServiceSimulator { url: ${url}, merchants: [${merchants.join(', ')}] }`;
   }
 }
 

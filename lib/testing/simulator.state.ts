@@ -4,6 +4,7 @@ import {
   PAYMENT_OUTCOMES,
   type PaymentOutcome,
   type SimulatedMerchant,
+  type SimulatedMerchantSettings,
   type SimulatedMode,
   type SimulatedPayment,
   type SimulatedPayout,
@@ -130,6 +131,22 @@ export class SimulatorState {
     const m = this.merchants.get(merchantId);
     if (!m) throw new Error(`Unknown merchant ${merchantId}`);
     return m;
+  }
+
+  /** A fresh copy of a merchant's settings; changing it changes nothing in the simulator. */
+  settingsOf(m: MerchantRecord): SimulatedMerchantSettings {
+    const { merchantId, clientId, clientSecret, webhookSecret, mode } = m.settings;
+    return {
+      merchantId,
+      clientId,
+      clientSecret,
+      webhookSecret,
+      mode,
+      webhookUrl: m.webhookUrl,
+      active: m.active,
+      payoutApprovalRequired: m.settings.payoutApprovalRequired === true,
+      subaccounts: [...m.subaccounts.values()].map(({ subaccountId, autoPayout, failPayouts }) => ({ subaccountId, autoPayout, failPayouts })),
+    };
   }
 
   merchantByClientId(clientId: string): MerchantRecord | undefined {

@@ -34,6 +34,26 @@ export interface SimulatedMerchant {
 }
 
 /**
+ * A merchant as the simulator runs it now: its configuration with the defaults filled
+ * in, plus the current webhook URL and active flag. Read it to configure the app under
+ * test for that merchant. It holds the merchant's test credentials and webhook secret,
+ * so keep it out of logs.
+ */
+export interface SimulatedMerchantSettings {
+  readonly merchantId: number;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly webhookSecret: string;
+  readonly mode: SimulatedMode;
+  /** Where this merchant's events go now; `undefined` when they are only recorded. */
+  readonly webhookUrl: string | undefined;
+  /** `false` after `sim.setMerchantActive(id, false)`: every call of the merchant gets `PAY_6001`. */
+  readonly active: boolean;
+  readonly payoutApprovalRequired: boolean;
+  readonly subaccounts: ReadonlyArray<Readonly<Required<SimulatedSubaccount>>>;
+}
+
+/**
  * Scripted fate of a payment.
  * - `manual`: stays `PENDING` until `sim.completePayment()`.
  * - `succeed` / `fail` / `cancel` / `expire`: created `PENDING` (200), then settles at once
