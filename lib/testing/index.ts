@@ -29,6 +29,9 @@ export {
   type SimulatorDeliveryFaults,
   type SimulatorDeliveryRecord,
   type SimulatorDeliveryState,
+  type SimulatorAnswerBody,
   type SimulatorFault,
   type SimulatorRequestRecord,
+  type SimulatorRewrite,
+  type SimulatorRewrittenAnswer,
 } from './simulator.types.js';

@@ -214,7 +214,10 @@ export class PaymentServiceSimulator {
     this.state.merchant(merchantId).wallet = parseAmount(normaliseAmount(amount)) ?? 0n;
   }
 
-  /** Makes the next matching request(s) fail; see {@link SimulatorFault}. */
+  /**
+   * Gives the next matching request(s) an error status, a dropped connection, no answer,
+   * or (`rewrite`) a changed answer after real handling; see {@link SimulatorFault}.
+   */
   injectFault(fault: SimulatorFault): void {
     this.faults.inject(fault);
   }

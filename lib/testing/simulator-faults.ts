@@ -1,6 +1,12 @@
 import { defaultCodeForStatus, SIMULATOR_ERROR_TABLE, SimulatorHttpError } from './simulator.errors.js';
 import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
-import type { SimulatedMode, SimulatorFault } from './simulator.types.js';
+import type {
+  SimulatedMode,
+  SimulatorAnswerBody,
+  SimulatorFault,
+  SimulatorRequestRecord,
+  SimulatorRewrittenAnswer,
+} from './simulator.types.js';
 
 type ArmedFault = SimulatorFault & { remaining: number };
 
@@ -11,6 +17,12 @@ export class SimulatorFaults {
   inject(fault: SimulatorFault): void {
     const times = fault.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new RangeError('fault.times must be a positive integer');
+    if (fault.kind === 'rewrite' && typeof fault.rewrite !== 'function') {
+      throw new TypeError("A 'rewrite' fault needs a rewrite function");
+    }
+    if (fault.kind !== 'rewrite' && fault.rewrite !== undefined) {
+      throw new TypeError(`fault.rewrite only applies to kind 'rewrite', not '${fault.kind}'`);
+    }
     this.armed.push({ ...fault, remaining: times });
   }
 
@@ -46,4 +58,42 @@ export function statusFaultAnswer(fault: SimulatorFault): SimulatorAnswer {
   const retryAfter = fault.retryAfterSeconds ?? (status === 429 ? 1 : undefined);
   const headers: Record<string, string> = retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {};
   return errorAnswer(new SimulatorHttpError(code, undefined, {}, status, headers));
+}
+
+/** Whether the fault takes the place of handling; otherwise the request is handled first. */
+export function preemptsHandling(fault: SimulatorFault): boolean {
+  return fault.kind !== 'rewrite' && !fault.afterHandling;
+}
+
+/**
+ * The answer of a `rewrite` fault: the handled answer with the body and/or status the
+ * rewrite returns. A broken rewrite becomes a 500 `INTERNAL_ERROR` naming the problem,
+ * so a mistake in a test shows up in the answer instead of passing unnoticed.
+ */
+export function rewrittenAnswer(fault: SimulatorFault, handled: SimulatorAnswer, request: SimulatorRequestRecord): SimulatorAnswer {
+  try {
+    // The rewrite may change its copy in place; the simulator's state never sees it.
+    const copy = structuredClone(handled.body) as SimulatorAnswerBody;
+    const result = checkRewrite(fault.rewrite!(copy, handled.status, request));
+    const body = result.body !== undefined ? result.body : copy;
+    if (JSON.stringify(body) === undefined) throw new TypeError('the new body is not a JSON value');
+    return { status: result.status ?? handled.status, body, headers: handled.headers };
+  } catch (err) {
+    const message = (err as { message?: unknown } | null | undefined)?.message;
+    return errorAnswer(new SimulatorHttpError('INTERNAL_ERROR', `rewrite fault failed: ${typeof message === 'string' ? message : String(err)}`));
+  }
+}
+
+function checkRewrite(result: unknown): SimulatorRewrittenAnswer {
+  if (result === undefined) return {};
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+    throw new TypeError(`return { body?, status? } or nothing, not ${JSON.stringify(result)}`);
+  }
+  const unknown = Object.keys(result).filter((k) => k !== 'body' && k !== 'status');
+  if (unknown.length) throw new TypeError(`return { body?, status? }; got unknown field(s) ${unknown.join(', ')}`);
+  const { status } = result as SimulatorRewrittenAnswer;
+  if (status !== undefined && !(Number.isInteger(status) && status >= 200 && status <= 599)) {
+    throw new TypeError(`status must be an integer from 200 to 599, not ${JSON.stringify(status)}`);
+  }
+  return result as SimulatorRewrittenAnswer;
 }

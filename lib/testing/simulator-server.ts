@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
-import { statusFaultAnswer, type SimulatorFaults } from './simulator-faults.js';
+import { preemptsHandling, rewrittenAnswer, statusFaultAnswer, type SimulatorFaults } from './simulator-faults.js';
 import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
 import type { SimulatorRouter } from './simulator.router.js';
 import type { SimulatedMode, SimulatorFault, SimulatorRequestRecord } from './simulator.types.js';
@@ -133,7 +133,7 @@ export class SimulatorServer {
 
     this.router.catchUp();
     const fault = this.faults.take(method, route, parsed.pathname, mode);
-    if (fault && !fault.afterHandling) {
+    if (fault && preemptsHandling(fault)) {
       this.applyFault(res, record, fault);
       return;
     }
@@ -145,14 +145,19 @@ export class SimulatorServer {
       answer = errorAnswer(err);
     }
     if (fault) {
-      this.applyFault(res, record, fault);
+      this.applyFault(res, record, fault, answer);
       return;
     }
     this.answer(res, record, answer);
   }
 
-  private applyFault(res: ServerResponse, record: SimulatorRequestRecord, fault: SimulatorFault): void {
+  /** `handled` is the real answer when the request was handled before the fault. */
+  private applyFault(res: ServerResponse, record: SimulatorRequestRecord, fault: SimulatorFault, handled?: SimulatorAnswer): void {
     record.fault = fault.kind;
+    if (fault.kind === 'rewrite') {
+      this.answer(res, record, rewrittenAnswer(fault, handled!, record));
+      return;
+    }
     if (fault.kind === 'reset') {
       const socket = res.socket;
       if (socket && typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();

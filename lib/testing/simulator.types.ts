@@ -202,15 +202,50 @@ export interface SimulatorRequestRecord {
   status: number;
   /** Error `code` answered, if any. */
   code?: string;
-  /** `reset` / `stall` / `status` when a fault was applied. */
+  /** The kind of fault applied to this request, if any. */
   fault?: FaultKind;
   /** Simulator clock (ms) at arrival. */
   at: number;
 }
 
-export type FaultKind = 'status' | 'reset' | 'stall';
+/**
+ * - `status`: answer an error envelope instead of (or, with `afterHandling`, after) handling.
+ * - `reset`: drop the connection without an answer.
+ * - `stall`: never answer; the client times out (or `stop()` closes it).
+ * - `rewrite`: handle the request for real, then replace the JSON body and/or status of its answer.
+ */
+export type FaultKind = 'status' | 'reset' | 'stall' | 'rewrite';
 
-/** A failure the next matching request(s) get. */
+/**
+ * The JSON body of a simulator answer: the success envelope, or the error envelope.
+ * `data` is `any` so a `rewrite` can reshape the payload of any endpoint.
+ */
+export type SimulatorAnswerBody =
+  | { status: 'success'; data: any }
+  | { status: 'error'; code: string; message: string; errors: Record<string, string[]>; data: [] };
+
+/** What a `rewrite` returns. A field left out keeps the real answer's value. */
+export interface SimulatorRewrittenAnswer {
+  /** The new JSON body (any JSON value, e.g. a shape the service never documented). */
+  body?: unknown;
+  /** The new HTTP status, an integer from 200 to 599. The real answer's headers are kept. */
+  status?: number;
+}
+
+/**
+ * Replaces the answer of a request the simulator has already handled. `body` is a copy
+ * of the real JSON body: build a new one and return it as `{ body }`, or change the copy
+ * in place and return nothing. `request` is the request as logged in `sim.requests`.
+ * A rewrite that throws or returns anything but `{ body?, status? }` makes the answer a
+ * 500 `INTERNAL_ERROR` whose message names the problem.
+ */
+export type SimulatorRewrite = (
+  body: SimulatorAnswerBody,
+  status: number,
+  request: Readonly<SimulatorRequestRecord>,
+) => SimulatorRewrittenAnswer | void;
+
+/** A fault the next matching request(s) get. */
 export interface SimulatorFault {
   method?: 'GET' | 'POST';
   /** Path after the base (`/payment/create`) or a RegExp tested against it. */
@@ -220,14 +255,16 @@ export interface SimulatorFault {
   kind: FaultKind;
   /** For `status`. @default the status that goes with `code`, else 500 */
   status?: number;
-  /** Error code in the envelope. @default derived from `status` */
+  /** For `status`: error code in the envelope. @default derived from `status` */
   code?: string;
-  /** Adds `Retry-After`. For 429 the default is 1. */
+  /** For `status`: adds `Retry-After`. For 429 the default is 1. */
   retryAfterSeconds?: number;
-  /** How many matching requests fail. @default 1 */
+  /** How many matching requests get the fault. @default 1 */
   times?: number;
-  /** Apply the real effect first, then fail (the service acted but the answer was lost). */
+  /** Apply the real effect first, then fail (the service acted but the answer was lost). A `rewrite` always does. */
   afterHandling?: boolean;
+  /** Required for `rewrite`, and only allowed there: builds the answer the client gets instead of the real one. */
+  rewrite?: SimulatorRewrite;
 }
 
 /** One attempt of one webhook delivery. */
