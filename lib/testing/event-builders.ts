@@ -17,7 +17,7 @@ export function newEventId(): string {
 }
 
 /**
- * A spec 2.1 envelope around `data`: fresh `eventId`, `apiVersion`, `createdAt` now,
+ * A webhook envelope around `data`: fresh `eventId`, `apiVersion`, `createdAt` now,
  * `environment: 'sandbox'` unless overridden (`'production'` is the live value).
  */
 export function buildEvent<T extends string>(

@@ -1,5 +1,6 @@
 // Public surface of `nestjs-payment-gateway/testing`.
-export { PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './payment-service.simulator.js';
+export { PaymentServiceSimulator } from './payment-service.simulator.js';
+export { SIMULATED_GATEWAYS, SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
 export { signWebhookPayload, type SignWebhookPayloadOptions } from './webhook-signing.js';
 export {
   buildEvent,
@@ -18,15 +19,19 @@ export {
   type PaymentOutcome,
   type PaymentServiceSimulatorOptions,
   type SimulatedMerchant,
+  type SimulatedMerchantSettings,
   type SimulatedMode,
   type SimulatedPayment,
   type SimulatedPayout,
   type SimulatedRefund,
   type SimulatedSubaccount,
   type SimulatedSubaccountPayout,
+  type SimulatorAnswerBody,
   type SimulatorDeliveryFaults,
   type SimulatorDeliveryRecord,
   type SimulatorDeliveryState,
   type SimulatorFault,
   type SimulatorRequestRecord,
+  type SimulatorRewrite,
+  type SimulatorRewrittenAnswer,
 } from './simulator.types.js';

@@ -1,4 +1,6 @@
-/** Limits of spec 8 (requests per rolling minute). */
+import { SimulatorHttpError } from './simulator.errors.js';
+
+/** Limits of the service (requests per rolling minute). */
 export interface SimulatorRateLimits {
   /** `POST /authentication/token` per client IP. @default 10 */
   tokenPerMinute: number;
@@ -10,6 +12,7 @@ export interface SimulatorRateLimits {
   moneyMovementPerMinute: number;
 }
 
+/** The service's published limits. */
 export const SPEC_RATE_LIMITS: Readonly<SimulatorRateLimits> = Object.freeze({
   tokenPerMinute: 10,
   createPaymentPerMinute: 30,
@@ -26,7 +29,18 @@ const WINDOW_MS = 60_000;
 export class SimulatorRateLimiter {
   private readonly hits = new Map<string, number[]>();
 
-  constructor(private readonly now: () => number) {}
+  /** Without `limits` nothing is limited. */
+  constructor(
+    private readonly now: () => number,
+    private readonly limits?: Readonly<SimulatorRateLimits>,
+  ) {}
+
+  /** Counts a request of `scope` from `caller`, or throws 429 `RATE_LIMITED` with `Retry-After` once the limit is reached. */
+  enforce(scope: keyof SimulatorRateLimits, caller: string): void {
+    if (!this.limits) return;
+    const wait = this.take(`${scope}:${caller}`, this.limits[scope]);
+    if (wait > 0) throw new SimulatorHttpError('RATE_LIMITED', undefined, {}, 429, { 'retry-after': String(wait) });
+  }
 
   /** Records a hit and returns 0, or returns the whole seconds to wait when `limit` is reached. */
   take(key: string, limit: number): number {

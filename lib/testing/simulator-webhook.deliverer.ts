@@ -8,8 +8,9 @@ import type {
   SimulatorDeliveryState,
 } from './simulator.types.js';
 
-/** Delays before attempts 2…6 (spec 6.2): 5 min, 15 min, 1 h, 4 h, 24 h. */
+/** The service retries a failed delivery after 5 min, 15 min, 1 h, 4 h and 24 h (attempts 2…6). */
 export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
+/** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). */
 export const SPEC_MAX_ATTEMPTS = 6;
 /** How much of a receiver's answer the delivery log keeps. */
 const RESPONSE_BODY_LOG_BYTES = 1024;
@@ -49,7 +50,7 @@ export interface DelivererDeps {
 /**
  * Sends events to merchants' webhook URLs, one request at a time per merchant in
  * emission order (so the out-of-order switch is the only source of disorder), with the
- * spec's retry schedule scaled by `timeScale` on real timers.
+ * service's retry schedule scaled by `timeScale` on real timers.
  */
 export class SimulatorWebhookDeliverer {
   readonly log: SimulatorDeliveryRecord[] = [];
@@ -254,7 +255,7 @@ export class SimulatorWebhookDeliverer {
 
   /**
    * One POST; resolves with the status, or the reason there was none. Redirects are
-   * not followed: a 3xx is a failed delivery like any other non-2xx (spec 6.2).
+   * not followed: only a 2xx answer counts as delivered, so a 3xx is a failed attempt.
    */
   private post(url: string, body: string, signature: string): Promise<{ status: number; body: string } | { error: string }> {
     return new Promise((resolve) => {

@@ -1,6 +1,6 @@
 /**
  * Money in the simulator is held as bigint units of 1e-8 so sums and balances are
- * exact; the wire always carries numeric strings with 8 decimals (spec 2.2).
+ * exact; the wire always carries numeric strings with 8 decimals.
  */
 const AMOUNT_PATTERN = /^(0|[1-9]\d{0,14})(?:\.(\d{1,8}))?$/;
 const SCALE = 100_000_000n;

@@ -1,6 +1,6 @@
 import type { WireErrorEnvelope } from '../client/payment-wire.types.js';
 
-/** HTTP status and message of every code of spec 7.1, plus the simulator's own codes for cases the spec leaves open. */
+/** HTTP status and message of every documented `PAY_*` code, plus the simulator's own codes for cases the service leaves open. */
 export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; message: string }>> = {
   PAY_1001: { status: 401, message: 'Access denied! Token not found' },
   PAY_1002: { status: 403, message: 'Requested with invalid token!' },
@@ -20,7 +20,7 @@ export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; me
   PAY_5002: { status: 400, message: 'Failed to create payment! Please try again.' },
   PAY_5003: { status: 500, message: 'Provider error.' },
   PAY_6001: { status: 400, message: "Merchant doesn't exist or credentials are invalid." },
-  // The spec names no code for these; the simulator's choices (documented in the README's simulator section).
+  // The service names no code for these; the simulator's choices (documented in the README's simulator section).
   RATE_LIMITED: { status: 429, message: 'Too many requests.' },
   NOT_FOUND: { status: 404, message: 'No such endpoint.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed on this endpoint.' },
@@ -41,7 +41,7 @@ export function defaultCodeForStatus(status: number): string {
   return 'INTERNAL_ERROR';
 }
 
-/** Thrown inside request handlers; turned into the spec 7 envelope by the server. */
+/** Thrown inside request handlers; the server answers it as the error envelope `{ status: 'error', code, message, errors, data: [] }`. */
 export class SimulatorHttpError extends Error {
   readonly status: number;
   constructor(

@@ -18,9 +18,9 @@ export interface SimulatedMerchant {
   merchantId: number;
   clientId: string;
   clientSecret: string;
-  /** Key of the `X-Service-Signature` HMAC (spec 6.3). */
+  /** Key of the HMAC-SHA256 in the `X-Service-Signature` header of this merchant's webhooks. */
   webhookSecret: string;
-  /** Which base path accepts these credentials (spec 5.1). */
+  /** Sandbox credentials work only on `/sandbox/api/v1`, live ones only on `/api/v1`. */
   mode: SimulatedMode;
   /** Where events are POSTed; without one events are recorded in `sim.events` only. */
   webhookUrl?: string;
@@ -31,6 +31,26 @@ export interface SimulatedMerchant {
   /** Payouts wait for `sim.approvePayout()` and answer 202. @default false */
   payoutApprovalRequired?: boolean;
   subaccounts?: SimulatedSubaccount[];
+}
+
+/**
+ * A merchant as the simulator runs it now: its configuration with the defaults filled
+ * in, plus the current webhook URL and active flag. Read it to configure the app under
+ * test for that merchant. It holds the merchant's test credentials and webhook secret,
+ * so keep it out of logs.
+ */
+export interface SimulatedMerchantSettings {
+  readonly merchantId: number;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly webhookSecret: string;
+  readonly mode: SimulatedMode;
+  /** Where this merchant's events go now; `undefined` when they are only recorded. */
+  readonly webhookUrl: string | undefined;
+  /** `false` after `sim.setMerchantActive(id, false)`: every call of the merchant gets `PAY_6001`. */
+  readonly active: boolean;
+  readonly payoutApprovalRequired: boolean;
+  readonly subaccounts: ReadonlyArray<Readonly<Required<SimulatedSubaccount>>>;
 }
 
 /**
@@ -78,11 +98,15 @@ export interface PaymentServiceSimulatorOptions {
    * @default Date.now
    */
   signatureClock?: () => number;
-  /** Multiplies the retry delays of spec 6.2 (5 min … 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
+  /** Multiplies the webhook retry delays (5 min, 15 min, 1 h, 4 h, 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
   webhookTimeScale?: number;
   /** Time-out of one webhook delivery request, in ms. @default 5000 */
   deliveryTimeoutMs?: number;
-  /** `true` = spec 8 values; `false` = off; or overrides. @default true */
+  /**
+   * `true` = the service's limits per minute: 10 token calls per IP, 30 payment creations
+   * and 60 reads per token, 30 refund/payout/subaccount calls per client id; `false` = off;
+   * or overrides of some of them. @default true
+   */
   rateLimits?: boolean | Partial<SimulatorRateLimits>;
   /** Fate of payments with no script. @default 'manual' */
   defaultOutcome?: PaymentOutcome;
@@ -178,15 +202,50 @@ export interface SimulatorRequestRecord {
   status: number;
   /** Error `code` answered, if any. */
   code?: string;
-  /** `reset` / `stall` / `status` when a fault was applied. */
+  /** The kind of fault applied to this request, if any. */
   fault?: FaultKind;
   /** Simulator clock (ms) at arrival. */
   at: number;
 }
 
-export type FaultKind = 'status' | 'reset' | 'stall';
+/**
+ * - `status`: answer an error envelope instead of (or, with `afterHandling`, after) handling.
+ * - `reset`: drop the connection without an answer.
+ * - `stall`: never answer; the client times out (or `stop()` closes it).
+ * - `rewrite`: handle the request for real, then replace the JSON body and/or status of its answer.
+ */
+export type FaultKind = 'status' | 'reset' | 'stall' | 'rewrite';
 
-/** A failure the next matching request(s) get. */
+/**
+ * The JSON body of a simulator answer: the success envelope, or the error envelope.
+ * `data` is `any` so a `rewrite` can reshape the payload of any endpoint.
+ */
+export type SimulatorAnswerBody =
+  | { status: 'success'; data: any }
+  | { status: 'error'; code: string; message: string; errors: Record<string, string[]>; data: [] };
+
+/** What a `rewrite` returns. A field left out keeps the real answer's value. */
+export interface SimulatorRewrittenAnswer {
+  /** The new JSON body (any JSON value, e.g. a shape the service never documented). */
+  body?: unknown;
+  /** The new HTTP status, an integer from 200 to 599. The real answer's headers are kept. */
+  status?: number;
+}
+
+/**
+ * Replaces the answer of a request the simulator has already handled. `body` is a copy
+ * of the real JSON body: build a new one and return it as `{ body }`, or change the copy
+ * in place and return nothing. `request` is the request as logged in `sim.requests`.
+ * A rewrite that throws or returns anything but `{ body?, status? }` makes the answer a
+ * 500 `INTERNAL_ERROR` whose message names the problem.
+ */
+export type SimulatorRewrite = (
+  body: SimulatorAnswerBody,
+  status: number,
+  request: Readonly<SimulatorRequestRecord>,
+) => SimulatorRewrittenAnswer | void;
+
+/** A fault the next matching request(s) get. */
 export interface SimulatorFault {
   method?: 'GET' | 'POST';
   /** Path after the base (`/payment/create`) or a RegExp tested against it. */
@@ -194,23 +253,25 @@ export interface SimulatorFault {
   /** Only for this environment. */
   mode?: SimulatedMode;
   kind: FaultKind;
-  /** For `status`. @default the code's spec status, else 500 */
+  /** For `status`. @default the status that goes with `code`, else 500 */
   status?: number;
-  /** Error code in the envelope. @default derived from `status` */
+  /** For `status`: error code in the envelope. @default derived from `status` */
   code?: string;
-  /** Adds `Retry-After`. For 429 the default is 1. */
+  /** For `status`: adds `Retry-After`. For 429 the default is 1. */
   retryAfterSeconds?: number;
-  /** How many matching requests fail. @default 1 */
+  /** How many matching requests get the fault. @default 1 */
   times?: number;
-  /** Apply the real effect first, then fail (the service acted but the answer was lost). */
+  /** Apply the real effect first, then fail (the service acted but the answer was lost). A `rewrite` always does. */
   afterHandling?: boolean;
+  /** Required for `rewrite`, and only allowed there: builds the answer the client gets instead of the real one. */
+  rewrite?: SimulatorRewrite;
 }
 
 /** One attempt of one webhook delivery. */
 export interface SimulatorDeliveryRecord {
   eventId: string;
   eventType: string;
-  /** 1…6 on the spec's schedule; above 6 for re-triggers. */
+  /** 1…6 on the retry schedule; above 6 for re-triggers. */
   attempt: number;
   url: string;
   /** HTTP status answered by the receiver. */

@@ -7,7 +7,7 @@ export interface SignWebhookPayloadOptions {
 }
 
 /**
- * Builds the `X-Service-Signature` header value of spec 6.3 for `body`:
+ * Builds the `X-Service-Signature` header value for `body`:
  * `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the webhook secret>`.
  * Sign the exact bytes you send; re-serialising JSON changes the digest.
  * Shares the HMAC code of the module's verifier; the simulator's tests check it

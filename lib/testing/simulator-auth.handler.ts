@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import type { SimulatorClock } from './simulator.clock.js';
+import { SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
+import { SimulatorHttpError } from './simulator.errors.js';
+import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
+import { readJsonObject, success, throwIfInvalid, type FieldErrors, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
+import type { MerchantRecord, SimulatorState } from './simulator.state.js';
+
+/** The caller behind a valid bearer token. */
+export interface AuthenticatedCaller {
+  merchant: MerchantRecord;
+  token: string;
+}
+
+/**
+ * `POST /authentication/token` and the bearer check of every other call. Credentials
+ * work only on their own environment's base path, and so do the tokens they get.
+ */
+export class SimulatorAuthHandler {
+  constructor(
+    private readonly state: SimulatorState,
+    private readonly clock: SimulatorClock,
+    private readonly limiter: SimulatorRateLimiter,
+  ) {}
+
+  issueToken(req: SimulatorRequest): SimulatorAnswer {
+    this.limiter.enforce('tokenPerMinute', req.ip);
+    const body = readJsonObject(req);
+    const errors: FieldErrors = {};
+    if (typeof body.client_id !== 'string' || !body.client_id) errors.client_id = ['The client_id field is required.'];
+    if (typeof body.client_secret !== 'string' || !body.client_secret) errors.client_secret = ['The client_secret field is required.'];
+    throwIfInvalid(errors);
+    const merchant = this.state.merchantByClientId(body.client_id as string);
+    if (!merchant || merchant.settings.clientSecret !== body.client_secret) throw new SimulatorHttpError('PAY_1004');
+    if (!merchant.active) throw new SimulatorHttpError('PAY_6001');
+    if (merchant.settings.mode !== req.mode) throw new SimulatorHttpError('PAY_1005');
+    const token = `sim_${randomBytes(24).toString('hex')}`;
+    this.state.tokens.set(token, { merchantId: merchant.settings.merchantId, mode: req.mode, issuedAt: this.clock.now() });
+    return success(200, { access_token: token, token_type: 'Bearer', expires_in: SIMULATOR_TOKEN_TTL_MS / 1000 });
+  }
+
+  /** The merchant of the request's bearer token, or the matching `PAY_1xxx` / `PAY_2003` / `PAY_6001` error. */
+  authenticate(req: SimulatorRequest): AuthenticatedCaller {
+    const header = req.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!m) throw new SimulatorHttpError('PAY_1001');
+    const token = this.state.tokens.get(m[1]);
+    if (!token) throw new SimulatorHttpError('PAY_1002');
+    if (this.clock.now() >= token.issuedAt + SIMULATOR_TOKEN_TTL_MS) throw new SimulatorHttpError('PAY_1003');
+    if (token.mode !== req.mode) throw new SimulatorHttpError('PAY_2003');
+    const merchant = this.state.merchants.get(token.merchantId);
+    if (!merchant?.active) throw new SimulatorHttpError('PAY_6001');
+    return { merchant, token: m[1] };
+  }
+}

@@ -1,0 +1,99 @@
+import { defaultCodeForStatus, SIMULATOR_ERROR_TABLE, SimulatorHttpError } from './simulator.errors.js';
+import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
+import type {
+  SimulatedMode,
+  SimulatorAnswerBody,
+  SimulatorFault,
+  SimulatorRequestRecord,
+  SimulatorRewrittenAnswer,
+} from './simulator.types.js';
+
+type ArmedFault = SimulatorFault & { remaining: number };
+
+/** Faults injected by the test, waiting for the requests they match. */
+export class SimulatorFaults {
+  private readonly armed: ArmedFault[] = [];
+
+  inject(fault: SimulatorFault): void {
+    const times = fault.times ?? 1;
+    if (!Number.isInteger(times) || times < 1) throw new RangeError('fault.times must be a positive integer');
+    if (fault.kind === 'rewrite' && typeof fault.rewrite !== 'function') {
+      throw new TypeError("A 'rewrite' fault needs a rewrite function");
+    }
+    if (fault.kind !== 'rewrite' && fault.rewrite !== undefined) {
+      throw new TypeError(`fault.rewrite only applies to kind 'rewrite', not '${fault.kind}'`);
+    }
+    this.armed.push({ ...fault, remaining: times });
+  }
+
+  clear(): void {
+    this.armed.length = 0;
+  }
+
+  /**
+   * The oldest fault matching the request, used up by one; `undefined` when none does.
+   * A string `path` matches the route or the full path, a RegExp is tested against the route.
+   */
+  take(method: string, route: string, fullPath: string, mode: SimulatedMode | undefined): SimulatorFault | undefined {
+    const i = this.armed.findIndex(
+      (f) =>
+        (!f.method || f.method === method) &&
+        (!f.mode || f.mode === mode) &&
+        (f.path === undefined || (typeof f.path === 'string' ? f.path === route || f.path === fullPath : f.path.test(route))),
+    );
+    if (i < 0) return undefined;
+    const f = this.armed[i];
+    if (--f.remaining <= 0) this.armed.splice(i, 1);
+    return f;
+  }
+}
+
+/**
+ * The error envelope of a `status` fault: `code` defaults from the status and the
+ * status from the code; a 429 gets `Retry-After: 1` unless the fault gives one.
+ */
+export function statusFaultAnswer(fault: SimulatorFault): SimulatorAnswer {
+  const code = fault.code ?? defaultCodeForStatus(fault.status ?? 500);
+  const status = fault.status ?? SIMULATOR_ERROR_TABLE[code]?.status ?? 500;
+  const retryAfter = fault.retryAfterSeconds ?? (status === 429 ? 1 : undefined);
+  const headers: Record<string, string> = retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {};
+  return errorAnswer(new SimulatorHttpError(code, undefined, {}, status, headers));
+}
+
+/** Whether the fault takes the place of handling; otherwise the request is handled first. */
+export function preemptsHandling(fault: SimulatorFault): boolean {
+  return fault.kind !== 'rewrite' && !fault.afterHandling;
+}
+
+/**
+ * The answer of a `rewrite` fault: the handled answer with the body and/or status the
+ * rewrite returns. A broken rewrite becomes a 500 `INTERNAL_ERROR` naming the problem,
+ * so a mistake in a test shows up in the answer instead of passing unnoticed.
+ */
+export function rewrittenAnswer(fault: SimulatorFault, handled: SimulatorAnswer, request: SimulatorRequestRecord): SimulatorAnswer {
+  try {
+    // The rewrite may change its copy in place; the simulator's state never sees it.
+    const copy = structuredClone(handled.body) as SimulatorAnswerBody;
+    const result = checkRewrite(fault.rewrite!(copy, handled.status, request));
+    const body = result.body !== undefined ? result.body : copy;
+    if (JSON.stringify(body) === undefined) throw new TypeError('the new body is not a JSON value');
+    return { status: result.status ?? handled.status, body, headers: handled.headers };
+  } catch (err) {
+    const message = (err as { message?: unknown } | null | undefined)?.message;
+    return errorAnswer(new SimulatorHttpError('INTERNAL_ERROR', `rewrite fault failed: ${typeof message === 'string' ? message : String(err)}`));
+  }
+}
+
+function checkRewrite(result: unknown): SimulatorRewrittenAnswer {
+  if (result === undefined) return {};
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+    throw new TypeError(`return { body?, status? } or nothing, not ${JSON.stringify(result)}`);
+  }
+  const unknown = Object.keys(result).filter((k) => k !== 'body' && k !== 'status');
+  if (unknown.length) throw new TypeError(`return { body?, status? }; got unknown field(s) ${unknown.join(', ')}`);
+  const { status } = result as SimulatorRewrittenAnswer;
+  if (status !== undefined && !(Number.isInteger(status) && status >= 200 && status <= 599)) {
+    throw new TypeError(`status must be an integer from 200 to 599, not ${JSON.stringify(status)}`);
+  }
+  return result as SimulatorRewrittenAnswer;
+}

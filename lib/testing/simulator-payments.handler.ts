@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import { formatAmount, parseAmount } from './simulator.amounts.js';
+import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
+import type { SimulatorClock } from './simulator.clock.js';
+import { SIMULATED_GATEWAYS } from './simulator.constants.js';
+import { SimulatorHttpError } from './simulator.errors.js';
+import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
+import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
+import {
+  checkCountry,
+  checkCurrency,
+  ownedBy,
+  readJsonObject,
+  requireAmount,
+  success,
+  throwIfInvalid,
+  type FieldErrors,
+  type SimulatorAnswer,
+  type SimulatorRequest,
+} from './simulator-request.js';
+import type { SimulatorState } from './simulator.state.js';
+import type { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js';
+import type { PaymentOutcome, SimulatedPayment } from './simulator.types.js';
+
+/** The options that shape how payments behave. */
+export interface PaymentBehaviour {
+  defaultOutcome?: PaymentOutcome;
+  confirmationDelayMs?: number;
+  paymentSessionTtlMs?: number;
+}
+
+/**
+ * Payment sessions: `POST /payment/create`, `GET /payment/status`, `GET /payments/gateways`,
+ * and how a session settles (scripted at once, after an asynchronous confirmation, by
+ * hand, or by expiring).
+ */
+export class SimulatorPaymentsHandler {
+  /** Confirmations of asynchronous payments not yet fired. */
+  private readonly confirmations = new Set<NodeJS.Timeout>();
+
+  constructor(
+    private readonly state: SimulatorState,
+    private readonly clock: SimulatorClock,
+    private readonly events: SimulatorEventPublisher,
+    private readonly auth: SimulatorAuthHandler,
+    private readonly limiter: SimulatorRateLimiter,
+    private readonly subaccounts: SimulatorSubaccountsHandler,
+    private readonly behaviour: PaymentBehaviour,
+  ) {}
+
+  /** Asynchronous confirmations still to come. */
+  get pendingConfirmations(): number {
+    return this.confirmations.size;
+  }
+
+  cancelConfirmations(): void {
+    for (const t of this.confirmations) clearTimeout(t);
+    this.confirmations.clear();
+  }
+
+  create(req: SimulatorRequest): SimulatorAnswer {
+    const { merchant, token } = this.auth.authenticate(req);
+    this.limiter.enforce('createPaymentPerMinute', token);
+    const body = readJsonObject(req);
+    const errors: FieldErrors = {};
+    const amount = requireAmount(body.amount, 'amount', errors);
+    checkCurrency(body, errors);
+    const key = body.idempotency_key;
+    if (key === undefined) errors.idempotency_key = ['The idempotency_key field is required.'];
+    else if (typeof key !== 'string' || key.length === 0 || key.length > 255) {
+      errors.idempotency_key = ['The idempotency_key must be a string of 1 to 255 characters.'];
+    }
+    checkCountry(body, errors);
+    if (body.custom !== undefined && typeof body.custom !== 'string') errors.custom = ['The custom field must be a string.'];
+    if (body.gateway !== undefined && !SIMULATED_GATEWAYS.some((g) => g.id === body.gateway)) {
+      errors.gateway = ['The selected gateway is invalid.'];
+    }
+    const splits = this.subaccounts.parseSplits(merchant, body.splits, amount, errors);
+    throwIfInvalid(errors);
+
+    // Idempotency keys are per merchant: the same key of another merchant is another payment.
+    const keyOfMerchant = `${merchant.settings.merchantId}:${key as string}`;
+    const existingId = this.state.paymentIdsByKey.get(keyOfMerchant);
+    if (existingId) {
+      return success(this.state.firstAnswerStatus.get(existingId) ?? 200, paymentWire(this.state.payments.get(existingId)!));
+    }
+
+    const outcome = this.state.scripts.takeOutcome(key as string, body.custom, this.behaviour.defaultOutcome ?? 'manual');
+    if (outcome === 'provider-failure') throw new SimulatorHttpError('PAY_5003');
+    const asynchronous = outcome === 'pending-then-succeed' || outcome === 'pending-then-fail';
+    const gateway =
+      (body.gateway as string | undefined) ?? (outcome === 'no-api-refund' ? 'bank-transfer' : asynchronous ? 'mobile-money' : 'card');
+    const at = this.clock.iso();
+    const payment: SimulatedPayment = {
+      trxId: this.state.newId('trx'),
+      token: `pst_${randomBytes(12).toString('hex')}`,
+      amount: formatAmount(amount!),
+      currency: body.currency as string,
+      status: 'PENDING',
+      ...(typeof body.custom === 'string' ? { custom: body.custom } : {}),
+      merchantId: merchant.settings.merchantId,
+      ...(typeof body.country === 'string' ? { country: body.country } : {}),
+      gateway,
+      idempotencyKey: key as string,
+      outcome,
+      splits,
+      refundedAmount: formatAmount(0n),
+      createdAt: at,
+      updatedAt: at,
+      mode: req.mode,
+    };
+    this.state.payments.set(payment.trxId, payment);
+    this.state.paymentIdsByKey.set(keyOfMerchant, payment.trxId);
+    const status = asynchronous ? 202 : 200;
+    this.state.firstAnswerStatus.set(payment.trxId, status);
+    // The answer shows the session as opened; a scripted outcome settles right after.
+    const answer = success(status, paymentWire(payment));
+    this.publish(payment, 'payment.created');
+    this.runOutcome(payment, outcome);
+    return answer;
+  }
+
+  status(req: SimulatorRequest): SimulatorAnswer {
+    const { merchant, token } = this.auth.authenticate(req);
+    this.limiter.enforce('readsPerMinute', token);
+    const trxId = req.query.trx_id;
+    if (!trxId) throw new SimulatorHttpError('PAY_4000', undefined, { trx_id: ['The trx_id field is required.'] });
+    return success(200, paymentWire(ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001')));
+  }
+
+  gateways(req: SimulatorRequest): SimulatorAnswer {
+    const { token } = this.auth.authenticate(req);
+    this.limiter.enforce('readsPerMinute', token);
+    return success(200, SIMULATED_GATEWAYS.map((g) => ({ ...g })));
+  }
+
+  /** Settles a `PENDING` payment by hand; throws for an unknown or already settled one. */
+  complete(trxId: string, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    const p = this.state.payments.get(trxId);
+    if (!p) throw new Error(`Unknown payment ${trxId}`);
+    if (p.status !== 'PENDING') throw new Error(`Payment ${trxId} is already ${p.status}`);
+    this.settle(p, status, reason ?? (status === 'REJECTED' ? 'failed' : undefined));
+  }
+
+  /** With `paymentSessionTtlMs`, `manual` payments still `PENDING` past it expire (`payment.expired`). */
+  expireStaleSessions(): void {
+    const ttl = this.behaviour.paymentSessionTtlMs;
+    if (ttl === undefined) return;
+    const now = this.clock.now();
+    for (const p of this.state.payments.values()) {
+      if (p.status === 'PENDING' && p.outcome === 'manual' && now - Date.parse(p.createdAt) >= ttl) {
+        this.settle(p, 'REJECTED', 'expired');
+      }
+    }
+  }
+
+  private runOutcome(payment: SimulatedPayment, outcome: PaymentOutcome): void {
+    switch (outcome) {
+      case 'succeed':
+      case 'no-api-refund':
+        return this.settle(payment, 'SUCCESS');
+      case 'fail':
+        return this.settle(payment, 'REJECTED', 'failed');
+      case 'cancel':
+        return this.settle(payment, 'REJECTED', 'cancelled');
+      case 'expire':
+        return this.settle(payment, 'REJECTED', 'expired');
+      case 'pending-then-succeed':
+      case 'pending-then-fail': {
+        this.publish(payment, 'payment.pending');
+        const timer = setTimeout(() => {
+          this.confirmations.delete(timer);
+          // A test may have settled it by hand meanwhile.
+          if (payment.status === 'PENDING') {
+            this.settle(payment, outcome === 'pending-then-succeed' ? 'SUCCESS' : 'REJECTED', 'failed');
+          }
+        }, this.behaviour.confirmationDelayMs ?? 20);
+        this.confirmations.add(timer);
+        return;
+      }
+    }
+  }
+
+  /**
+   * `REJECTED` with reason `cancelled` or `expired` emits `payment.cancelled` /
+   * `payment.expired`, any other reason `payment.failed`. `SUCCESS` credits the wallet
+   * with what the splits leave, then settles the splits.
+   */
+  private settle(p: SimulatedPayment, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    p.status = status;
+    p.updatedAt = this.clock.iso();
+    if (status === 'REJECTED') {
+      p.failureReason = reason ?? 'failed';
+      this.publish(p, reason === 'cancelled' ? 'payment.cancelled' : reason === 'expired' ? 'payment.expired' : 'payment.failed');
+      return;
+    }
+    const merchant = this.state.merchant(p.merchantId);
+    let splitTotal = 0n;
+    for (const s of p.splits) splitTotal += parseAmount(s.amount)!;
+    merchant.wallet += parseAmount(p.amount)! - splitTotal;
+    this.publish(p, 'payment.succeeded');
+    this.subaccounts.settleSplits(p, merchant);
+  }
+
+  private publish(p: SimulatedPayment, type: string): void {
+    this.events.publish(p.merchantId, type, paymentEventData(p), `payment:${p.trxId}`);
+  }
+}
+
+/** A payment as the API answers it. */
+function paymentWire(p: SimulatedPayment): Record<string, unknown> {
+  return {
+    trxId: p.trxId,
+    token: p.token,
+    amount: p.amount,
+    currency: p.currency,
+    status: p.status,
+    ...(p.custom !== undefined ? { custom: p.custom } : {}),
+    merchantId: p.merchantId,
+    gateway: p.gateway,
+    ...(p.country !== undefined ? { country: p.country } : {}),
+    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
+    refundedAmount: p.refundedAmount,
+    ...(p.splits.length ? { splits: p.splits.map((s) => ({ ...s })) } : {}),
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+/** A payment as the `data` of a `payment.*` event. */
+function paymentEventData(p: SimulatedPayment): Record<string, unknown> {
+  return {
+    trxId: p.trxId,
+    token: p.token,
+    amount: p.amount,
+    currency: p.currency,
+    status: p.status,
+    ...(p.custom !== undefined ? { custom: p.custom } : {}),
+    merchantId: p.merchantId,
+    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
+  };
+}

@@ -1,0 +1,111 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { parseAmount } from './simulator.amounts.js';
+import { SimulatorHttpError } from './simulator.errors.js';
+import type { SimulatedMode } from './simulator.types.js';
+
+/** A request the server has read and matched to an environment, as handlers see it. */
+export interface SimulatorRequest {
+  method: string;
+  /** Path after the base, e.g. `/payment/create`. */
+  route: string;
+  mode: SimulatedMode;
+  query: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  raw: Buffer;
+  /** Client address: the token call is rate-limited per IP. */
+  ip: string;
+}
+
+/** What the server sends back: a status and a JSON body. */
+export interface SimulatorAnswer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export const ISO_CURRENCY = /^[A-Z]{3}$/;
+export const ISO_COUNTRY = /^[A-Z]{2}$/;
+
+/** A success answer: the payload goes in `data`. */
+export function success(status: number, data: unknown): SimulatorAnswer {
+  return { status, body: { status: 'success', data } };
+}
+
+/** The error envelope of a thrown {@link SimulatorHttpError}; anything else is a 500 `INTERNAL_ERROR`. */
+export function errorAnswer(err: unknown): SimulatorAnswer {
+  const e = err instanceof SimulatorHttpError ? err : new SimulatorHttpError('INTERNAL_ERROR');
+  return { status: e.status, body: e.toEnvelope(), headers: e.headers };
+}
+
+/** The body as a JSON object (`{}` when empty); anything else is a `PAY_4000` with a `body` message. */
+export function readJsonObject(req: SimulatorRequest): Record<string, unknown> {
+  if (req.raw.length === 0) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(req.raw.toString('utf8'));
+  } catch {
+    throw new SimulatorHttpError('PAY_4000', undefined, { body: ['The request body must be valid JSON.'] });
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new SimulatorHttpError('PAY_4000', undefined, { body: ['The request body must be a JSON object.'] });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Validation errors collected per field, thrown together as one `PAY_4000`. */
+export type FieldErrors = Record<string, string[]>;
+
+export function throwIfInvalid(errors: FieldErrors): void {
+  if (Object.keys(errors).length) throw new SimulatorHttpError('PAY_4000', undefined, errors);
+}
+
+/** A positive amount (numeric string, at most 8 decimals) in units of 1e-8, or a message in `errors`. */
+export function requireAmount(value: unknown, field: string, errors: FieldErrors): bigint | undefined {
+  if (value === undefined || value === null || value === '') {
+    errors[field] = [`The ${field} field is required.`];
+    return undefined;
+  }
+  const units = parseAmount(value);
+  if (units === undefined) {
+    errors[field] = [`The ${field} must be a numeric string with at most 8 decimals.`];
+    return undefined;
+  }
+  if (units <= 0n) {
+    errors[field] = [`The ${field} must be greater than 0.`];
+    return undefined;
+  }
+  return units;
+}
+
+/** `currency` is required and an ISO 4217 code. */
+export function checkCurrency(body: Record<string, unknown>, errors: FieldErrors): void {
+  if (body.currency === undefined) errors.currency = ['The currency field is required.'];
+  else if (typeof body.currency !== 'string' || !ISO_CURRENCY.test(body.currency)) {
+    errors.currency = ['The currency must be an ISO 4217 code (3 upper-case letters).'];
+  }
+}
+
+/** `country` is optional; when given it is an ISO 3166-1 alpha-2 code. */
+export function checkCountry(body: Record<string, unknown>, errors: FieldErrors): void {
+  if (body.country !== undefined && (typeof body.country !== 'string' || !ISO_COUNTRY.test(body.country))) {
+    errors.country = ['The country must be an ISO 3166-1 alpha-2 code (2 upper-case letters).'];
+  }
+}
+
+/**
+ * `record` if it belongs to the merchant, else the not-found `code`: another
+ * merchant's resource is answered exactly like one that does not exist.
+ */
+export function ownedBy<T extends { merchantId: number }>(record: T | undefined, merchantId: number, code: string): T {
+  if (!record || record.merchantId !== merchantId) throw new SimulatorHttpError(code);
+  return record;
+}
+
+/** A percent-decoded path segment; malformed encoding is a `PAY_4000`. */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SimulatorHttpError('PAY_4000', undefined, { path: ['The path contains malformed percent-encoding.'] });
+  }
+}

@@ -1,0 +1,27 @@
+import type { SimulatedMerchant, SimulatedMode } from './simulator.types.js';
+
+/** An access token lives 10 minutes after it is issued. */
+export const SIMULATOR_TOKEN_TTL_MS = 10 * 60_000;
+
+/** Gateways of `GET /payments/gateways`. `bank-transfer` has no API refunds (`PAY_2006`). */
+export const SIMULATED_GATEWAYS: ReadonlyArray<{ id: string; name: string; apiRefunds: boolean; asynchronous: boolean }> = [
+  { id: 'card', name: 'Card', apiRefunds: true, asynchronous: false },
+  { id: 'mobile-money', name: 'Mobile money', apiRefunds: true, asynchronous: true },
+  { id: 'bank-transfer', name: 'Bank transfer', apiRefunds: false, asynchronous: false },
+];
+
+/** The merchant a simulator has when the options name none. */
+export const DEFAULT_MERCHANT: Readonly<SimulatedMerchant> = Object.freeze({
+  merchantId: 1,
+  clientId: 'sandbox-client',
+  clientSecret: 'sandbox-secret',
+  webhookSecret: 'whsec_sandbox',
+  mode: 'sandbox',
+  walletBalance: '1000.00000000',
+});
+
+/** Base path of each environment. */
+export const BASE_PATHS: ReadonlyArray<readonly [string, SimulatedMode]> = [
+  ['/sandbox/api/v1', 'sandbox'],
+  ['/api/v1', 'live'],
+];
