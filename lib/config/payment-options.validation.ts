@@ -30,6 +30,7 @@ import type {
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
+import { redactRedisUrl } from './redact-url.js';
 
 /** Thrown at boot when the options are missing or malformed. Names every bad key; never holds a secret value. */
 export class PaymentConfigurationError extends Error {
@@ -246,6 +247,9 @@ export function resolvePaymentOptions(
   if (schema.reconcile === true && schema.clientId === undefined) {
     problems.push(`${describeKey('reconcile', explicit)} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
   }
+  if (typeof schema.redisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.redisUrl) && !URL.canParse(schema.redisUrl)) {
+    problems.push(`${describeKey('redisUrl', explicit)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
+  }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describeKey('webhookRetentionMs', explicit)} must be at least webhookLeaseMs`);
   }
@@ -301,7 +305,7 @@ function withRedactedSecrets(options: ResolvedPaymentOptions): ResolvedPaymentOp
     ...options,
     clientSecret: options.clientSecret === undefined ? undefined : REDACTED,
     webhookSecrets: options.webhookSecrets.map(() => REDACTED),
-    redisUrl: options.redisUrl?.replace(/\/\/[^@/]*@/, '//' + REDACTED + '@'),
+    redisUrl: options.redisUrl === undefined ? undefined : redactRedisUrl(options.redisUrl),
     store: options.store ? options.store.constructor?.name ?? 'custom store' : undefined,
   });
   Object.defineProperty(options, 'toJSON', { value: redacted, enumerable: false });

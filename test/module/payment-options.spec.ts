@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { PaymentConfigurationError, resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
 import { readPaymentEnv } from '../../lib/config/payment-env.js';
+import { redactRedisUrl } from '../../lib/config/redact-url.js';
 
 const SECRET = 'cs_live_do_not_print_me';
 const WEBHOOK_SECRET = 'whsec_do_not_print_me';
@@ -117,5 +118,47 @@ describe('resolvePaymentOptions', () => {
       expect(text).not.toContain('hunter2');
       expect(text).toContain('[redacted]');
     }
+  });
+});
+
+describe('Redis URLs are redacted by parsing', () => {
+  // [url, the password, what must stay readable]
+  const forms: Array<[string, string, string]> = [
+    ['redis://:p@ssw0rd@cache.internal:6379', 'p@ssw0rd', 'redis://:[redacted]@cache.internal:6379'],
+    ['redis://user:pw-Xy7@cache.internal', 'pw-Xy7', 'redis://user:[redacted]@cache.internal'],
+    ['rediss://default:s3cr:et@cache.internal:6380/2', 's3cr:et', 'rediss://default:[redacted]@cache.internal:6380/2'],
+    ['redis://cache.internal:6379/0?password=q-Pw%40rd9&db=1', 'q-Pw@rd9', 'redis://cache.internal:6379/0?password=[redacted]&db=1'],
+  ];
+
+  it.each(forms)('redactRedisUrl(%s) drops the password and keeps the rest', (url, password, expected) => {
+    const redacted = redactRedisUrl(url);
+    expect(redacted).toBe(expected);
+    expect(redacted).not.toContain(password);
+    expect(redacted).not.toContain(encodeURIComponent(password));
+  });
+
+  it('leaves a URL without credentials alone and replaces unparsable text whole', () => {
+    expect(redactRedisUrl('redis://127.0.0.1:6379/3')).toBe('redis://127.0.0.1:6379/3');
+    expect(redactRedisUrl('redis://:p@ssw0rd@h:99999')).not.toContain('ssw0rd');
+    // an unencoded '/' ends the user info: the rest of the password would look like a path
+    expect(redactRedisUrl('redis://:ab/cd-Zq9@h:6379')).not.toContain('cd-Zq9');
+  });
+
+  it.each(forms)('resolved options with %s keep the password usable but out of JSON and inspect', (url, password, expected) => {
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: url });
+    expect(options.redisUrl).toBe(url);
+    expect(JSON.parse(JSON.stringify(options)).redisUrl).toBe(expected);
+    for (const text of [JSON.stringify(options), inspect(options, { depth: 5 }), inspect(options, { depth: 5, showHidden: true })]) {
+      expect(text).not.toContain(password);
+      expect(text).not.toContain(encodeURIComponent(password));
+      expect(text).not.toContain(password.slice(2)); // no tail of it either
+      expect(text).toContain('cache.internal');
+    }
+  });
+
+  it('a Redis URL that does not parse is a boot error that does not print it', () => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: 'redis://:p@ssw0rd@h:99999' }));
+    expect(error.problems.join('\n')).toMatch(/redisUrl.*parsable/);
+    expect(`${error.message}\n${JSON.stringify(error)}\n${inspect(error)}`).not.toContain('ssw0rd');
   });
 });

@@ -4,8 +4,10 @@ import type { LoggerService } from '@nestjs/common';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
 import { PAYMENT_RESOLVED_OPTIONS } from '../../lib/payment.constants.js';
+import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { createServer } from 'node:net';
 import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
 
 const CLIENT_ID = 'rel-client';
@@ -155,4 +157,45 @@ describe('reliability: secrets never reach logs or errors', () => {
     }
     expect(leaks).toEqual([]);
   }, 60_000);
+
+  it('a Redis URL password stays out of store errors and outage logs, whatever its form', async () => {
+    const port = await closedLoopbackPort();
+    const password = 'rd:P@ss-w0rd';
+    const encoded = encodeURIComponent(password);
+    const urls = [`redis://:${encoded}@127.0.0.1:${port}`, `redis://app:${encoded}@127.0.0.1:${port}/1`, `redis://127.0.0.1:${port}?password=${encoded}`];
+    const texts: string[] = [];
+    const firstLine = logger.lines.length;
+    for (const url of urls) {
+      const store = new RedisWebhookEventStore(url, { operationTimeoutMs: 300 });
+      try {
+        texts.push(renderError(await store.claim('evt_secret', 1_000).then(() => new Error('claimed without Redis'), (e: unknown) => e)));
+        texts.push(JSON.stringify(store), inspect(store, { depth: 6 }));
+      } finally {
+        await store.close();
+      }
+    }
+    // ioredis cannot parse this one: its URL error carries the whole URL (password included)
+    let parseError: unknown;
+    try {
+      new RedisWebhookEventStore(`redis://:${password}@127.0.0.1:99999`);
+    } catch (error) {
+      parseError = error;
+    }
+    expect((parseError as Error | undefined)?.name).toBe('TypeError');
+    texts.push(renderError(parseError), inspect(parseError, { depth: 6, showHidden: true }));
+    texts.push(...logger.lines.slice(firstLine));
+    expect(logger.lines.length).toBeGreaterThan(firstLine); // the outage was logged
+    for (const text of texts) {
+      for (const secret of [password, encoded, 'P@ss', 'w0rd']) expect(text).not.toContain(secret);
+    }
+  });
 });
+
+/** A loopback port with nothing listening. */
+async function closedLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
