@@ -1,4 +1,5 @@
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
+import { PaymentConfigurationError } from '../config/payment-options.validation.js';
 import type { PaymentClock } from './payment-client.clock.js';
 
 /** Spec 8 windows are per minute. */
@@ -104,11 +105,18 @@ export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-moveme
 export class PaymentRateLimiter {
   private readonly limiters = new Map<string, SlidingWindowLimiter>();
 
+  /** Throws `PaymentConfigurationError` for a limit below 1 or not whole (its queue would never drain). */
   constructor(
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
     private readonly windowMs = RATE_LIMIT_WINDOW_MS,
-  ) {}
+  ) {
+    if (limits === false) return;
+    const problems = Object.entries(limits)
+      .filter(([, limit]) => !(Number.isInteger(limit) && limit >= 1))
+      .map(([key]) => `option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
+    if (problems.length > 0) throw new PaymentConfigurationError(problems);
+  }
 
   async acquire(scope: RateLimitScope, key: string): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);

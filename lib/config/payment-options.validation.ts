@@ -181,6 +181,22 @@ function checkPositiveInts(
   }
 }
 
+/** Each limit is a whole number of requests per minute, at least 1: a limit of 0 would queue calls forever. */
+function checkRateLimits(limits: unknown, problems: string[]): void {
+  if (limits === undefined || limits === false) return;
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+    problems.push(`option 'rateLimits' must be an object of per-minute limits, or false`);
+    return;
+  }
+  for (const [key, v] of Object.entries(limits)) {
+    if (!(key in DEFAULT_RATE_LIMITS)) {
+      problems.push(`option 'rateLimits.${key}' is unknown; known: ${Object.keys(DEFAULT_RATE_LIMITS).join(', ')}`);
+    } else if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) {
+      problems.push(`option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
+    }
+  }
+}
+
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
   for (const [key, v] of Object.entries(endpoints ?? {})) {
     if (v === undefined) continue;
@@ -258,7 +274,7 @@ export function resolvePaymentOptions(
     defaultExpiresInSeconds: explicit.tokenResponse?.defaultExpiresInSeconds,
     refreshMarginSeconds: explicit.tokenResponse?.refreshMarginSeconds,
   }, problems);
-  if (explicit.rateLimits !== false) checkPositiveInts('rateLimits', explicit.rateLimits as Record<string, unknown>, problems);
+  checkRateLimits(explicit.rateLimits, problems);
   if (explicit.store !== undefined && typeof (explicit.store as { claim?: unknown }).claim !== 'function') {
     problems.push(`option 'store' must implement WebhookEventStore (claim, complete, release)`);
   }

@@ -102,6 +102,24 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems.join('\n')).toMatch(/PAYMENT_REDIS_URL/);
   });
 
+  it.each([
+    ['0', { readsPerMinute: 0 }, 'readsPerMinute'],
+    ['a negative limit', { moneyMovementPerMinute: -3 }, 'moneyMovementPerMinute'],
+    ['a fraction', { tokenPerMinute: 0.5 }, 'tokenPerMinute'],
+    ['NaN', { createPaymentPerMinute: Number.NaN }, 'createPaymentPerMinute'],
+    ['a string', { readsPerMinute: '60' }, 'readsPerMinute'],
+    ['an unknown key', { refundsPerMinute: 30 }, 'refundsPerMinute'],
+  ])('a rate limit of %s is a boot error naming the key, not a queue that never drains', (_label, rateLimits, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: rateLimits as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`rateLimits.${key}`);
+  });
+
+  it('accepts whole limits of 1 and more, and false', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: { readsPerMinute: 1 } }).rateLimits).toMatchObject({ readsPerMinute: 1, moneyMovementPerMinute: 30 });
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: false }).rateLimits).toBe(false);
+  });
+
   it('keeps secrets out of JSON and inspect output of the resolved options', () => {
     const options = resolvePaymentOptions({
       baseUrl: 'https://pay.example.com',
