@@ -79,8 +79,13 @@ export interface PaymentModuleOptions {
   maxRetries?: number;
   /** First backoff delay; doubles each retry, with full jitter. @default 200 */
   retryBaseDelayMs?: number;
-  /** Upper bound of one backoff delay (also caps `Retry-After` waits). @default 30000 */
+  /** Upper bound of one backoff delay. @default 30000 */
   retryMaxDelayMs?: number;
+  /**
+   * Longest `Retry-After` of a 429 that is waited out (in full) before the retry; a longer
+   * one throws `PaymentRateLimitError` at once instead of retrying early. @default 120000
+   */
+  maxRetryAfterMs?: number;
   /** Overrides of paths the spec does not show. */
   endpoints?: Partial<PaymentEndpoints>;
   /** How to read the token response. */
@@ -136,6 +141,7 @@ export interface ResolvedPaymentOptions {
   maxRetries: number;
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
+  maxRetryAfterMs: number;
   endpoints: PaymentEndpoints;
   tokenResponse: PaymentTokenResponseOptions;
   rateLimits: PaymentRateLimits | false;

@@ -10,6 +10,8 @@ export const PAYMENT_OPTION_DEFAULTS = {
   maxRetries: 3,
   retryBaseDelayMs: 200,
   retryMaxDelayMs: 30_000,
+  // a 429's Retry-After is waited in full up to two rate-limit windows; longer fails at once
+  maxRetryAfterMs: 120_000,
   webhookLeaseMs: 60_000,
   // spec 6.2: retries span 29h 20m and the portal can re-trigger later, so keep ids a week
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,

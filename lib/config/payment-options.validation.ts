@@ -99,6 +99,11 @@ class PaymentOptionsSchema {
   @Min(0, { message: 'must be 0 or more' })
   retryMaxDelayMs!: number;
 
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms (Retry-After counts whole seconds)' })
+  @Max(3_600_000, { message: 'must be at most 3600000 ms (one hour)' })
+  maxRetryAfterMs!: number;
+
   @IsOptional()
   @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
   redisUrl?: string;
@@ -239,6 +244,7 @@ export function resolvePaymentOptions(
     maxRetries: pick('maxRetries') ?? PAYMENT_OPTION_DEFAULTS.maxRetries,
     retryBaseDelayMs: pick('retryBaseDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryBaseDelayMs,
     retryMaxDelayMs: pick('retryMaxDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryMaxDelayMs,
+    maxRetryAfterMs: pick('maxRetryAfterMs') ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs,
     redisUrl: pick('redisUrl'),
     webhookLeaseMs: pick('webhookLeaseMs') ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
     webhookRetentionMs: pick('webhookRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
@@ -301,6 +307,7 @@ export function resolvePaymentOptions(
     maxRetries: schema.maxRetries,
     retryBaseDelayMs: schema.retryBaseDelayMs,
     retryMaxDelayMs: schema.retryMaxDelayMs,
+    maxRetryAfterMs: schema.maxRetryAfterMs,
     endpoints: { ...DEFAULT_PAYMENT_ENDPOINTS, ...stripUndefined(explicit.endpoints) },
     tokenResponse,
     rateLimits,

@@ -115,6 +115,17 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems[0]).toContain(`rateLimits.${key}`);
   });
 
+  it.each([0, 999, -1000, 1500.5, 3_600_001, '60000'])('maxRetryAfterMs %p is a boot error naming the key', (bad) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: bad as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain("option 'maxRetryAfterMs'");
+  });
+
+  it('maxRetryAfterMs defaults to 120000 ms', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).maxRetryAfterMs).toBe(120_000);
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: 1_000 }).maxRetryAfterMs).toBe(1_000);
+  });
+
   it('accepts whole limits of 1 and more, and false', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: { readsPerMinute: 1 } }).rateLimits).toMatchObject({ readsPerMinute: 1, moneyMovementPerMinute: 30 });
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: false }).rateLimits).toBe(false);
