@@ -125,7 +125,12 @@ export interface PaymentRequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   /** JSON body. */
   body?: unknown;
-  /** @default 'read' for GET, 'money-movement' otherwise */
+  /**
+   * Which client-side limit the call counts in. Subaccount operations share the limit of
+   * refunds and payouts, so paths starting with `endpoints.subaccountPrefix`
+   * (`/subaccount…`) count in it even for GET.
+   * @default 'money-movement' for subaccount paths and non-GET requests, 'read' for other GETs
+   */
   scope?: PaymentRequestScope;
   /**
    * Whether sending the request twice is harmless. GETs are; other methods are

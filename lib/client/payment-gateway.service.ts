@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { DEFAULT_PAYMENT_ENDPOINTS } from '../config/payment-options.defaults.js';
 import { PAYMENT_RESOLVED_OPTIONS } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type {
@@ -11,6 +12,7 @@ import type {
   PaymentGateway,
   PaymentRecord,
   PaymentRequestOptions,
+  PaymentRequestScope,
   PaymentResponse,
   PayoutRecord,
   PayoutResult,
@@ -185,7 +187,8 @@ export class PaymentGatewayService implements OnModuleDestroy {
   /**
    * Any other call (subaccounts, endpoints the spec does not show) with the same
    * tokens, limits, retries and errors. Non-GET requests are treated as not
-   * idempotent unless `idempotent: true`.
+   * idempotent unless `idempotent: true`. Paths under `endpoints.subaccountPrefix`
+   * count in the refunds/payouts limit unless `scope` says otherwise.
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
     const check = new InputChecker();
@@ -200,7 +203,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     ) {
       check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
     }
-    const scope = options?.scope ?? (method === 'GET' ? 'read' : 'money-movement');
+    const scope = options?.scope ?? this.defaultScope(method, options?.path);
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
       check.add('scope', "must be 'read', 'create-payment', 'money-movement' or 'none'");
     }
@@ -217,6 +220,13 @@ export class PaymentGatewayService implements OnModuleDestroy {
     };
     const answer = await this.executor.execute(call);
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };
+  }
+
+  /** Subaccount operations share the refunds/payouts limit, reads included; other GETs are reads. */
+  private defaultScope(method: string, path: unknown): PaymentRequestScope {
+    const prefix = this.options.endpoints.subaccountPrefix ?? DEFAULT_PAYMENT_ENDPOINTS.subaccountPrefix;
+    if (typeof path === 'string' && path.startsWith(prefix)) return 'money-movement';
+    return method === 'GET' ? 'read' : 'money-movement';
   }
 
   onModuleDestroy(): void {

@@ -26,6 +26,11 @@ export interface PaymentEndpoints {
   payout: string;
   /** @default '/payout/{payout_uid}' */
   payoutLookup: string;
+  /**
+   * `request()` paths starting with this are subaccount operations: they count in the
+   * refunds/payouts limit (`moneyMovementPerMinute`), reads included. @default '/subaccount'
+   */
+  subaccountPrefix: string;
 }
 
 /** How to read the token call's response (spec 5: "response fields: not shown"). */

@@ -29,6 +29,7 @@ export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
   refundLookup: '/refund/{refund_uid}',
   payout: '/payout',
   payoutLookup: '/payout/{payout_uid}',
+  subaccountPrefix: '/subaccount',
 };
 
 export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
