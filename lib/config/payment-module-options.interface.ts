@@ -45,6 +45,22 @@ export interface PaymentTokenResponseOptions {
   refreshMarginSeconds: number;
 }
 
+/**
+ * Where success answers carry the ids and the status (payloads are not published). Each
+ * list is tried in order and replaces the default; the value found is copied to the
+ * camelCase field of the returned record.
+ */
+export interface PaymentResponseFields {
+  /** @default ['trxId', 'trx_id'] */
+  trxId: string[];
+  /** @default ['refundUid', 'refund_uid'] */
+  refundUid: string[];
+  /** @default ['payoutUid', 'payout_uid'] */
+  payoutUid: string[];
+  /** @default ['status'] */
+  status: string[];
+}
+
 /** Client-side limits (spec 8). Requests beyond a limit wait in a queue instead of failing. */
 export interface PaymentRateLimits {
   /** Token requests per minute (per IP). @default 10 */
@@ -95,6 +111,8 @@ export interface PaymentModuleOptions {
   endpoints?: Partial<PaymentEndpoints>;
   /** How to read the token response. */
   tokenResponse?: Partial<PaymentTokenResponseOptions>;
+  /** Where to read ids and status in success answers. */
+  responseFields?: Partial<PaymentResponseFields>;
   /** Client-side rate limits (spec 8); `false` turns the queue off. */
   rateLimits?: Partial<PaymentRateLimits> | false;
   /** Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Env: `PAYMENT_REDIS_URL`. */
@@ -149,6 +167,7 @@ export interface ResolvedPaymentOptions {
   maxRetryAfterMs: number;
   endpoints: PaymentEndpoints;
   tokenResponse: PaymentTokenResponseOptions;
+  responseFields: PaymentResponseFields;
   rateLimits: PaymentRateLimits | false;
   redisUrl?: string;
   store?: WebhookEventStore;

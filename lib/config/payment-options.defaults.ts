@@ -1,4 +1,9 @@
-import type { PaymentEndpoints, PaymentRateLimits, PaymentTokenResponseOptions } from './payment-module-options.interface.js';
+import type {
+  PaymentEndpoints,
+  PaymentRateLimits,
+  PaymentResponseFields,
+  PaymentTokenResponseOptions,
+} from './payment-module-options.interface.js';
 
 /** Defaults of every option; each one that fills a gap of the spec is in the README's assumptions table. */
 export const PAYMENT_OPTION_DEFAULTS = {
@@ -37,6 +42,14 @@ export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
   expiresInField: 'expires_in',
   defaultExpiresInSeconds: 600, // spec 5.2 and 8: tokens live 10 minutes
   refreshMarginSeconds: 60,
+};
+
+/** Field names of success answers: camelCase (as in webhook data), then snake_case (as in paths). */
+export const DEFAULT_RESPONSE_FIELDS: PaymentResponseFields = {
+  trxId: ['trxId', 'trx_id'],
+  refundUid: ['refundUid', 'refund_uid'],
+  payoutUid: ['payoutUid', 'payout_uid'],
+  status: ['status'],
 };
 
 /** Spec section 8. */

@@ -20,6 +20,7 @@ import { PAYMENT_ENV_VARIABLES, type PaymentEnvOptionKey, type PaymentEnvValues 
 import {
   DEFAULT_PAYMENT_ENDPOINTS,
   DEFAULT_RATE_LIMITS,
+  DEFAULT_RESPONSE_FIELDS,
   DEFAULT_TOKEN_RESPONSE,
   PAYMENT_OPTION_DEFAULTS,
 } from './payment-options.defaults.js';
@@ -27,6 +28,7 @@ import type {
   PaymentEndpoints,
   PaymentModuleOptions,
   PaymentRateLimits,
+  PaymentResponseFields,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
@@ -202,6 +204,22 @@ function checkRateLimits(limits: unknown, problems: string[]): void {
   }
 }
 
+/** Each list names at least one field; a list replaces the default. */
+function checkResponseFields(fields: unknown, problems: string[]): void {
+  if (fields === undefined) return;
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    problems.push(`option 'responseFields' must be an object of field-name lists`);
+    return;
+  }
+  for (const [key, names] of Object.entries(fields)) {
+    if (!(key in DEFAULT_RESPONSE_FIELDS)) {
+      problems.push(`option 'responseFields.${key}' is unknown; known: ${Object.keys(DEFAULT_RESPONSE_FIELDS).join(', ')}`);
+    } else if (names !== undefined && !(Array.isArray(names) && names.length > 0 && names.every((n) => typeof n === 'string' && n !== ''))) {
+      problems.push(`option 'responseFields.${key}' must be a non-empty list of field names, e.g. ['${key}']`);
+    }
+  }
+}
+
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
   for (const [key, v] of Object.entries(endpoints ?? {})) {
     if (v === undefined) continue;
@@ -281,6 +299,7 @@ export function resolvePaymentOptions(
     refreshMarginSeconds: explicit.tokenResponse?.refreshMarginSeconds,
   }, problems);
   checkRateLimits(explicit.rateLimits, problems);
+  checkResponseFields(explicit.responseFields, problems);
   if (explicit.store !== undefined && typeof (explicit.store as { claim?: unknown }).claim !== 'function') {
     problems.push(`option 'store' must implement WebhookEventStore (claim, complete, release)`);
   }
@@ -290,6 +309,13 @@ export function resolvePaymentOptions(
   const environment = schema.environment as ResolvedPaymentOptions['environment'];
   const baseUrl = schema.baseUrl.replace(/\/+$/, '');
   const tokenResponse: PaymentTokenResponseOptions = { ...DEFAULT_TOKEN_RESPONSE, ...stripUndefined(explicit.tokenResponse) };
+  const fields = { ...DEFAULT_RESPONSE_FIELDS, ...stripUndefined(explicit.responseFields) };
+  const responseFields: PaymentResponseFields = {
+    trxId: [...fields.trxId],
+    refundUid: [...fields.refundUid],
+    payoutUid: [...fields.payoutUid],
+    status: [...fields.status],
+  };
   const rateLimits: PaymentRateLimits | false =
     explicit.rateLimits === false ? false : { ...DEFAULT_RATE_LIMITS, ...stripUndefined(explicit.rateLimits) };
 
@@ -310,6 +336,7 @@ export function resolvePaymentOptions(
     maxRetryAfterMs: schema.maxRetryAfterMs,
     endpoints: { ...DEFAULT_PAYMENT_ENDPOINTS, ...stripUndefined(explicit.endpoints) },
     tokenResponse,
+    responseFields,
     rateLimits,
     redisUrl: schema.redisUrl,
     store: explicit.store,

@@ -126,6 +126,29 @@ describe('resolvePaymentOptions', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: 1_000 }).maxRetryAfterMs).toBe(1_000);
   });
 
+  it('responseFields default to camelCase then snake_case; a list given replaces the default', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).responseFields).toEqual({
+      trxId: ['trxId', 'trx_id'],
+      refundUid: ['refundUid', 'refund_uid'],
+      payoutUid: ['payoutUid', 'payout_uid'],
+      status: ['status'],
+    });
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', responseFields: { refundUid: ['id'] } });
+    expect(options.responseFields.refundUid).toEqual(['id']);
+    expect(options.responseFields.trxId).toEqual(['trxId', 'trx_id']);
+  });
+
+  it.each([
+    [{ trxId: [] }, 'responseFields.trxId'],
+    [{ status: 'status' }, 'responseFields.status'],
+    [{ payoutUid: ['payoutUid', ''] }, 'responseFields.payoutUid'],
+    [{ refundId: ['id'] }, 'responseFields.refundId'],
+  ])('responseFields %j is a boot error naming the key', (responseFields, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', responseFields: responseFields as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`option '${key}'`);
+  });
+
   it('accepts whole limits of 1 and more, and false', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: { readsPerMinute: 1 } }).rateLimits).toMatchObject({ readsPerMinute: 1, moneyMovementPerMinute: 30 });
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: false }).rateLimits).toBe(false);
