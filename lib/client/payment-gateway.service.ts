@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RESPONSE_FIELDS } from '../config/payment-options.defaults.js';
@@ -21,6 +22,7 @@ import type {
   RefundResult,
 } from './payment-api.types.js';
 import { PAYMENT_CLIENT_RUNTIME, systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';
@@ -257,6 +259,22 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.http.close();
+  }
+
+  /** Where the client talks to and its state, never a token or a secret (safe to log). */
+  toJSON(): Record<string, unknown> {
+    return {
+      apiBaseUrl: this.options.apiBaseUrl,
+      environment: this.options.environment,
+      clientId: this.options.clientId,
+      http: this.http.toJSON(),
+      executor: this.executor.toJSON(),
+    };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    const { apiBaseUrl, environment, clientId } = this.options;
+    return inspectSummary('PaymentGatewayService', { apiBaseUrl, environment, clientId, http: this.http, executor: this.executor }, depth, options);
   }
 
   private paymentBody(check: InputChecker, input: CreatePaymentInput): Omit<WireCreatePaymentRequest, 'idempotency_key'> {

@@ -1,3 +1,4 @@
+import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
@@ -12,6 +13,7 @@ import {
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
@@ -57,8 +59,8 @@ export interface ServiceAnswer {
  * one retry with a new token on PAY_1002/PAY_1003, then backoff retries per policy.
  */
 export class PaymentRequestExecutor {
-  readonly tokens: PaymentTokenManager;
-  readonly limiter: PaymentRateLimiter;
+  private readonly tokens: PaymentTokenManager;
+  private readonly limiter: PaymentRateLimiter;
 
   constructor(
     private readonly options: ResolvedPaymentOptions,
@@ -212,6 +214,15 @@ export class PaymentRequestExecutor {
       path: failure.path,
       idempotencyKey: failure.idempotencyKey,
     });
+  }
+
+  /** Summaries of the token manager and the limiter; never a token or a secret. */
+  toJSON(): Record<string, unknown> {
+    return { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens.toJSON(), limiter: this.limiter.toJSON() };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentRequestExecutor', { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens, limiter: this.limiter }, depth, options);
   }
 
   /** Removes the client secret, webhook secrets and recent tokens from error text. */
