@@ -10,6 +10,7 @@ export type {
   PaymentModuleOptions,
   PaymentOptionsFactory,
   PaymentRateLimits,
+  PaymentResponseFields,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './config/payment-module-options.interface.js';
@@ -47,6 +48,7 @@ export type {
   PaymentResponse,
   PaymentSplitInput,
   PaymentStatus,
+  PaymentStatusResult,
   PayoutRecord,
   PayoutResult,
   RefundPaymentInput,
