@@ -6,8 +6,8 @@ const SECRET_QUERY_PARAM = /^(password|pass|pwd|secret|token|auth)$/i;
 
 /**
  * A Redis URL safe to print: the password (in the user-info part or a `?password=`
- * query parameter) is replaced by `[redacted]`; scheme, user name, host, port, db and
- * other query parameters stay readable. The URL is parsed, not pattern-matched, so a
+ * query parameter) is replaced by `[redacted]`; scheme, user name (when a password
+ * follows it), host, port, db and other query parameters stay readable. The URL is parsed, not pattern-matched, so a
  * password containing `@` or `:` is removed whole. Text that does not parse as a URL,
  * or whose path is not a db number, is replaced entirely: it may hold a secret that is
  * merely malformed (an unencoded `/` in a password ends the user-info part).
@@ -23,11 +23,11 @@ export function redactRedisUrl(url: string): string {
   // The path of a Redis URL is a db number. Anything else (e.g. `/w0rd@host` from a
   // password with an unencoded `/`) may be the tail of a secret.
   if (!/^(\/\d*)?$/.test(parsed.pathname)) return `${REDACTED_URL_PART} (URL with an unexpected path)`;
-  // Built by hand: assigning to URL.password would percent-encode the brackets.
-  const userInfo =
-    parsed.username !== '' || parsed.password !== ''
-      ? `${parsed.username}${parsed.password !== '' ? `:${REDACTED_URL_PART}` : ''}@`
-      : '';
+  // Built by hand: assigning to URL.password would percent-encode the brackets. A user
+  // name without a password may be a password written without the leading ':'.
+  let userInfo = '';
+  if (parsed.password !== '') userInfo = `${parsed.username}:${REDACTED_URL_PART}@`;
+  else if (parsed.username !== '') userInfo = `${REDACTED_URL_PART}@`;
   const query = [...parsed.searchParams]
     .map(([key, value]) => `${encodeURIComponent(key)}=${SECRET_QUERY_PARAM.test(key) ? REDACTED_URL_PART : encodeURIComponent(value)}`)
     .join('&');

@@ -192,6 +192,8 @@ describe('Redis URLs are redacted by parsing', () => {
   it('leaves a URL without credentials alone and replaces unparsable text whole', () => {
     expect(redactRedisUrl('redis://127.0.0.1:6379/3')).toBe('redis://127.0.0.1:6379/3');
     expect(redactRedisUrl('redis://:p@ssw0rd@h:99999')).not.toContain('ssw0rd');
+    // a lone user-info part may be a password written without the ':'
+    expect(redactRedisUrl('redis://hunter2-pw@h:6379')).toBe('redis://[redacted]@h:6379');
     // an unencoded '/' ends the user info: the rest of the password would look like a path
     expect(redactRedisUrl('redis://:ab/cd-Zq9@h:6379')).not.toContain('cd-Zq9');
   });
