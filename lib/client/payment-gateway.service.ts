@@ -310,7 +310,9 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   /**
    * A copy of the answer's `data` with the id (from `responseFields[idField]`, else
-   * `knownId`, the id the call was made with) and the status under their camelCase names.
+   * `knownId`, the id the call was made with) and the status under their camelCase names;
+   * when none is found that name is left out (whatever the answer had there is in `raw`),
+   * so the typed fields never hold a value of another type or from another field.
    */
   private readRecord(
     answer: ServiceAnswer,
@@ -321,8 +323,10 @@ export class PaymentGatewayService implements OnModuleDestroy {
     const record: Record<string, unknown> = { ...data };
     const id = readResponseField(data, this.fields[idField]) ?? knownId;
     if (id !== undefined) record[idField] = id;
+    else delete record[idField];
     const status = readResponseField(data, this.fields.status, false);
     if (status !== undefined) record.status = status;
+    else delete record.status;
     return { record, id, status };
   }
 

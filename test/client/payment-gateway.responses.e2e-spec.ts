@@ -72,6 +72,16 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       stub.answer('POST', '/payment/trx_9/refund', success({ id: 'r-77', state: 'QUEUED', status: 'ignored' }, 201));
       expect(await client.refundPayment('trx_9')).toMatchObject({ refundUid: 'r-77', status: 'QUEUED' });
     });
+
+    it('a typed field never holds a value of another type: it is left out, the answer stays in raw', async () => {
+      await start();
+      const data = { refundUid: null, refund_uid: 7.5, status: { code: 'OK' } };
+      stub.answer('POST', '/payment/trx_9/refund', success(data, 201));
+      const refund = await client.refundPayment('trx_9');
+      expect('refundUid' in refund).toBe(false);
+      expect('status' in refund).toBe(false);
+      expect(refund.raw).toEqual({ status: 'success', data });
+    });
   });
 
   describe('a 2xx without an id resolves (the service acted), with the raw answer and a warning', () => {
