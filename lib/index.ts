@@ -14,6 +14,7 @@ export type {
   PaymentEnvironment,
   PaymentModuleOptions,
   PaymentRateLimits,
+  PaymentResponseFields,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './config/payment-module-options.interface.js';
@@ -60,6 +61,7 @@ export type {
   PaymentResponse,
   PaymentSplitInput,
   PaymentStatus,
+  PaymentStatusResult,
   PayoutRecord,
   PayoutResult,
   RefundPaymentInput,
@@ -106,6 +108,7 @@ export type {
   PaymentEvent,
   PaymentEventData,
   PaymentEventEnvelope,
+  PaymentEventForPattern,
   PaymentEventPattern,
   PaymentEventType,
   PayoutEventData,

@@ -39,6 +39,7 @@ export interface CreatePaymentOptions {
 
 /** Payment record as the service returns it (spec 2.2 field names). */
 export interface PaymentRecord {
+  /** Read from `responseFields.trxId` (`trxId`, else `trx_id`). */
   trxId: string;
   token?: string;
   amount?: string;
@@ -49,6 +50,11 @@ export interface PaymentRecord {
   [field: string]: unknown;
 }
 
+/**
+ * A 2xx of a call that changes something (payment, refund, payout creation) always
+ * resolves: when its answer names no id under any field of `responseFields`, the id
+ * field is left `undefined` (a warning is logged) and `raw` holds the whole answer.
+ */
 export interface CreatePaymentResult extends PaymentRecord {
   token: string;
   /** True when the service answered 202: awaiting asynchronous provider confirmation. */
@@ -56,6 +62,17 @@ export interface CreatePaymentResult extends PaymentRecord {
   /** The key the payment was created with; keep it to retry safely. */
   idempotencyKey: string;
   httpStatus: number;
+  /** The whole parsed answer, as received. */
+  raw: unknown;
+}
+
+/** `getPaymentStatus` result: the canonical record and how the service answered. */
+export interface PaymentStatusResult extends PaymentRecord {
+  /** True when the service answered 202 (still processing asynchronously). */
+  pending: boolean;
+  httpStatus: number;
+  /** The whole parsed answer, as received. */
+  raw: unknown;
 }
 
 export interface PaymentGateway {
@@ -72,6 +89,7 @@ export interface RefundPaymentInput {
 }
 
 export interface RefundRecord {
+  /** Read from `responseFields.refundUid` (`refundUid`, else `refund_uid`); see `CreatePaymentResult` for a 2xx without one. */
   refundUid: string;
   trxId?: string;
   amount?: string;
@@ -82,6 +100,8 @@ export interface RefundRecord {
 
 export interface RefundResult extends RefundRecord {
   httpStatus: number;
+  /** The whole parsed answer, as received. */
+  raw: unknown;
 }
 
 export interface CreatePayoutInput {
@@ -96,6 +116,7 @@ export interface CreatePayoutInput {
 }
 
 export interface PayoutRecord {
+  /** Read from `responseFields.payoutUid` (`payoutUid`, else `payout_uid`); see `CreatePaymentResult` for a 2xx without one. */
   payoutUid: string;
   amount?: string;
   currency?: string;
@@ -108,6 +129,8 @@ export interface PayoutResult extends PayoutRecord {
   /** True when the service answered 202: the payout waits for approval. */
   pendingApproval: boolean;
   httpStatus: number;
+  /** The whole parsed answer, as received. */
+  raw: unknown;
 }
 
 /**
@@ -125,7 +148,12 @@ export interface PaymentRequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   /** JSON body. */
   body?: unknown;
-  /** @default 'read' for GET, 'money-movement' otherwise */
+  /**
+   * Which client-side limit the call counts in. Subaccount operations share the limit of
+   * refunds and payouts, so paths starting with `endpoints.subaccountPrefix`
+   * (`/subaccount…`) count in it even for GET.
+   * @default 'money-movement' for subaccount paths and non-GET requests, 'read' for other GETs
+   */
   scope?: PaymentRequestScope;
   /**
    * Whether sending the request twice is harmless. GETs are; other methods are

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
-import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RESPONSE_FIELDS } from '../config/payment-options.defaults.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type {
@@ -9,9 +11,10 @@ import type {
   CreatePaymentResult,
   CreatePayoutInput,
   PaymentGateway,
-  PaymentRecord,
   PaymentRequestOptions,
+  PaymentRequestScope,
   PaymentResponse,
+  PaymentStatusResult,
   PayoutRecord,
   PayoutResult,
   RefundPaymentInput,
@@ -19,9 +22,11 @@ import type {
   RefundResult,
 } from './payment-api.types.js';
 import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
-import { PaymentRequestExecutor, type ServiceCall } from './payment-request.executor.js';
+import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';
+import { readGatewayList, readResponseField, recordOf, type PaymentResponseField } from './payment-response.reader.js';
 import type { WireCreatePaymentRequest, WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
@@ -35,11 +40,13 @@ export class PaymentGatewayService implements OnModuleDestroy {
   private readonly logger = new Logger(PaymentGatewayService.name);
   private readonly http: PaymentHttpClient;
   private readonly executor: PaymentRequestExecutor;
+  private readonly fields: PaymentResponseFields;
 
   constructor(
     @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
     @Optional() @Inject(PAYMENT_CLIENT_RUNTIME) runtime?: Partial<PaymentClientRuntime>,
   ) {
+    this.fields = options.responseFields ?? DEFAULT_RESPONSE_FIELDS;
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);
     this.executor = new PaymentRequestExecutor(
       options,
@@ -70,18 +77,26 @@ export class PaymentGatewayService implements OnModuleDestroy {
       retry: 'keyed',
       idempotencyKey,
     });
-    const data = this.requireRecord(answer.data, 'trxId', 'POST', path, idempotencyKey);
+    const { record, id } = this.readRecord(answer, 'trxId');
+    if (id === undefined) {
+      this.warnNoId('POST', path, answer.status, 'trxId', `the payment was accepted (idempotencyKey ${idempotencyKey})`);
+    }
     return {
-      ...(data as PaymentRecord),
-      token: data.token as string,
+      ...record,
+      token: record.token as string,
       pending: answer.status === 202,
       idempotencyKey: idempotencyKey!,
       httpStatus: answer.status,
-    };
+      raw: answer.body,
+    } as CreatePaymentResult;
   }
 
-  /** `GET /payment/status?trx_id=…`: the canonical record; its `status` is the source of truth. */
-  async getPaymentStatus(trxId: string): Promise<PaymentRecord> {
+  /**
+   * `GET /payment/status?trx_id=…`: the canonical record; its `status` is the source of
+   * truth. `trxId` is the asked id when the answer names none; `pending` is true on 202.
+   * An answer without a status is an `UNEXPECTED_RESPONSE` error (nothing was changed).
+   */
+  async getPaymentStatus(trxId: string): Promise<PaymentStatusResult> {
     const check = new InputChecker();
     check.identifier('trxId', trxId);
     check.throwIfInvalid('getPaymentStatus');
@@ -94,18 +109,30 @@ export class PaymentGatewayService implements OnModuleDestroy {
       limit: 'read',
       retry: 'safe',
     });
-    return this.requireRecord(answer.data, 'trxId', 'GET', endpoints.paymentStatus) as PaymentRecord;
+    const { record, status } = this.readRecord(answer, 'trxId', trxId);
+    if (status === undefined) {
+      throw this.unexpected('GET', endpoints.paymentStatus, `a payment status (data.${this.fields.status.join(' or data.')}; see responseFields.status)`);
+    }
+    return {
+      ...record,
+      trxId: record.trxId as string,
+      status,
+      pending: answer.status === 202,
+      httpStatus: answer.status,
+      raw: answer.body,
+    };
   }
 
-  /** `GET /payments/gateways`. */
+  /**
+   * `GET /payments/gateways`. Accepts a list, an object holding one (`gateways`, `items`,
+   * … or its only list) or a map of id → gateway; gateways given as plain strings become `{ id }`.
+   */
   async listGateways(): Promise<PaymentGateway[]> {
     const path = this.options.endpoints.gateways;
     const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'read', retry: 'safe' });
-    const data = answer.data as unknown;
-    if (Array.isArray(data)) return data as PaymentGateway[];
-    const nested = (data as { gateways?: unknown } | null)?.gateways;
-    if (Array.isArray(nested)) return nested as PaymentGateway[];
-    throw this.unexpected('GET', path, 'a list of gateways');
+    const gateways = readGatewayList(answer.data);
+    if (!gateways) throw this.unexpected('GET', path, 'a list of gateways');
+    return gateways;
   }
 
   /**
@@ -132,8 +159,10 @@ export class PaymentGatewayService implements OnModuleDestroy {
       limit: 'money-movement',
       retry: 'unsafe',
     });
-    const data = this.requireRecord(answer.data, 'refundUid', 'POST', path);
-    return { ...(data as RefundRecord), httpStatus: answer.status };
+    const { record, id } = this.readRecord(answer, 'refundUid');
+    record.trxId = readResponseField(recordOf(answer.data), this.fields.trxId) ?? trxId;
+    if (id === undefined) this.warnNoId('POST', path, answer.status, 'refundUid', 'the refund was accepted: do not send it again');
+    return { ...record, httpStatus: answer.status, raw: answer.body } as RefundResult;
   }
 
   /** `GET /refund/{refund_uid}` (path assumed; `endpoints.refundLookup`). */
@@ -143,7 +172,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     check.throwIfInvalid('getRefund');
     const path = this.fillPath(this.options.endpoints.refundLookup, '{refund_uid}', refundUid);
     const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe' });
-    return this.requireRecord(answer.data, 'refundUid', 'GET', path) as RefundRecord;
+    return this.readRecord(answer, 'refundUid', refundUid).record as RefundRecord;
   }
 
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
@@ -168,8 +197,9 @@ export class PaymentGatewayService implements OnModuleDestroy {
       limit: 'money-movement',
       retry: 'unsafe',
     });
-    const data = this.requireRecord(answer.data, 'payoutUid', 'POST', path);
-    return { ...(data as PayoutRecord), pendingApproval: answer.status === 202, httpStatus: answer.status };
+    const { record, id } = this.readRecord(answer, 'payoutUid');
+    if (id === undefined) this.warnNoId('POST', path, answer.status, 'payoutUid', 'the payout was accepted: do not send it again');
+    return { ...record, pendingApproval: answer.status === 202, httpStatus: answer.status, raw: answer.body } as PayoutResult;
   }
 
   /** `GET /payout/{payout_uid}` (path assumed; `endpoints.payoutLookup`). */
@@ -179,13 +209,14 @@ export class PaymentGatewayService implements OnModuleDestroy {
     check.throwIfInvalid('getPayout');
     const path = this.fillPath(this.options.endpoints.payoutLookup, '{payout_uid}', payoutUid);
     const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe' });
-    return this.requireRecord(answer.data, 'payoutUid', 'GET', path) as PayoutRecord;
+    return this.readRecord(answer, 'payoutUid', payoutUid).record as PayoutRecord;
   }
 
   /**
    * Any other call (subaccounts, endpoints the spec does not show) with the same
    * tokens, limits, retries and errors. Non-GET requests are treated as not
-   * idempotent unless `idempotent: true`.
+   * idempotent unless `idempotent: true`. Paths under `endpoints.subaccountPrefix`
+   * count in the refunds/payouts limit unless `scope` says otherwise.
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
     const check = new InputChecker();
@@ -200,7 +231,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     ) {
       check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
     }
-    const scope = options?.scope ?? (method === 'GET' ? 'read' : 'money-movement');
+    const scope = options?.scope ?? this.defaultScope(method, options?.path);
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
       check.add('scope', "must be 'read', 'create-payment', 'money-movement' or 'none'");
     }
@@ -219,8 +250,31 @@ export class PaymentGatewayService implements OnModuleDestroy {
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };
   }
 
+  /** Subaccount operations share the refunds/payouts limit, reads included; other GETs are reads. */
+  private defaultScope(method: string, path: unknown): PaymentRequestScope {
+    const prefix = this.options.endpoints.subaccountPrefix ?? DEFAULT_PAYMENT_ENDPOINTS.subaccountPrefix;
+    if (typeof path === 'string' && path.startsWith(prefix)) return 'money-movement';
+    return method === 'GET' ? 'read' : 'money-movement';
+  }
+
   onModuleDestroy(): void {
     this.http.close();
+  }
+
+  /** Where the client talks to and its state, never a token or a secret (safe to log). */
+  toJSON(): Record<string, unknown> {
+    return {
+      apiBaseUrl: this.options.apiBaseUrl,
+      environment: this.options.environment,
+      clientId: this.options.clientId,
+      http: this.http.toJSON(),
+      executor: this.executor.toJSON(),
+    };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    const { apiBaseUrl, environment, clientId } = this.options;
+    return inspectSummary('PaymentGatewayService', { apiBaseUrl, environment, clientId, http: this.http, executor: this.executor }, depth, options);
   }
 
   private paymentBody(check: InputChecker, input: CreatePaymentInput): Omit<WireCreatePaymentRequest, 'idempotency_key'> {
@@ -254,23 +308,42 @@ export class PaymentGatewayService implements OnModuleDestroy {
     return template.split(placeholder).join(encodeURIComponent(value));
   }
 
-  private requireRecord(data: unknown, idField: string, method: string, path: string, idempotencyKey?: string): Record<string, unknown> {
-    if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
-      const record = data as Record<string, unknown>;
-      if (typeof record[idField] === 'string' && record[idField] !== '') return record;
-    }
-    throw this.unexpected(method, path, `data.${idField}`, idempotencyKey);
+  /**
+   * A copy of the answer's `data` with the id (from `responseFields[idField]`, else
+   * `knownId`, the id the call was made with) and the status under their camelCase names;
+   * when none is found that name is left out (whatever the answer had there is in `raw`),
+   * so the typed fields never hold a value of another type or from another field.
+   */
+  private readRecord(
+    answer: ServiceAnswer,
+    idField: Exclude<PaymentResponseField, 'status'>,
+    knownId?: string,
+  ): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
+    const data = recordOf(answer.data);
+    const record: Record<string, unknown> = { ...data };
+    const id = readResponseField(data, this.fields[idField]) ?? knownId;
+    if (id !== undefined) record[idField] = id;
+    else delete record[idField];
+    const status = readResponseField(data, this.fields.status, false);
+    if (status !== undefined) record.status = status;
+    else delete record.status;
+    return { record, id, status };
   }
 
-  private unexpected(method: string, path: string, expected: string, idempotencyKey?: string): PaymentServerError {
+  /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */
+  private warnNoId(method: string, path: string, httpStatus: number, idField: Exclude<PaymentResponseField, 'status'>, outcome: string): void {
+    this.logger.warn(
+      `${method} ${path} answered ${httpStatus} without an id in data.${this.fields[idField].join(' or data.')}; ` +
+        `${outcome}. The result has ${idField} undefined and the whole answer in raw; set responseFields.${idField} to the field the service uses`,
+    );
+  }
+
+  private unexpected(method: string, path: string, expected: string): PaymentServerError {
     return new PaymentServerError({
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
-      message:
-        `${method} ${path} succeeded but the answer has no ${expected}` +
-        (idempotencyKey ? '; the payment may exist: retry with the same idempotencyKey' : ''),
+      message: `${method} ${path} succeeded but the answer has no ${expected}`,
       method,
       path,
-      idempotencyKey,
     });
   }
 }

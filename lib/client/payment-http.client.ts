@@ -1,7 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
+import { inspect, type InspectOptions } from 'node:util';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure } from './payment-api.errors.js';
+import { inspectSummary } from './payment-client.inspect.js';
 
 export interface HttpAttempt {
   method: string;
@@ -39,7 +41,10 @@ export class PaymentHttpClient {
   private readonly httpsAgent: https.Agent;
   private readonly axios: AxiosInstance;
 
-  constructor(apiBaseUrl: string, timeoutMs: number) {
+  constructor(
+    private readonly apiBaseUrl: string,
+    private readonly timeoutMs: number,
+  ) {
     // Idle sockets are dropped after 4 s (or the server's Keep-Alive hint minus 1 s, which
     // Node applies itself) so a request is rarely written to a socket the server is closing:
     // for a refund or payout that race would surface as a reset "that may have reached".
@@ -83,6 +88,18 @@ export class PaymentHttpClient {
       body: response.data,
       retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
     };
+  }
+
+  /**
+   * Base URL and time-out only: the agents' sockets hold the requests in flight, whose
+   * headers carry the bearer token.
+   */
+  toJSON(): Record<string, unknown> {
+    return { apiBaseUrl: this.apiBaseUrl, timeoutMs: this.timeoutMs };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentHttpClient', this.toJSON(), depth, options);
   }
 
   /** Closes pooled sockets (module shutdown). */

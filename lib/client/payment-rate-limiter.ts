@@ -1,5 +1,8 @@
+import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
+import { PaymentConfigurationError } from '../config/payment-options.validation.js';
 import type { PaymentClock } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 
 /** Spec 8 windows are per minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
@@ -37,6 +40,14 @@ export class SlidingWindowLimiter {
       this.queue.push(resolve);
       void this.pump();
     });
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { limit: this.limit, inFlight: this.inFlight, queued: this.queue.length, inWindow: this.finishedAt.length };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('SlidingWindowLimiter', this.toJSON(), depth, options);
   }
 
   /** True when nothing is queued, in flight or inside the window (the limiter can be dropped). */
@@ -104,11 +115,18 @@ export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-moveme
 export class PaymentRateLimiter {
   private readonly limiters = new Map<string, SlidingWindowLimiter>();
 
+  /** Throws `PaymentConfigurationError` for a limit below 1 or not whole (its queue would never drain). */
   constructor(
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
     private readonly windowMs = RATE_LIMIT_WINDOW_MS,
-  ) {}
+  ) {
+    if (limits === false) return;
+    const problems = Object.entries(limits)
+      .filter(([, limit]) => !(Number.isInteger(limit) && limit >= 1))
+      .map(([key]) => `option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
+    if (problems.length > 0) throw new PaymentConfigurationError(problems);
+  }
 
   async acquire(scope: RateLimitScope, key: string): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);
@@ -126,6 +144,15 @@ export class PaymentRateLimiter {
   /** Number of live buckets (tests check old tokens' buckets are dropped). */
   get bucketCount(): number {
     return this.limiters.size;
+  }
+
+  /** Limits and bucket count; bucket keys are left out (they name the client). */
+  toJSON(): Record<string, unknown> {
+    return { limits: this.limits, buckets: this.limiters.size };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentRateLimiter', this.toJSON(), depth, options);
   }
 
   private limitFor(scope: RateLimitScope): number | undefined {

@@ -1,5 +1,7 @@
+import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import {
   PaymentApiError,
   PaymentClientErrorCode,
@@ -11,6 +13,7 @@ import {
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
@@ -56,8 +59,8 @@ export interface ServiceAnswer {
  * one retry with a new token on PAY_1002/PAY_1003, then backoff retries per policy.
  */
 export class PaymentRequestExecutor {
-  readonly tokens: PaymentTokenManager;
-  readonly limiter: PaymentRateLimiter;
+  private readonly tokens: PaymentTokenManager;
+  private readonly limiter: PaymentRateLimiter;
 
   constructor(
     private readonly options: ResolvedPaymentOptions,
@@ -118,7 +121,9 @@ export class PaymentRequestExecutor {
         continue;
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
-      const delayMs = this.delayBefore(retry, failure);
+      const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
+      if (retryAfterMs !== undefined && retryAfterMs > this.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
+      const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
@@ -184,14 +189,40 @@ export class PaymentRequestExecutor {
     return this.options.clientId ?? '';
   }
 
-  /** Full-jitter exponential backoff; 429 waits for `Retry-After` (both capped). */
-  private delayBefore(retry: number, failure: PaymentApiError): number {
-    const cap = this.options.retryMaxDelayMs;
-    if (failure instanceof PaymentRateLimitError && failure.retryAfterSeconds !== undefined) {
-      return Math.min(failure.retryAfterSeconds * 1000, cap);
-    }
-    const ceiling = Math.min(cap, this.options.retryBaseDelayMs * 2 ** retry);
+  /** Full-jitter exponential backoff, capped by `retryMaxDelayMs`. */
+  private backoff(retry: number): number {
+    const ceiling = Math.min(this.options.retryMaxDelayMs, this.options.retryBaseDelayMs * 2 ** retry);
     return Math.floor(this.runtime.random() * ceiling);
+  }
+
+  private get maxRetryAfterMs(): number {
+    return this.options.maxRetryAfterMs ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs;
+  }
+
+  /**
+   * A `Retry-After` is never cut short (an early retry is refused again and burns a
+   * retry); one longer than `maxRetryAfterMs` is not waited for: the 429 is thrown now.
+   */
+  private retryAfterTooLong(failure: PaymentRateLimitError, retryAfterMs: number): PaymentRateLimitError {
+    return new PaymentRateLimitError({
+      code: failure.code,
+      message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${this.maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
+      httpStatus: failure.httpStatus,
+      errors: failure.errors,
+      retryAfterSeconds: failure.retryAfterSeconds,
+      method: failure.method,
+      path: failure.path,
+      idempotencyKey: failure.idempotencyKey,
+    });
+  }
+
+  /** Summaries of the token manager and the limiter; never a token or a secret. */
+  toJSON(): Record<string, unknown> {
+    return { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens.toJSON(), limiter: this.limiter.toJSON() };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentRequestExecutor', { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens, limiter: this.limiter }, depth, options);
   }
 
   /** Removes the client secret, webhook secrets and recent tokens from error text. */
@@ -247,6 +278,10 @@ export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolea
     case 'unsafe':
       return false;
   }
+}
+
+function retryAfterMsOf(failure: PaymentRateLimitError): number | undefined {
+  return failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000;
 }
 
 function dataOf(body: unknown): unknown {

@@ -1,6 +1,8 @@
+import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
+import { inspectSummary } from './payment-client.inspect.js';
 
 /** What the token endpoint gave: the token and its lifetime. */
 export interface IssuedToken {
@@ -25,9 +27,10 @@ const REMEMBERED_TOKENS = 16;
  * starting another.
  */
 export class PaymentTokenManager {
-  private cached: CachedToken | undefined;
-  private inFlight: Promise<string> | undefined;
-  private readonly recent: string[] = [];
+  // True private fields: tokens are reachable by no property walk, inspect or JSON.
+  #cached: CachedToken | undefined;
+  #inFlight: Promise<string> | undefined;
+  readonly #recent: string[] = [];
 
   constructor(
     private readonly requestToken: () => Promise<IssuedToken>,
@@ -37,9 +40,9 @@ export class PaymentTokenManager {
 
   /** A token for a read or money movement: cached if still good, else one shared new request. */
   getToken(): Promise<string> {
-    if (this.cached && this.clock.now() < this.cached.reuseUntil) return Promise.resolve(this.cached.token);
-    this.inFlight ??= this.fetch().finally(() => (this.inFlight = undefined));
-    return this.inFlight;
+    if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
+    this.#inFlight ??= this.fetch().finally(() => (this.#inFlight = undefined));
+    return this.#inFlight;
   }
 
   /** A token requested for this caller alone (payment creation). It also refreshes the cache. */
@@ -49,12 +52,25 @@ export class PaymentTokenManager {
 
   /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */
   invalidate(token: string): void {
-    if (this.cached?.token === token) this.cached = undefined;
+    if (this.#cached?.token === token) this.#cached = undefined;
   }
 
-  /** Tokens issued lately; the client scrubs them from any error text. */
+  /** Tokens issued lately (a copy); the client scrubs them from any error text. */
   knownTokens(): readonly string[] {
-    return this.recent;
+    return [...this.#recent];
+  }
+
+  /** State without the tokens themselves. */
+  toJSON(): Record<string, unknown> {
+    return {
+      cachedToken: this.#cached ? '[redacted]' : undefined,
+      reusableUntil: this.#cached ? new Date(this.#cached.reuseUntil).toISOString() : undefined,
+      requestInFlight: this.#inFlight !== undefined,
+    };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentTokenManager', this.toJSON(), depth, options);
   }
 
   private async fetch(): Promise<string> {
@@ -65,9 +81,9 @@ export class PaymentTokenManager {
     // A margin as long as the lifetime would make every token unusable at once.
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);
     const reuseUntil = requestedAt + lifetimeMs - marginMs;
-    if (!this.cached || reuseUntil >= this.cached.reuseUntil) this.cached = { token: issued.token, reuseUntil };
-    this.recent.push(issued.token);
-    if (this.recent.length > REMEMBERED_TOKENS) this.recent.shift();
+    if (!this.#cached || reuseUntil >= this.#cached.reuseUntil) this.#cached = { token: issued.token, reuseUntil };
+    this.#recent.push(issued.token);
+    if (this.#recent.length > REMEMBERED_TOKENS) this.#recent.shift();
     return issued.token;
   }
 }

@@ -25,6 +25,11 @@ export interface PaymentEndpoints {
   payout: string;
   /** @default '/payout/{payout_uid}' */
   payoutLookup: string;
+  /**
+   * `request()` paths starting with this are subaccount operations: they count in the
+   * refunds/payouts limit (`moneyMovementPerMinute`), reads included. @default '/subaccount'
+   */
+  subaccountPrefix: string;
 }
 
 /** How to read the token call's response (spec 5: "response fields: not shown"). */
@@ -37,6 +42,22 @@ export interface PaymentTokenResponseOptions {
   defaultExpiresInSeconds: number;
   /** A cached token is renewed this long before it expires. @default 60 */
   refreshMarginSeconds: number;
+}
+
+/**
+ * Where success answers carry the ids and the status (payloads are not published). Each
+ * list is tried in order and replaces the default; the value found is copied to the
+ * camelCase field of the returned record.
+ */
+export interface PaymentResponseFields {
+  /** @default ['trxId', 'trx_id'] */
+  trxId: string[];
+  /** @default ['refundUid', 'refund_uid'] */
+  refundUid: string[];
+  /** @default ['payoutUid', 'payout_uid'] */
+  payoutUid: string[];
+  /** @default ['status'] */
+  status: string[];
 }
 
 /** Client-side limits (spec 8). Requests beyond a limit wait in a queue instead of failing. */
@@ -78,12 +99,19 @@ export interface PaymentModuleOptions {
   maxRetries?: number;
   /** First backoff delay; doubles each retry, with full jitter. @default 200 */
   retryBaseDelayMs?: number;
-  /** Upper bound of one backoff delay (also caps `Retry-After` waits). @default 30000 */
+  /** Upper bound of one backoff delay. @default 30000 */
   retryMaxDelayMs?: number;
+  /**
+   * Longest `Retry-After` of a 429 that is waited out (in full) before the retry; a longer
+   * one throws `PaymentRateLimitError` at once instead of retrying early. @default 120000
+   */
+  maxRetryAfterMs?: number;
   /** Overrides of paths the spec does not show. */
   endpoints?: Partial<PaymentEndpoints>;
   /** How to read the token response. */
   tokenResponse?: Partial<PaymentTokenResponseOptions>;
+  /** Where to read ids and status in success answers. */
+  responseFields?: Partial<PaymentResponseFields>;
   /** Client-side rate limits (spec 8); `false` turns the queue off. */
   rateLimits?: Partial<PaymentRateLimits> | false;
   /** Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Env: `PAYMENT_REDIS_URL`. */
@@ -118,8 +146,10 @@ export interface ResolvedPaymentOptions {
   maxRetries: number;
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
+  maxRetryAfterMs: number;
   endpoints: PaymentEndpoints;
   tokenResponse: PaymentTokenResponseOptions;
+  responseFields: PaymentResponseFields;
   rateLimits: PaymentRateLimits | false;
   redisUrl?: string;
   store?: WebhookEventStore;

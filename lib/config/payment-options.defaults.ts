@@ -1,4 +1,9 @@
-import type { PaymentEndpoints, PaymentRateLimits, PaymentTokenResponseOptions } from './payment-module-options.interface.js';
+import type {
+  PaymentEndpoints,
+  PaymentRateLimits,
+  PaymentResponseFields,
+  PaymentTokenResponseOptions,
+} from './payment-module-options.interface.js';
 
 /** Defaults of every option; each one that fills a gap of the spec is in the README's assumptions table. */
 export const PAYMENT_OPTION_DEFAULTS = {
@@ -10,6 +15,8 @@ export const PAYMENT_OPTION_DEFAULTS = {
   maxRetries: 3,
   retryBaseDelayMs: 200,
   retryMaxDelayMs: 30_000,
+  // a 429's Retry-After is waited in full up to two rate-limit windows; longer fails at once
+  maxRetryAfterMs: 120_000,
   webhookLeaseMs: 60_000,
   // spec 6.2: retries span 29h 20m and the portal can re-trigger later, so keep ids a week
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,
@@ -27,6 +34,7 @@ export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
   refundLookup: '/refund/{refund_uid}',
   payout: '/payout',
   payoutLookup: '/payout/{payout_uid}',
+  subaccountPrefix: '/subaccount',
 };
 
 export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
@@ -34,6 +42,14 @@ export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
   expiresInField: 'expires_in',
   defaultExpiresInSeconds: 600, // spec 5.2 and 8: tokens live 10 minutes
   refreshMarginSeconds: 60,
+};
+
+/** Field names of success answers: camelCase (as in webhook data), then snake_case (as in paths). */
+export const DEFAULT_RESPONSE_FIELDS: PaymentResponseFields = {
+  trxId: ['trxId', 'trx_id'],
+  refundUid: ['refundUid', 'refund_uid'],
+  payoutUid: ['payoutUid', 'payout_uid'],
+  status: ['status'],
 };
 
 /** Spec section 8. */

@@ -20,6 +20,7 @@ import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey, type P
 import {
   DEFAULT_PAYMENT_ENDPOINTS,
   DEFAULT_RATE_LIMITS,
+  DEFAULT_RESPONSE_FIELDS,
   DEFAULT_TOKEN_RESPONSE,
   PAYMENT_OPTION_DEFAULTS,
 } from './payment-options.defaults.js';
@@ -27,9 +28,11 @@ import type {
   PaymentEndpoints,
   PaymentModuleOptions,
   PaymentRateLimits,
+  PaymentResponseFields,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
+import { redactRedisUrl } from './redact-url.js';
 
 export { PaymentConfigurationError };
 
@@ -90,6 +93,11 @@ class PaymentOptionsSchema {
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(0, { message: 'must be 0 or more' })
   retryMaxDelayMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms (Retry-After counts whole seconds)' })
+  @Max(3_600_000, { message: 'must be at most 3600000 ms (one hour)' })
+  maxRetryAfterMs!: number;
 
   @IsOptional()
   @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
@@ -173,6 +181,38 @@ function checkPositiveInts(
   }
 }
 
+/** Each limit is a whole number of requests per minute, at least 1: a limit of 0 would queue calls forever. */
+function checkRateLimits(limits: unknown, problems: string[]): void {
+  if (limits === undefined || limits === false) return;
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+    problems.push(`option 'rateLimits' must be an object of per-minute limits, or false`);
+    return;
+  }
+  for (const [key, v] of Object.entries(limits)) {
+    if (!(key in DEFAULT_RATE_LIMITS)) {
+      problems.push(`option 'rateLimits.${key}' is unknown; known: ${Object.keys(DEFAULT_RATE_LIMITS).join(', ')}`);
+    } else if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) {
+      problems.push(`option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
+    }
+  }
+}
+
+/** Each list names at least one field; a list replaces the default. */
+function checkResponseFields(fields: unknown, problems: string[]): void {
+  if (fields === undefined) return;
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    problems.push(`option 'responseFields' must be an object of field-name lists`);
+    return;
+  }
+  for (const [key, names] of Object.entries(fields)) {
+    if (!(key in DEFAULT_RESPONSE_FIELDS)) {
+      problems.push(`option 'responseFields.${key}' is unknown; known: ${Object.keys(DEFAULT_RESPONSE_FIELDS).join(', ')}`);
+    } else if (names !== undefined && !(Array.isArray(names) && names.length > 0 && names.every((n) => typeof n === 'string' && n !== ''))) {
+      problems.push(`option 'responseFields.${key}' must be a non-empty list of field names, e.g. ['${key}']`);
+    }
+  }
+}
+
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
   for (const [key, v] of Object.entries(endpoints ?? {})) {
     if (v === undefined) continue;
@@ -217,6 +257,7 @@ export function resolvePaymentOptions(
     maxRetries: pick('maxRetries') ?? PAYMENT_OPTION_DEFAULTS.maxRetries,
     retryBaseDelayMs: pick('retryBaseDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryBaseDelayMs,
     retryMaxDelayMs: pick('retryMaxDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryMaxDelayMs,
+    maxRetryAfterMs: pick('maxRetryAfterMs') ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs,
     redisUrl: pick('redisUrl'),
     webhookLeaseMs: pick('webhookLeaseMs') ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
     webhookRetentionMs: pick('webhookRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
@@ -241,6 +282,9 @@ export function resolvePaymentOptions(
   if (schema.reconcile === true && schema.clientId === undefined) {
     problems.push(`${describe('reconcile')} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
   }
+  if (typeof schema.redisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.redisUrl) && !URL.canParse(schema.redisUrl)) {
+    problems.push(`${describe('redisUrl')} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
+  }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
@@ -249,7 +293,8 @@ export function resolvePaymentOptions(
     defaultExpiresInSeconds: explicit.tokenResponse?.defaultExpiresInSeconds,
     refreshMarginSeconds: explicit.tokenResponse?.refreshMarginSeconds,
   }, problems);
-  if (explicit.rateLimits !== false) checkPositiveInts('rateLimits', explicit.rateLimits as Record<string, unknown>, problems);
+  checkRateLimits(explicit.rateLimits, problems);
+  checkResponseFields(explicit.responseFields, problems);
   if (explicit.store !== undefined && typeof (explicit.store as { claim?: unknown }).claim !== 'function') {
     problems.push(`option 'store' must implement WebhookEventStore (claim, complete, release)`);
   }
@@ -259,6 +304,13 @@ export function resolvePaymentOptions(
   const environment = schema.environment as ResolvedPaymentOptions['environment'];
   const baseUrl = schema.baseUrl.replace(/\/+$/, '');
   const tokenResponse: PaymentTokenResponseOptions = { ...DEFAULT_TOKEN_RESPONSE, ...stripUndefined(explicit.tokenResponse) };
+  const fields = { ...DEFAULT_RESPONSE_FIELDS, ...stripUndefined(explicit.responseFields) };
+  const responseFields: PaymentResponseFields = {
+    trxId: [...fields.trxId],
+    refundUid: [...fields.refundUid],
+    payoutUid: [...fields.payoutUid],
+    status: [...fields.status],
+  };
   const rateLimits: PaymentRateLimits | false =
     explicit.rateLimits === false ? false : { ...DEFAULT_RATE_LIMITS, ...stripUndefined(explicit.rateLimits) };
 
@@ -277,8 +329,10 @@ export function resolvePaymentOptions(
     maxRetries: schema.maxRetries,
     retryBaseDelayMs: schema.retryBaseDelayMs,
     retryMaxDelayMs: schema.retryMaxDelayMs,
+    maxRetryAfterMs: schema.maxRetryAfterMs,
     endpoints: { ...DEFAULT_PAYMENT_ENDPOINTS, ...stripUndefined(explicit.endpoints) },
     tokenResponse,
+    responseFields,
     rateLimits,
     redisUrl: schema.redisUrl,
     store: explicit.store,
@@ -302,7 +356,7 @@ function withRedactedSecrets(options: ResolvedPaymentOptions): ResolvedPaymentOp
     ...options,
     clientSecret: options.clientSecret === undefined ? undefined : REDACTED,
     webhookSecrets: options.webhookSecrets.map(() => REDACTED),
-    redisUrl: options.redisUrl?.replace(/\/\/[^@/]*@/, '//' + REDACTED + '@'),
+    redisUrl: options.redisUrl === undefined ? undefined : redactRedisUrl(options.redisUrl),
     store: options.store ? options.store.constructor?.name ?? 'custom store' : undefined,
   });
   Object.defineProperty(options, 'toJSON', { value: redacted, enumerable: false });

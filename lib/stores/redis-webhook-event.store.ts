@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
 import { RedisClientMissingError, WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
@@ -106,6 +107,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #ownsClient: boolean;
   readonly #timeoutMs: number;
   readonly #logger = new Logger('RedisWebhookEventStore');
+  /** Removes the URL's password from messages this store prints. */
+  readonly #redact: (text: string) => string = (text) => text;
   #everReady = false;
   #closed = false;
   #outageLogged = false;
@@ -124,14 +127,20 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     if (typeof connection === 'string') {
       if (connection.length === 0) throw new TypeError('RedisWebhookEventStore: the Redis URL is empty');
       const Redis = loadRedisConstructor();
-      this.#client = new Redis(connection, {
-        enableOfflineQueue: false, // fail fast instead of queueing while disconnected
-        maxRetriesPerRequest: 1,
-        connectTimeout: this.#timeoutMs,
-        commandTimeout: this.#timeoutMs,
-        // keep reconnecting forever, at most every 2 s, so the store heals by itself
-        retryStrategy: (times: number) => Math.min(times * 100, 2000),
-      });
+      this.#redact = (text) => redactRedisUrlIn(text, connection);
+      try {
+        this.#client = new Redis(connection, {
+          enableOfflineQueue: false, // fail fast instead of queueing while disconnected
+          maxRetriesPerRequest: 1,
+          connectTimeout: this.#timeoutMs,
+          commandTimeout: this.#timeoutMs,
+          // keep reconnecting forever, at most every 2 s, so the store heals by itself
+          retryStrategy: (times: number) => Math.min(times * 100, 2000),
+        });
+      } catch (error) {
+        // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
+        throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(connection)}: ${this.#redact(describe(error))}`);
+      }
       this.#ownsClient = true;
     } else if (connection && typeof connection.eval === 'function') {
       this.#client = connection;
@@ -208,7 +217,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     } catch (error) {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(
-        `Redis webhook event store could not ${op}: ${describe(error)}`,
+        `Redis webhook event store could not ${op}: ${this.#redact(describe(error))}`,
         { cause: error },
       );
     }
@@ -247,7 +256,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
       // a refused first connection fails now rather than after the whole time-out
       const onError = (cause: unknown) =>
-        done(new WebhookStoreUnavailableError(`Redis unavailable: ${describe(cause)}`, { cause }));
+        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#redact(describe(cause))}`, { cause }));
       const timer = setTimeout(
         () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
         this.#timeoutMs,
@@ -269,7 +278,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #onError = (error: unknown): void => {
     if (this.#outageLogged || this.#closed) return;
     this.#outageLogged = true;
-    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${describe(error)}`);
+    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#redact(describe(error))}`);
   };
 }
 

@@ -60,6 +60,46 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('subaccount calls through request() count in the 30/min refunds-and-payouts limit, GETs included', async () => {
+    h = await startClientHarness();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => h.client.request<Array<{ subaccountId: string }>>({ method: 'GET', path: '/subaccounts' })),
+    );
+    expect(answers.every((a) => a.httpStatus === 200 && Array.isArray(a.data))).toBe(true);
+    expect(h.calls('/subaccounts').filter((r) => r.status === 200)).toHaveLength(40);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+    // the queue held 10 of them for a window: they were not counted as reads (60/min)
+    expect(h.clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(60_000);
+  });
+
+  it('subaccount calls share the bucket of refunds and payouts; an explicit scope wins', async () => {
+    const small = { moneyMovementPerMinute: 2 };
+    h = await startClientHarness({ rateLimits: small, maxRetries: 0 }, { rateLimits: small });
+    await h.client.createPayout({ amount: '1', currency: 'USD', recipient });
+    await h.client.request({ method: 'GET', path: '/subaccounts' });
+    expect(h.clock.sleeps).toEqual([]);
+    // the bucket is full (one payout, one subaccount read): the next subaccount call waits a window
+    await h.client.request({ method: 'GET', path: '/subaccounts' });
+    expect(h.clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(55_000);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+
+    // scope 'read' counts it as a read instead: no client-side wait, so the service refuses it
+    await h.client.createPayout({ amount: '1', currency: 'USD', recipient });
+    const sleptBefore = h.clock.sleeps.length;
+    const error = await h.client.request({ method: 'GET', path: '/subaccounts', scope: 'read' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentRateLimitError);
+    expect(h.clock.sleeps).toHaveLength(sleptBefore);
+  });
+
+  it('endpoints.subaccountPrefix says which paths are subaccount operations', async () => {
+    const small = { moneyMovementPerMinute: 1 };
+    h = await startClientHarness({ rateLimits: small, maxRetries: 0, endpoints: { subaccountPrefix: '/merchant/subaccounts' } }, { rateLimits: small });
+    await h.client.request({ method: 'GET', path: '/subaccounts' });
+    await h.client.request({ method: 'GET', path: '/subaccounts' }).catch(() => undefined); // now a plain read: not queued
+    expect(h.clock.sleeps).toEqual([]);
+    expect(h.calls('/subaccounts').map((r) => r.status)).toEqual([200, 429]);
+  });
+
   it('uses one keep-alive connection for sequential calls', async () => {
     h = await startClientHarness();
     for (let i = 0; i < 20; i++) await h.client.listGateways();

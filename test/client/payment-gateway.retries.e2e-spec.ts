@@ -78,17 +78,65 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.calls('/payments/gateways')).toHaveLength(4);
     });
 
-    it('waits Retry-After on 429 (capped by retryMaxDelayMs) and surfaces the 429 when retries run out', async () => {
+    it('waits Retry-After on 429 in full, even past retryMaxDelayMs, and surfaces the 429 when retries run out', async () => {
       h = await startClientHarness({ maxRetries: 1, retryMaxDelayMs: 5_000 });
       await h.client.listGateways();
       h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 3 });
       await h.client.listGateways();
       expect(h.clock.sleeps).toEqual([3_000]);
-      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 120, times: 2 });
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 90, times: 2 });
       const error = await rejectionOf(h.client.listGateways());
       expect(error).toBeInstanceOf(PaymentRateLimitError);
-      expect(error).toMatchObject({ httpStatus: 429, retryAfterSeconds: 120 });
-      expect(h.clock.sleeps).toEqual([3_000, 5_000]);
+      expect(error).toMatchObject({ httpStatus: 429, retryAfterSeconds: 90 });
+      expect(h.clock.sleeps).toEqual([3_000, 90_000]);
+    });
+  });
+
+  describe('Retry-After is never cut short', () => {
+    it('a token call limited for 60 s waits the whole 60 s and succeeds instead of burning its retries early', async () => {
+      // another process on the same IP used the token window: the client's own queue knows nothing of it
+      h = await startClientHarness(
+        { maxRetries: 1, retryMaxDelayMs: 30_000, rateLimits: false },
+        { rateLimits: { tokenPerMinute: 1 } },
+      );
+      await h.client.createPayment({ amount: '1', currency: 'USD' });
+      const second = await h.client.createPayment({ amount: '2', currency: 'USD' });
+      expect(second.trxId).toEqual(expect.any(String));
+      const tokenCalls = h.calls('/authentication/token');
+      expect(tokenCalls.map((r) => r.status)).toEqual([200, 429, 200]);
+      expect(tokenCalls[2].at - tokenCalls[0].at).toBeGreaterThanOrEqual(60_000);
+      expect(Math.max(...h.clock.sleeps)).toBeGreaterThanOrEqual(59_000);
+      expect(h.sim.payments).toHaveLength(2);
+    });
+
+    it('a Retry-After longer than maxRetryAfterMs (default 120 s) throws PaymentRateLimitError at once', async () => {
+      h = await startClientHarness({ maxRetries: 3 });
+      await h.client.listGateways();
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 121 });
+      const error = await rejectionOf(h.client.listGateways());
+      expect(error).toBeInstanceOf(PaymentRateLimitError);
+      expect(error).toMatchObject({ httpStatus: 429, retryAfterSeconds: 121, code: 'RATE_LIMITED' });
+      expect(error.message).toContain('maxRetryAfterMs');
+      expect(h.clock.sleeps).toEqual([]);
+      expect(h.calls('/payments/gateways')).toHaveLength(2); // the first call, then one 429: no early retry
+
+      // exactly the limit is still waited for
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 120 });
+      await h.client.listGateways();
+      expect(h.clock.sleeps).toEqual([120_000]);
+    });
+
+    it('maxRetryAfterMs is an option; a too-long wait on the token call fails the call that needed the token', async () => {
+      h = await startClientHarness({ maxRetryAfterMs: 10_000 });
+      h.sim.injectFault({ path: '/authentication/token', kind: 'status', status: 429, retryAfterSeconds: 11 });
+      const error = await rejectionOf(h.client.createPayout({ amount: '1', currency: 'USD', recipient }));
+      expect(error).toBeInstanceOf(PaymentRateLimitError);
+      expect(error).toMatchObject({ retryAfterSeconds: 11, path: '/authentication/token' });
+      expect(h.calls('/payout')).toHaveLength(0);
+      h.sim.injectFault({ path: '/authentication/token', kind: 'status', status: 429, retryAfterSeconds: 10 });
+      await h.client.createPayout({ amount: '1', currency: 'USD', recipient });
+      expect(h.clock.sleeps).toEqual([10_000]);
+      expect(h.sim.payouts).toHaveLength(1);
     });
   });
 

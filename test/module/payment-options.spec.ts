@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { PaymentConfigurationError, resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
 import { readPaymentEnv } from '../../lib/config/payment-env.js';
+import { redactRedisUrl } from '../../lib/config/redact-url.js';
 
 const SECRET = 'cs_live_do_not_print_me';
 const WEBHOOK_SECRET = 'whsec_do_not_print_me';
@@ -101,6 +102,58 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems.join('\n')).toMatch(/PAYMENT_REDIS_URL/);
   });
 
+  it.each([
+    ['0', { readsPerMinute: 0 }, 'readsPerMinute'],
+    ['a negative limit', { moneyMovementPerMinute: -3 }, 'moneyMovementPerMinute'],
+    ['a fraction', { tokenPerMinute: 0.5 }, 'tokenPerMinute'],
+    ['NaN', { createPaymentPerMinute: Number.NaN }, 'createPaymentPerMinute'],
+    ['a string', { readsPerMinute: '60' }, 'readsPerMinute'],
+    ['an unknown key', { refundsPerMinute: 30 }, 'refundsPerMinute'],
+  ])('a rate limit of %s is a boot error naming the key, not a queue that never drains', (_label, rateLimits, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: rateLimits as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`rateLimits.${key}`);
+  });
+
+  it.each([0, 999, -1000, 1500.5, 3_600_001, '60000'])('maxRetryAfterMs %p is a boot error naming the key', (bad) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: bad as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain("option 'maxRetryAfterMs'");
+  });
+
+  it('maxRetryAfterMs defaults to 120000 ms', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).maxRetryAfterMs).toBe(120_000);
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: 1_000 }).maxRetryAfterMs).toBe(1_000);
+  });
+
+  it('responseFields default to camelCase then snake_case; a list given replaces the default', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).responseFields).toEqual({
+      trxId: ['trxId', 'trx_id'],
+      refundUid: ['refundUid', 'refund_uid'],
+      payoutUid: ['payoutUid', 'payout_uid'],
+      status: ['status'],
+    });
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', responseFields: { refundUid: ['id'] } });
+    expect(options.responseFields.refundUid).toEqual(['id']);
+    expect(options.responseFields.trxId).toEqual(['trxId', 'trx_id']);
+  });
+
+  it.each([
+    [{ trxId: [] }, 'responseFields.trxId'],
+    [{ status: 'status' }, 'responseFields.status'],
+    [{ payoutUid: ['payoutUid', ''] }, 'responseFields.payoutUid'],
+    [{ refundId: ['id'] }, 'responseFields.refundId'],
+  ])('responseFields %j is a boot error naming the key', (responseFields, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', responseFields: responseFields as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`option '${key}'`);
+  });
+
+  it('accepts whole limits of 1 and more, and false', () => {
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: { readsPerMinute: 1 } }).rateLimits).toMatchObject({ readsPerMinute: 1, moneyMovementPerMinute: 30 });
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', rateLimits: false }).rateLimits).toBe(false);
+  });
+
   it('keeps secrets out of JSON and inspect output of the resolved options', () => {
     const options = resolvePaymentOptions({
       baseUrl: 'https://pay.example.com',
@@ -117,5 +170,49 @@ describe('resolvePaymentOptions', () => {
       expect(text).not.toContain('hunter2');
       expect(text).toContain('[redacted]');
     }
+  });
+});
+
+describe('Redis URLs are redacted by parsing', () => {
+  // [url, the password, what must stay readable]
+  const forms: Array<[string, string, string]> = [
+    ['redis://:p@ssw0rd@cache.internal:6379', 'p@ssw0rd', 'redis://:[redacted]@cache.internal:6379'],
+    ['redis://user:pw-Xy7@cache.internal', 'pw-Xy7', 'redis://user:[redacted]@cache.internal'],
+    ['rediss://default:s3cr:et@cache.internal:6380/2', 's3cr:et', 'rediss://default:[redacted]@cache.internal:6380/2'],
+    ['redis://cache.internal:6379/0?password=q-Pw%40rd9&db=1', 'q-Pw@rd9', 'redis://cache.internal:6379/0?password=[redacted]&db=1'],
+  ];
+
+  it.each(forms)('redactRedisUrl(%s) drops the password and keeps the rest', (url, password, expected) => {
+    const redacted = redactRedisUrl(url);
+    expect(redacted).toBe(expected);
+    expect(redacted).not.toContain(password);
+    expect(redacted).not.toContain(encodeURIComponent(password));
+  });
+
+  it('leaves a URL without credentials alone and replaces unparsable text whole', () => {
+    expect(redactRedisUrl('redis://127.0.0.1:6379/3')).toBe('redis://127.0.0.1:6379/3');
+    expect(redactRedisUrl('redis://:p@ssw0rd@h:99999')).not.toContain('ssw0rd');
+    // a lone user-info part may be a password written without the ':'
+    expect(redactRedisUrl('redis://hunter2-pw@h:6379')).toBe('redis://[redacted]@h:6379');
+    // an unencoded '/' ends the user info: the rest of the password would look like a path
+    expect(redactRedisUrl('redis://:ab/cd-Zq9@h:6379')).not.toContain('cd-Zq9');
+  });
+
+  it.each(forms)('resolved options with %s keep the password usable but out of JSON and inspect', (url, password, expected) => {
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: url });
+    expect(options.redisUrl).toBe(url);
+    expect(JSON.parse(JSON.stringify(options)).redisUrl).toBe(expected);
+    for (const text of [JSON.stringify(options), inspect(options, { depth: 5 }), inspect(options, { depth: 5, showHidden: true })]) {
+      expect(text).not.toContain(password);
+      expect(text).not.toContain(encodeURIComponent(password));
+      expect(text).not.toContain(password.slice(2)); // no tail of it either
+      expect(text).toContain('cache.internal');
+    }
+  });
+
+  it('a Redis URL that does not parse is a boot error that does not print it', () => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: 'redis://:p@ssw0rd@h:99999' }));
+    expect(error.problems.join('\n')).toMatch(/redisUrl.*parsable/);
+    expect(`${error.message}\n${JSON.stringify(error)}\n${inspect(error)}`).not.toContain('ssw0rd');
   });
 });

@@ -2,10 +2,16 @@ import 'reflect-metadata';
 import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { PaymentHttpClient } from '../../lib/client/payment-http.client.js';
+import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
+import { PaymentRequestExecutor } from '../../lib/client/payment-request.executor.js';
+import { PaymentTokenManager } from '../../lib/client/payment-token.manager.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
 import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { createServer } from 'node:net';
 import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
 
 const CLIENT_ID = 'rel-client';
@@ -155,4 +161,124 @@ describe('reliability: secrets never reach logs or errors', () => {
     }
     expect(leaks).toEqual([]);
   }, 60_000);
+
+  it('no bearer token in inspect or JSON of the client or any of its internals, after calls and while one is in flight', async () => {
+    const client = new PaymentGatewayService(
+      resolvePaymentOptions({ baseUrl: sim.url, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, httpTimeoutMs: 1_000, maxRetries: 0 }),
+    );
+    const firstRequest = sim.requests.length;
+    let inFlight: Promise<unknown> | undefined;
+    try {
+      for (let i = 0; i < 2; i++) {
+        const payment = await client.createPayment({ amount: '2', currency: 'USD' });
+        await client.getPaymentStatus(payment.trxId);
+      }
+      await client.listGateways();
+      const dumps = dumpClient(client, 'after calls');
+      // a request on the wire: its socket holds the Authorization header
+      sim.injectFault({ method: 'GET', path: '/payments/gateways', kind: 'stall' });
+      inFlight = client.listGateways().catch((e: unknown) => e);
+      const deadline = Date.now() + 5_000;
+      while (!sim.requests.slice(firstRequest).some((r) => r.fault === 'stall') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      dumps.push(...dumpClient(client, 'request in flight'));
+
+      const tokens = new Set<string>();
+      for (const r of sim.requests.slice(firstRequest)) {
+        const m = /^Bearer (.+)$/.exec(String(r.headers.authorization ?? ''));
+        if (m) tokens.add(m[1]!);
+      }
+      expect(tokens.size).toBeGreaterThanOrEqual(2); // a real token per payment, the newest one cached
+      const leaks = dumps.filter(([, text]) => [...tokens, CLIENT_SECRET].some((secret) => text.includes(secret))).map(([where]) => where);
+      expect(leaks).toEqual([]);
+      expect(dumps.filter(([, text]) => text.startsWith('JSON.stringify threw')).map(([where]) => where)).toEqual([]);
+    } finally {
+      await inFlight;
+      client.onModuleDestroy();
+    }
+  });
+
+  it('a Redis URL password stays out of store errors and outage logs, whatever its form', async () => {
+    const port = await closedLoopbackPort();
+    const password = 'rd:P@ss-w0rd';
+    const encoded = encodeURIComponent(password);
+    const urls = [`redis://:${encoded}@127.0.0.1:${port}`, `redis://app:${encoded}@127.0.0.1:${port}/1`, `redis://127.0.0.1:${port}?password=${encoded}`];
+    const texts: string[] = [];
+    const firstLine = logger.lines.length;
+    for (const url of urls) {
+      const store = new RedisWebhookEventStore(url, { operationTimeoutMs: 300 });
+      try {
+        texts.push(renderError(await store.claim('evt_secret', 1_000).then(() => new Error('claimed without Redis'), (e: unknown) => e)));
+        texts.push(JSON.stringify(store), inspect(store, { depth: 6 }));
+      } finally {
+        await store.close();
+      }
+    }
+    // ioredis cannot parse this one: its URL error carries the whole URL (password included)
+    let parseError: unknown;
+    try {
+      new RedisWebhookEventStore(`redis://:${password}@127.0.0.1:99999`);
+    } catch (error) {
+      parseError = error;
+    }
+    expect((parseError as Error | undefined)?.name).toBe('TypeError');
+    texts.push(renderError(parseError), inspect(parseError, { depth: 6, showHidden: true }));
+    texts.push(...logger.lines.slice(firstLine));
+    expect(logger.lines.length).toBeGreaterThan(firstLine); // the outage was logged
+    for (const text of texts) {
+      for (const secret of [password, encoded, 'P@ss', 'w0rd']) expect(text).not.toContain(secret);
+    }
+  });
 });
+
+const CLIENT_CLASSES = [PaymentGatewayService, PaymentRequestExecutor, PaymentTokenManager, PaymentRateLimiter, SlidingWindowLimiter, PaymentHttpClient];
+
+/**
+ * `util.inspect` (depth 6, also with hidden properties) and `JSON.stringify` of the client
+ * and of every client object reachable from it through its properties, as a logger or a
+ * debugger would see them. Fails when one of the client's classes was not reached.
+ */
+function dumpClient(client: PaymentGatewayService, when: string): Array<[string, string]> {
+  const found: object[] = [];
+  const seen = new Set<unknown>();
+  const walk = (value: unknown, depth: number): void => {
+    if (typeof value !== 'object' || value === null || seen.has(value) || depth > 6) return;
+    seen.add(value);
+    const isClient = CLIENT_CLASSES.some((C) => value instanceof C);
+    if (isClient) found.push(value);
+    if (value instanceof Map) for (const v of value.values()) walk(v, depth + 1);
+    // other libraries' objects (agents, sockets, loggers) are reached only through the client's own
+    if (isClient || Array.isArray(value) || value instanceof Map || Object.getPrototypeOf(value) === Object.prototype) {
+      for (const key of Object.getOwnPropertyNames(value)) walk((value as Record<string, unknown>)[key], depth + 1);
+    }
+  };
+  walk(client, 0);
+  for (const C of CLIENT_CLASSES) expect(found.some((o) => o instanceof C)).toBe(true);
+  return found.flatMap((o): Array<[string, string]> => {
+    const name = `${o.constructor.name} (${when})`;
+    return [
+      [`inspect ${name}`, inspect(o, { depth: 6 })],
+      [`inspect showHidden ${name}`, inspect(o, { depth: 6, showHidden: true })],
+      [`JSON ${name}`, jsonOf(o)],
+    ];
+  });
+}
+
+/** JSON of `value`, or why it could not be serialised (a logger serialising it would fail too). */
+function jsonOf(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? '';
+  } catch (error) {
+    return `JSON.stringify threw: ${(error as Error).message}`;
+  }
+}
+
+/** A loopback port with nothing listening. */
+async function closedLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { OnPaymentEvent, PaymentGatewayService, PaymentModule, type PaymentEvent } from '../../lib/index.js';
+import { OnPaymentEvent, PaymentGatewayService, PaymentModule, type PaymentEventForPattern } from '../../lib/index.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 
 const WEBHOOK_SECRET = 'whsec_e2e';
@@ -15,7 +15,7 @@ class OrdersService {
   constructor(private readonly payments: PaymentGatewayService) {}
 
   @OnPaymentEvent('payment.*')
-  async onPayment(event: PaymentEvent<`payment.${'created' | 'pending' | 'succeeded' | 'failed' | 'cancelled' | 'expired'}`>): Promise<void> {
+  async onPayment(event: PaymentEventForPattern<'payment.*'>): Promise<void> {
     this.handled.push(event.eventId);
     const canonical = await this.payments.getPaymentStatus(event.data.trxId);
     const order = event.data.custom ?? '';

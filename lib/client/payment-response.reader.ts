@@ -1,0 +1,59 @@
+import type { PaymentResponseFields } from '../config/payment-module-options.interface.js';
+import type { PaymentGateway } from './payment-api.types.js';
+
+/** The camelCase field a value is copied to. */
+export type PaymentResponseField = keyof PaymentResponseFields;
+
+/** `data` of a success answer as a record to copy: an object as is, anything else empty. */
+export function recordOf(data: unknown): Record<string, unknown> {
+  return isRecord(data) ? data : {};
+}
+
+/**
+ * The value of the first field of `names` present in `record`: a non-empty string, or a
+ * safe integer as text (ids only; a status must be a string).
+ */
+export function readResponseField(record: Record<string, unknown>, names: readonly string[], allowNumbers = true): string | undefined {
+  for (const name of names) {
+    const value = record[name];
+    if (typeof value === 'string' && value !== '') return value;
+    if (allowNumbers && typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  }
+  return undefined;
+}
+
+/** Well-known names of a list of gateways inside an object answer. */
+const GATEWAY_LIST_FIELDS = ['gateways', 'items', 'data', 'list', 'results'];
+
+/**
+ * The gateways of a `GET /payments/gateways` answer, or undefined when it is not a list:
+ * a list; an object holding one under a well-known name (or its only list); a map of
+ * id → gateway. Entries that are plain strings become `{ id }`.
+ */
+export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
+  let list: unknown[] | undefined;
+  if (Array.isArray(data)) {
+    list = data;
+  } else if (isRecord(data)) {
+    const named = GATEWAY_LIST_FIELDS.map((name) => data[name]).find(Array.isArray);
+    const arrays = Object.values(data).filter(Array.isArray);
+    const values = Object.values(data);
+    if (named) list = named;
+    else if (arrays.length === 1) list = arrays[0];
+    else if (values.length > 0 && values.every(isRecord)) {
+      list = Object.entries(data).map(([id, gateway]) => ({ id, ...(gateway as Record<string, unknown>) }));
+    }
+  }
+  if (!list) return undefined;
+  const gateways: PaymentGateway[] = [];
+  for (const entry of list) {
+    if (typeof entry === 'string' && entry !== '') gateways.push({ id: entry });
+    else if (isRecord(entry)) gateways.push(entry as PaymentGateway);
+    else return undefined; // not a list of gateways after all
+  }
+  return gateways;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

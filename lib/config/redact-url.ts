@@ -1,0 +1,69 @@
+/** What a secret part of a URL is replaced with. */
+export const REDACTED_URL_PART = '[redacted]';
+
+/** Query parameters that carry a credential (ioredis reads every query parameter as an option). */
+const SECRET_QUERY_PARAM = /^(password|pass|pwd|secret|token|auth)$/i;
+
+/**
+ * A Redis URL safe to print: the password (in the user-info part or a `?password=`
+ * query parameter) is replaced by `[redacted]`; scheme, user name (when a password
+ * follows it), host, port, db and other query parameters stay readable. The URL is parsed, not pattern-matched, so a
+ * password containing `@` or `:` is removed whole. Text that does not parse as a URL,
+ * or whose path is not a db number, is replaced entirely: it may hold a secret that is
+ * merely malformed (an unencoded `/` in a password ends the user-info part).
+ */
+export function redactRedisUrl(url: string): string {
+  if (typeof url !== 'string' || url === '') return url;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `${REDACTED_URL_PART} (unparsable URL)`;
+  }
+  // The path of a Redis URL is a db number. Anything else (e.g. `/w0rd@host` from a
+  // password with an unencoded `/`) may be the tail of a secret.
+  if (!/^(\/\d*)?$/.test(parsed.pathname)) return `${REDACTED_URL_PART} (URL with an unexpected path)`;
+  // Built by hand: assigning to URL.password would percent-encode the brackets. A user
+  // name without a password may be a password written without the leading ':'.
+  let userInfo = '';
+  if (parsed.password !== '') userInfo = `${parsed.username}:${REDACTED_URL_PART}@`;
+  else if (parsed.username !== '') userInfo = `${REDACTED_URL_PART}@`;
+  const query = [...parsed.searchParams]
+    .map(([key, value]) => `${encodeURIComponent(key)}=${SECRET_QUERY_PARAM.test(key) ? REDACTED_URL_PART : encodeURIComponent(value)}`)
+    .join('&');
+  const authority = parsed.host !== '' || userInfo !== '' ? `//${userInfo}${parsed.host}` : '';
+  return `${parsed.protocol}${authority}${parsed.pathname}${query ? `?${query}` : ''}`;
+}
+
+/**
+ * `text` with every secret of `url` removed: the whole URL (replaced by its redacted
+ * form) and its password, raw and percent-decoded (for messages of libraries that
+ * echo the parsed parts).
+ */
+export function redactRedisUrlIn(text: string, url: string): string {
+  if (!text || !url) return text;
+  let out = text.split(url).join(redactRedisUrl(url));
+  for (const secret of redisUrlSecrets(url)) out = out.split(secret).join(REDACTED_URL_PART);
+  return out;
+}
+
+function redisUrlSecrets(url: string): string[] {
+  const secrets = new Set<string>();
+  try {
+    const parsed = new URL(url);
+    const values = [parsed.password, ...[...parsed.searchParams].filter(([key]) => SECRET_QUERY_PARAM.test(key)).map(([, v]) => v)];
+    for (const value of values) {
+      if (!value) continue;
+      secrets.add(value);
+      try {
+        secrets.add(decodeURIComponent(value));
+      } catch {
+        // not percent-encoded text: the raw form is enough
+      }
+    }
+  } catch {
+    // unparsable: the whole URL was already replaced
+  }
+  // very short values would blank out unrelated text
+  return [...secrets].filter((s) => s.length >= 3);
+}

@@ -1,0 +1,179 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { PaymentServerError } from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { ClientFakeClock } from '../support/client-fake-clock.js';
+import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness } from '../support/client-simulator.js';
+import { ClientStubServer, success } from '../support/client-stub-server.js';
+
+const recipient = { account_number: '0123456789' };
+
+/**
+ * Answers the simulator does not give (payload shapes are not published): a canned-JSON
+ * service on loopback, reached over real HTTP by a real client on a virtual clock.
+ */
+describe('PaymentGatewayService reads success answers tolerantly', () => {
+  let stub: ClientStubServer;
+  let client: PaymentGatewayService;
+
+  async function start(options: PaymentModuleOptions = {}): Promise<void> {
+    Logger.overrideLogger(false);
+    stub = await new ClientStubServer().start();
+    const resolved = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, retryBaseDelayMs: 10, ...options });
+    client = new PaymentGatewayService(resolved, { clock: new ClientFakeClock(Date.UTC(2026, 0, 1), true), random: () => 0.5 });
+  }
+
+  afterEach(async () => {
+    client?.onModuleDestroy();
+    await stub?.stop();
+  });
+
+  describe('ids spelled camelCase or snake_case', () => {
+    it('createPayment reads trx_id and fills trxId', async () => {
+      await start();
+      stub.answer('POST', '/payment/create', success({ trx_id: 'trx_snake', token: 'sess_1', status: 'PENDING' }));
+      const payment = await client.createPayment({ amount: '5', currency: 'USD' });
+      expect(payment).toMatchObject({ trxId: 'trx_snake', trx_id: 'trx_snake', token: 'sess_1', status: 'PENDING', pending: false, httpStatus: 200 });
+      expect(payment.raw).toEqual({ status: 'success', data: { trx_id: 'trx_snake', token: 'sess_1', status: 'PENDING' } });
+    });
+
+    it('refundPayment reads refund_uid (201) and keeps the refunded payment id', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', success({ refund_uid: 'rfd_snake', amount: '1.00000000', status: 'SUCCESS' }, 201));
+      const refund = await client.refundPayment('trx_9', { amount: '1' });
+      expect(refund).toMatchObject({ refundUid: 'rfd_snake', trxId: 'trx_9', status: 'SUCCESS', httpStatus: 201 });
+    });
+
+    it('createPayout reads payout_uid, also on 202', async () => {
+      await start();
+      stub.answer('POST', '/payout', success({ payout_uid: 'pyo_snake', status: 'PENDING_APPROVAL' }, 202));
+      const payout = await client.createPayout({ amount: '1', currency: 'USD', recipient });
+      expect(payout).toMatchObject({ payoutUid: 'pyo_snake', pendingApproval: true, httpStatus: 202 });
+    });
+
+    it('lookups read snake_case ids, or fall back to the id they asked for', async () => {
+      await start();
+      stub.answer('GET', '/refund/rfd_1', success({ refund_uid: 'rfd_1', status: 'SUCCESS' }));
+      stub.answer('GET', '/payout/pyo_1', success({ status: 'SUCCESS' }));
+      expect(await client.getRefund('rfd_1')).toMatchObject({ refundUid: 'rfd_1', status: 'SUCCESS' });
+      expect(await client.getPayout('pyo_1')).toMatchObject({ payoutUid: 'pyo_1', status: 'SUCCESS' });
+    });
+
+    it('a numeric id is read as text', async () => {
+      await start();
+      stub.answer('POST', '/payment/create', success({ trx_id: 40017, token: 'sess_2', status: 'PENDING' }));
+      expect((await client.createPayment({ amount: '5', currency: 'USD' })).trxId).toBe('40017');
+    });
+
+    it('responseFields says where to read ids and status', async () => {
+      await start({ responseFields: { refundUid: ['id'], status: ['state'] } });
+      stub.answer('POST', '/payment/trx_9/refund', success({ id: 'r-77', state: 'QUEUED', status: 'ignored' }, 201));
+      expect(await client.refundPayment('trx_9')).toMatchObject({ refundUid: 'r-77', status: 'QUEUED' });
+    });
+
+    it('a typed field never holds a value of another type: it is left out, the answer stays in raw', async () => {
+      await start();
+      const data = { refundUid: null, refund_uid: 7.5, status: { code: 'OK' } };
+      stub.answer('POST', '/payment/trx_9/refund', success(data, 201));
+      const refund = await client.refundPayment('trx_9');
+      expect('refundUid' in refund).toBe(false);
+      expect('status' in refund).toBe(false);
+      expect(refund.raw).toEqual({ status: 'success', data });
+    });
+  });
+
+  describe('a 2xx without an id resolves (the service acted), with the raw answer and a warning', () => {
+    type Call = (c: PaymentGatewayService) => Promise<object>;
+    it.each<[string, string, string, number, Call, string]>([
+      ['refund', 'POST', '/payment/trx_9/refund', 201, (c: PaymentGatewayService) => c.refundPayment('trx_9', { amount: '1' }), 'refundUid'],
+      ['payout', 'POST', '/payout', 201, (c: PaymentGatewayService) => c.createPayout({ amount: '1', currency: 'USD', recipient }), 'payoutUid'],
+      ['payment', 'POST', '/payment/create', 200, (c: PaymentGatewayService) => c.createPayment({ amount: '1', currency: 'USD' }), 'trxId'],
+    ])('%s', async (_label, method, route, status, call, idField) => {
+      await start();
+      const body = { status: 'success', data: { reference: 'svc-123', status: 'ACCEPTED' } };
+      stub.answer(method, route, { status, body });
+      const { result, error, lines } = await captureLogs(() => call(client));
+      expect(error).toBeUndefined();
+      const record = result as unknown as Record<string, unknown>;
+      expect(record[idField]).toBeUndefined();
+      expect(record).toMatchObject({ httpStatus: status, raw: body, reference: 'svc-123', status: 'ACCEPTED' });
+      expect(stub.calls(route, method)).toHaveLength(1); // never sent twice
+      const warning = lines.find((l) => l.includes(`responseFields.${idField}`));
+      expect(warning).toContain(route);
+      expect(warning).not.toContain('svc-123'); // the answer itself is not logged
+    });
+  });
+
+  describe('getPaymentStatus', () => {
+    it('works with data.status only: the asked id, pending false on 200', async () => {
+      await start();
+      stub.answer('GET', '/payment/status', success({ status: 'SUCCESS' }));
+      const status = await client.getPaymentStatus('trx_asked');
+      expect(status).toEqual({
+        status: 'SUCCESS',
+        trxId: 'trx_asked',
+        pending: false,
+        httpStatus: 200,
+        raw: { status: 'success', data: { status: 'SUCCESS' } },
+      });
+      expect(stub.calls('/payment/status')[0].query).toEqual({ trx_id: 'trx_asked' });
+    });
+
+    it('says when the service answered 202', async () => {
+      await start();
+      stub.answer('GET', '/payment/status', success({ trx_id: 'trx_asked', status: 'PENDING' }, 202));
+      expect(await client.getPaymentStatus('trx_asked')).toMatchObject({ trxId: 'trx_asked', status: 'PENDING', pending: true, httpStatus: 202 });
+    });
+
+    it('an answer without a status is UNEXPECTED_RESPONSE naming the fields (a read: nothing changed)', async () => {
+      await start();
+      stub.answer('GET', '/payment/status', success({ trx_id: 'trx_asked' }));
+      const error = await rejectionOf(client.getPaymentStatus('trx_asked'));
+      expect(error).toBeInstanceOf(PaymentServerError);
+      expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE' });
+      expect(error.message).toContain('responseFields.status');
+    });
+  });
+
+  describe('listGateways', () => {
+    it.each([
+      ['a list', [{ id: 'card' }, { id: 'bkash' }]],
+      ['{ gateways: [...] }', { gateways: [{ id: 'card' }, { id: 'bkash' }] }],
+      ['{ items: [...], total }', { items: [{ id: 'card' }, { id: 'bkash' }], total: 2 }],
+      ['its only list', { available: [{ id: 'card' }, { id: 'bkash' }], updatedAt: 'now' }],
+      ['a map of id to gateway', { card: { name: 'Card' }, bkash: { name: 'bKash' } }],
+      ['a list of names', ['card', 'bkash']],
+    ])('reads %s', async (_label, data) => {
+      await start();
+      stub.answer('GET', '/payments/gateways', success(data));
+      const gateways = await client.listGateways();
+      expect(gateways.map((g) => g.id)).toEqual(['card', 'bkash']);
+    });
+
+    it('anything else is UNEXPECTED_RESPONSE', async () => {
+      await start();
+      stub.answer('GET', '/payments/gateways', success('card,bkash'));
+      expect(await rejectionOf(client.listGateways())).toMatchObject({ code: 'UNEXPECTED_RESPONSE' });
+    });
+  });
+});
+
+describe('getPaymentStatus against the simulator', () => {
+  it('reports httpStatus and pending: false on 200', async () => {
+    const h = await startClientHarness();
+    try {
+      const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
+      expect(await h.client.getPaymentStatus(payment.trxId)).toMatchObject({
+        trxId: payment.trxId,
+        status: 'PENDING',
+        pending: false,
+        httpStatus: 200,
+        raw: { status: 'success', data: expect.objectContaining({ trxId: payment.trxId }) },
+      });
+    } finally {
+      await h.close();
+    }
+  });
+});
