@@ -6,7 +6,7 @@ import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
-import { resolvePaymentOptions } from './config/payment-options.validation.js';
+import { resolvePaymentOptions } from './config/payment-options.resolver.js';
 import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
 import type { PaymentModuleExtras } from './payment.module-definition.js';
 import {

@@ -4,12 +4,13 @@ import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
+import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
 /**
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
  * calls: the account registry, the handler registry and the explorer that fills it, and
- * the public `PaymentWebhookReceiver`. Imported (and re-exported) by each account's module.
+ * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`. Imported (and re-exported) by each account's module.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -19,7 +20,8 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventHandlerRegistry,
     PaymentEventExplorer,
     PaymentWebhookReceiver,
+    PaymentRedisConnections,
   ],
-  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentWebhookReceiver],
+  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentRedisConnections, PaymentWebhookReceiver],
 })
 export class PaymentCoreModule {}

@@ -1,6 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
-import { PaymentConfigurationError } from '../config/payment-options.validation.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from './payment-client.inspect.js';
 

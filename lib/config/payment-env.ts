@@ -18,6 +18,7 @@ export const PAYMENT_ENV_VARIABLES = {
   httpTimeoutMs: 'PAYMENT_HTTP_TIMEOUT_MS',
   maxRetries: 'PAYMENT_MAX_RETRIES',
   redisUrl: 'PAYMENT_REDIS_URL',
+  redisKeyPrefix: 'PAYMENT_REDIS_KEY_PREFIX',
   webhookLeaseMs: 'PAYMENT_WEBHOOK_LEASE_MS',
   webhookRetentionMs: 'PAYMENT_WEBHOOK_RETENTION_MS',
   reconcile: 'PAYMENT_RECONCILE',
@@ -32,7 +33,7 @@ export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
  * Settings of the app's infrastructure rather than of a merchant account: a named account
  * without its own variable uses the default account's (one `PAYMENT_REDIS_URL` for all).
  */
-const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>(['redisUrl']);
+const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>(['redisUrl', 'redisKeyPrefix']);
 
 /** `PAYMENT_` for the default account, `PAYMENT_EU_` for `eu` (upper-cased, other characters → `_`). */
 export function paymentEnvPrefix(account: string = DEFAULT_PAYMENT_ACCOUNT): string {
@@ -68,4 +69,35 @@ function envText(raw: unknown): string | undefined {
   if (raw === undefined || raw === null) return undefined;
   const text = String(raw).trim();
   return text === '' ? undefined : text;
+}
+
+function fromEnvNumber(text: string): number | string {
+  return /^-?\d+$/.test(text) ? Number(text) : text;
+}
+
+function fromEnvBoolean(text: string): boolean | string {
+  const lower = text.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(lower)) return true;
+  if (['false', '0', 'no', 'off'].includes(lower)) return false;
+  return text;
+}
+
+const NUMERIC_ENV_KEYS: PaymentEnvOptionKey[] = [
+  'webhookToleranceSeconds',
+  'webhookMaxBodyBytes',
+  'httpTimeoutMs',
+  'maxRetries',
+  'webhookLeaseMs',
+  'webhookRetentionMs',
+];
+
+/** Converts the env strings to the option types; unparsable text is kept so validation reports it. */
+export function parsePaymentEnv(env: PaymentEnvValues): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, text] of Object.entries(env) as [PaymentEnvOptionKey, string][]) {
+    if (NUMERIC_ENV_KEYS.includes(key)) out[key] = fromEnvNumber(text);
+    else if (key === 'reconcile') out[key] = fromEnvBoolean(text);
+    else out[key] = text;
+  }
+  return out;
 }

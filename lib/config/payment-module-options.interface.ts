@@ -114,8 +114,17 @@ export interface PaymentModuleOptions {
   responseFields?: Partial<PaymentResponseFields>;
   /** Client-side rate limits (spec 8); `false` turns the queue off. */
   rateLimits?: Partial<PaymentRateLimits> | false;
-  /** Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Env: `PAYMENT_REDIS_URL`. */
+  /**
+   * Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Accounts with the same URL share one
+   * connection. Env: `PAYMENT_REDIS_URL` (a named account without its own variable uses it too).
+   */
   redisUrl?: string;
+  /**
+   * Prefix of every Redis key the store writes, so two apps, or sandbox and live, can share one
+   * Redis without seeing each other's event ids; keys are further namespaced by account.
+   * Env: `PAYMENT_REDIS_KEY_PREFIX`. @default 'payment-gateway:<environment>:'
+   */
+  redisKeyPrefix?: string;
   /** A store instance; wins over `redisUrl`. @default MemoryWebhookEventStore */
   store?: WebhookEventStore;
   /** How long a delivery may hold an event's claim before another delivery may take it over. Env: `PAYMENT_WEBHOOK_LEASE_MS`. @default 60000 */
@@ -152,6 +161,7 @@ export interface ResolvedPaymentOptions {
   responseFields: PaymentResponseFields;
   rateLimits: PaymentRateLimits | false;
   redisUrl?: string;
+  redisKeyPrefix: string;
   store?: WebhookEventStore;
   webhookLeaseMs: number;
   webhookRetentionMs: number;

@@ -67,6 +67,28 @@ return 0`;
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
+ * An ioredis client for the store: commands fail fast while Redis is down (no offline
+ * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
+ * background, at most every 2 s, so the store heals by itself.
+ * @internal also used by the module's shared connections
+ */
+export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_OPERATION_TIMEOUT_MS): RedisClientLike {
+  const Redis = loadRedisConstructor();
+  try {
+    return new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      retryStrategy: (times: number) => Math.min(times * 100, 2000),
+    });
+  } catch (error) {
+    // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
+    throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redactRedisUrlIn(describe(error), url)}`);
+  }
+}
+
+/**
  * Loads ioredis only when a store is built from a URL, so the package works
  * without it. The compiled package is CommonJS (`require` exists); the ESM test
  * run has no `require`, so it falls back to resolving from the working directory.
@@ -126,21 +148,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     assertDuration('operationTimeoutMs', this.#timeoutMs);
     if (typeof connection === 'string') {
       if (connection.length === 0) throw new TypeError('RedisWebhookEventStore: the Redis URL is empty');
-      const Redis = loadRedisConstructor();
       this.#redact = (text) => redactRedisUrlIn(text, connection);
-      try {
-        this.#client = new Redis(connection, {
-          enableOfflineQueue: false, // fail fast instead of queueing while disconnected
-          maxRetriesPerRequest: 1,
-          connectTimeout: this.#timeoutMs,
-          commandTimeout: this.#timeoutMs,
-          // keep reconnecting forever, at most every 2 s, so the store heals by itself
-          retryStrategy: (times: number) => Math.min(times * 100, 2000),
-        });
-      } catch (error) {
-        // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
-        throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(connection)}: ${this.#redact(describe(error))}`);
-      }
+      this.#client = createFailFastRedisClient(connection, this.#timeoutMs);
       this.#ownsClient = true;
     } else if (connection && typeof connection.eval === 'function') {
       this.#client = connection;

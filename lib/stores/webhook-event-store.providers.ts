@@ -3,6 +3,7 @@ import { getWebhookEventStoreToken } from '../accounts/payment-account.tokens.js
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import { MemoryWebhookEventStore } from './memory-webhook-event.store.js';
+import { PaymentRedisConnections } from './redis-connections.js';
 import { RedisWebhookEventStore } from './redis-webhook-event.store.js';
 import type { WebhookEventStore } from './webhook-event-store.interface.js';
 
@@ -10,11 +11,16 @@ import type { WebhookEventStore } from './webhook-event-store.interface.js';
 // the user passed in is theirs to close.
 const storesCreatedByModule = new WeakSet<WebhookEventStore>();
 
-/** The store the options ask for: `store` wins, else `redisUrl`, else memory. */
-export function createWebhookEventStore(options: ResolvedPaymentOptions): WebhookEventStore {
+/**
+ * The store the options ask for: `store` wins, else `redisUrl` (on the app's shared
+ * connection for that URL when `connections` is given), else memory.
+ */
+export function createWebhookEventStore(options: ResolvedPaymentOptions, connections?: PaymentRedisConnections): WebhookEventStore {
   if (options.store) return options.store;
   const store = options.redisUrl
-    ? new RedisWebhookEventStore(options.redisUrl)
+    ? new RedisWebhookEventStore(connections ? connections.client(options.redisUrl) : options.redisUrl, {
+        keyPrefix: options.redisKeyPrefix,
+      })
     : new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });
   storesCreatedByModule.add(store);
   return store;
@@ -37,7 +43,11 @@ export class WebhookEventStoreLifecycle implements OnApplicationShutdown {
 export function createWebhookEventStoreProviders(account: string): Provider[] {
   const token = getWebhookEventStoreToken(account);
   return [
-    { provide: token, useFactory: createWebhookEventStore, inject: [PAYMENT_ACCOUNT_OPTIONS] },
+    {
+      provide: token,
+      useFactory: createWebhookEventStore,
+      inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PaymentRedisConnections, optional: true }],
+    },
     { provide: PAYMENT_ACCOUNT_STORE, useExisting: token },
     WebhookEventStoreLifecycle,
   ];

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import axios from 'axios';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { type BenchRow, fmt, interleave, median } from './bench-util.js';
 

@@ -13,7 +13,7 @@ import {
   PaymentValidationError,
 } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
 
 const recipient = { account_number: '0123456789', name: 'Jane' };

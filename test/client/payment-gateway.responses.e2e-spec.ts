@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { PaymentServerError } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { ClientFakeClock } from '../support/client-fake-clock.js';
 import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness } from '../support/client-simulator.js';
 import { ClientStubServer, success } from '../support/client-stub-server.js';

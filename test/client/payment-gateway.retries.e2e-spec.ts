@@ -7,7 +7,7 @@ import {
   PaymentServerError,
 } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { rejectionOf, SANDBOX_CLIENT, SimulatorClock, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
 
 const CREATE = '/payment/create';

@@ -1,5 +1,5 @@
 import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
-import { PaymentConfigurationError } from '../../lib/config/payment-options.validation.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
 import { ClientFakeClock, flushMicrotasks } from '../support/client-fake-clock.js';
 
 describe('SlidingWindowLimiter (fake clock)', () => {

@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
-import { PaymentConfigurationError, resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { readPaymentEnv } from '../../lib/config/payment-env.js';
 import { redactRedisUrl } from '../../lib/config/redact-url.js';
 

@@ -6,7 +6,7 @@ import { PaymentHttpClient } from '../../lib/client/payment-http.client.js';
 import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
 import { PaymentRequestExecutor } from '../../lib/client/payment-request.executor.js';
 import { PaymentTokenManager } from '../../lib/client/payment-token.manager.js';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';

@@ -37,7 +37,7 @@ describe('webhook event store providers', () => {
   });
 
   it("provides the default account's store under the WebhookEventStore token, a named account's under its own", () => {
-    expect(createWebhookEventStoreProviders('default')[0]).toMatchObject({ provide: WebhookEventStore, inject: [PAYMENT_ACCOUNT_OPTIONS] });
+    expect(createWebhookEventStoreProviders('default')[0]).toMatchObject({ provide: WebhookEventStore });
     expect(createWebhookEventStoreProviders('eu')[0]).toMatchObject({ provide: getWebhookEventStoreToken('eu') });
     expect(getWebhookEventStoreToken('eu')).not.toBe(WebhookEventStore);
   });

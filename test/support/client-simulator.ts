@@ -1,5 +1,5 @@
 import { Logger, type LoggerService } from '@nestjs/common';
-import { resolvePaymentOptions } from '../../lib/config/payment-options.validation.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import type { PaymentClock } from '../../lib/client/payment-client.clock.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';

@@ -1,0 +1,117 @@
+import { DEFAULT_PAYMENT_ACCOUNT, LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
+import { PaymentConfigurationError } from './payment-configuration.error.js';
+import { parsePaymentEnv, type PaymentEnvValues } from './payment-env.js';
+import {
+  DEFAULT_PAYMENT_ENDPOINTS,
+  DEFAULT_RATE_LIMITS,
+  DEFAULT_RESPONSE_FIELDS,
+  DEFAULT_TOKEN_RESPONSE,
+  PAYMENT_OPTION_DEFAULTS,
+} from './payment-options.defaults.js';
+import type {
+  PaymentModuleOptions,
+  PaymentRateLimits,
+  PaymentResponseFields,
+  PaymentTokenResponseOptions,
+  ResolvedPaymentOptions,
+} from './payment-module-options.interface.js';
+import { withRedactedSecrets } from './payment-options.redaction.js';
+import { PaymentOptionsSchema, type PaymentOptionsSchemaKey } from './payment-options.schema.js';
+import { validatePaymentOptions } from './payment-options.validation.js';
+
+/**
+ * Merges explicit options over environment values over defaults, validates the result and
+ * returns what every provider reads. Throws one PaymentConfigurationError naming every bad key.
+ */
+export function resolvePaymentOptions(
+  explicit: PaymentModuleOptions = {},
+  env: PaymentEnvValues = {},
+  account: string = DEFAULT_PAYMENT_ACCOUNT,
+): ResolvedPaymentOptions {
+  const envOptions = parsePaymentEnv(env);
+  const pick = <K extends string>(key: K): unknown => {
+    const own = (explicit as Record<string, unknown>)[key];
+    return own !== undefined ? own : envOptions[key];
+  };
+
+  const schema = Object.assign(new PaymentOptionsSchema(), {
+    baseUrl: pick('baseUrl'),
+    environment: pick('environment') ?? PAYMENT_OPTION_DEFAULTS.environment,
+    clientId: pick('clientId'),
+    clientSecret: pick('clientSecret'),
+    webhookSecret: splitSecrets(pick('webhookSecret')) ?? [],
+    webhookPath: pick('webhookPath') ?? defaultWebhookPath(account),
+    webhookToleranceSeconds: pick('webhookToleranceSeconds') ?? PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds,
+    webhookMaxBodyBytes: pick('webhookMaxBodyBytes') ?? PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes,
+    httpTimeoutMs: pick('httpTimeoutMs') ?? PAYMENT_OPTION_DEFAULTS.httpTimeoutMs,
+    maxRetries: pick('maxRetries') ?? PAYMENT_OPTION_DEFAULTS.maxRetries,
+    retryBaseDelayMs: pick('retryBaseDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryBaseDelayMs,
+    retryMaxDelayMs: pick('retryMaxDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryMaxDelayMs,
+    maxRetryAfterMs: pick('maxRetryAfterMs') ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs,
+    redisUrl: pick('redisUrl'),
+    redisKeyPrefix: pick('redisKeyPrefix'),
+    webhookLeaseMs: pick('webhookLeaseMs') ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
+    webhookRetentionMs: pick('webhookRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
+    memoryStoreMaxEntries: pick('memoryStoreMaxEntries') ?? PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries,
+    reconcile: pick('reconcile') ?? PAYMENT_OPTION_DEFAULTS.reconcile,
+  } satisfies Record<PaymentOptionsSchemaKey, unknown>);
+
+  const problems = validatePaymentOptions(schema, explicit, account);
+  if (problems.length > 0) throw new PaymentConfigurationError(problems, account);
+
+  const environment = schema.environment as ResolvedPaymentOptions['environment'];
+  const baseUrl = schema.baseUrl.replace(/\/+$/, '');
+  const tokenResponse: PaymentTokenResponseOptions = { ...DEFAULT_TOKEN_RESPONSE, ...stripUndefined(explicit.tokenResponse) };
+  const fields = { ...DEFAULT_RESPONSE_FIELDS, ...stripUndefined(explicit.responseFields) };
+  const responseFields: PaymentResponseFields = {
+    trxId: [...fields.trxId],
+    refundUid: [...fields.refundUid],
+    payoutUid: [...fields.payoutUid],
+    status: [...fields.status],
+  };
+  const rateLimits: PaymentRateLimits | false =
+    explicit.rateLimits === false ? false : { ...DEFAULT_RATE_LIMITS, ...stripUndefined(explicit.rateLimits) };
+
+  return withRedactedSecrets({
+    account,
+    baseUrl,
+    environment,
+    apiBaseUrl: baseUrl + (environment === 'live' ? LIVE_BASE_PATH : SANDBOX_BASE_PATH),
+    clientId: schema.clientId,
+    clientSecret: schema.clientSecret,
+    webhookSecrets: schema.webhookSecret,
+    webhookPath: schema.webhookPath.replace(/^\/+|\/+$/g, ''),
+    webhookToleranceSeconds: schema.webhookToleranceSeconds,
+    webhookMaxBodyBytes: schema.webhookMaxBodyBytes,
+    httpTimeoutMs: schema.httpTimeoutMs,
+    maxRetries: schema.maxRetries,
+    retryBaseDelayMs: schema.retryBaseDelayMs,
+    retryMaxDelayMs: schema.retryMaxDelayMs,
+    maxRetryAfterMs: schema.maxRetryAfterMs,
+    endpoints: { ...DEFAULT_PAYMENT_ENDPOINTS, ...stripUndefined(explicit.endpoints) },
+    tokenResponse,
+    responseFields,
+    rateLimits,
+    redisUrl: schema.redisUrl,
+    redisKeyPrefix: schema.redisKeyPrefix ?? `payment-gateway:${environment}:`,
+    store: explicit.store,
+    webhookLeaseMs: schema.webhookLeaseMs,
+    webhookRetentionMs: schema.webhookRetentionMs,
+    memoryStoreMaxEntries: schema.memoryStoreMaxEntries,
+    reconcile: schema.reconcile,
+  });
+}
+
+/** `payments/webhook` for the default account, `payments/<account>/webhook` for a named one. */
+function defaultWebhookPath(account: string): string {
+  return account === DEFAULT_PAYMENT_ACCOUNT ? PAYMENT_OPTION_DEFAULTS.webhookPath : `payments/${account}/webhook`;
+}
+
+function splitSecrets(value: unknown): unknown {
+  if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return value;
+}
+
+function stripUndefined<T extends object>(value: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

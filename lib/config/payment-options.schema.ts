@@ -1,0 +1,102 @@
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+} from 'class-validator';
+
+/** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
+export class PaymentOptionsSchema {
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'must be an absolute http(s) URL of the service, without /api/v1' },
+  )
+  baseUrl!: string;
+
+  @IsIn(['sandbox', 'live'], { message: "must be 'sandbox' or 'live'" })
+  environment!: string;
+
+  @IsOptional()
+  @IsString({ message: 'must be a non-empty string' })
+  @MinLength(1, { message: 'must be a non-empty string' })
+  clientId?: string;
+
+  @IsOptional()
+  @IsString({ message: 'must be a non-empty string' })
+  @MinLength(1, { message: 'must be a non-empty string' })
+  clientSecret?: string;
+
+  @IsArray({ message: 'must be a string or a list of strings' })
+  @IsString({ each: true, message: 'must contain only non-empty strings' })
+  @MinLength(1, { each: true, message: 'must contain only non-empty strings' })
+  webhookSecret!: string[];
+
+  @Matches(/^\/?[A-Za-z0-9._~\-:]+(\/[A-Za-z0-9._~\-:]+)*\/?$/, {
+    message: "must be a route path such as 'payments/webhook' (letters, digits, '-', '_', '.', '/')",
+  })
+  webhookPath!: string;
+
+  @IsInt({ message: 'must be a whole number of seconds' })
+  @Min(1, { message: 'must be at least 1 second' })
+  @Max(86_400, { message: 'must be at most 86400 seconds' })
+  webhookToleranceSeconds!: number;
+
+  @IsInt({ message: 'must be a whole number of bytes' })
+  @Min(1024, { message: 'must be at least 1024 bytes' })
+  webhookMaxBodyBytes!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1, { message: 'must be at least 1 ms' })
+  @Max(600_000, { message: 'must be at most 600000 ms' })
+  httpTimeoutMs!: number;
+
+  @IsInt({ message: 'must be a whole number' })
+  @Min(0, { message: 'must be 0 or more' })
+  @Max(10, { message: 'must be at most 10' })
+  maxRetries!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(0, { message: 'must be 0 or more' })
+  retryBaseDelayMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(0, { message: 'must be 0 or more' })
+  retryMaxDelayMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms (Retry-After counts whole seconds)' })
+  @Max(3_600_000, { message: 'must be at most 3600000 ms (one hour)' })
+  maxRetryAfterMs!: number;
+
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  redisUrl?: string;
+
+  @IsOptional()
+  @Matches(/^[\x21-\x7e]{1,200}$/, { message: 'must be 1-200 printable characters without spaces' })
+  redisKeyPrefix?: string;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(100, { message: 'must be at least 100 ms' })
+  webhookLeaseMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms' })
+  webhookRetentionMs!: number;
+
+  @IsInt({ message: 'must be a whole number' })
+  @Min(1, { message: 'must be at least 1' })
+  memoryStoreMaxEntries!: number;
+
+  @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })
+  reconcile!: boolean;
+}
+
+export type PaymentOptionsSchemaKey = keyof PaymentOptionsSchema;
