@@ -7,6 +7,7 @@ import {
   type INestApplication,
   type LoggerService,
   Module,
+  type ModuleMetadata,
   Post,
   type Provider,
   Req,
@@ -90,9 +91,11 @@ export interface WebhookAppOptions {
   payment?: PaymentModuleRootOptions;
   /** @default 'module route' */
   mount?: WebhookMount;
+  /** Replaces `PaymentModule.forRoot(...)` (e.g. a `forRootAsync()`); `payment` is then ignored. */
+  module?: DynamicModule;
   rawBody?: boolean;
   extraProviders?: Provider[];
-  extraImports?: Array<Type<unknown> | DynamicModule>;
+  extraImports?: NonNullable<ModuleMetadata['imports']>;
   controllers?: Array<Type<unknown>>;
   logger?: LoggerService | false;
   globalPrefix?: string;
@@ -112,12 +115,13 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   const hostMounted = opts.mount === 'host route';
   @Module({
     imports: [
-      PaymentModule.forRoot({
-        baseUrl: 'http://127.0.0.1:9',
-        webhookSecret: WEBHOOK_SECRET,
-        ...(hostMounted ? { webhookRoute: false } : {}),
-        ...opts.payment,
-      }),
+      opts.module ??
+        PaymentModule.forRoot({
+          baseUrl: 'http://127.0.0.1:9',
+          webhookSecret: WEBHOOK_SECRET,
+          ...(hostMounted ? { webhookRoute: false } : {}),
+          ...opts.payment,
+        }),
       ...(opts.extraImports ?? []),
     ],
     controllers: [...(hostMounted ? [HostWebhookController] : []), ...(opts.controllers ?? [])],

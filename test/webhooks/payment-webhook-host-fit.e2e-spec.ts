@@ -1,0 +1,299 @@
+// The module as a guest in a typical production app: global auth guard and throttler,
+// a global exception filter, the host's own ConfigModule and EventEmitterModule.
+import 'reflect-metadata';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type ArgumentsHost,
+  type CanActivate,
+  Catch,
+  Controller,
+  type ExecutionContext,
+  Get,
+  HttpException,
+  Injectable,
+  Module,
+  SetMetadata,
+} from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import { APP_FILTER, APP_GUARD, BaseExceptionFilter, DiscoveryService, Reflector } from '@nestjs/core';
+import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { PaymentEventHandlerError } from '../../lib/events/payment-event.errors.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
+import { WebhookHandlerFailedError } from '../../lib/webhooks/payment-webhook.errors.js';
+import { startChildApp } from '../support/child-app.js';
+import { ADAPTERS, envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
+
+// What a host app typically has: a JWT-style global guard with a @Public() escape hatch.
+const IS_PUBLIC = 'host:is-public';
+const Public = () => SetMetadata(IS_PUBLIC, true);
+
+@Injectable()
+class HostAuthGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    return request.headers.authorization === 'Bearer host-token';
+  }
+}
+
+@Controller('orders')
+class HostOrdersController {
+  @Get()
+  list(): { orders: string[] } {
+    return { orders: [] };
+  }
+}
+
+/** A Sentry-style global filter: records every exception, then answers as Nest would. */
+@Catch()
+class RecordingExceptionFilter extends BaseExceptionFilter {
+  static readonly seen: unknown[] = [];
+
+  override catch(exception: unknown, host: ArgumentsHost): void {
+    RecordingExceptionFilter.seen.push(exception);
+    super.catch(exception, host);
+  }
+}
+
+@Injectable()
+class HostListeners {
+  pings = 0;
+  paymentEvents: string[] = [];
+
+  @OnEvent('host.ping')
+  onPing(): void {
+    this.pings++;
+  }
+
+  @OnEvent('payment-gateway.payment.succeeded')
+  onPayment(event: AnyPaymentEvent): void {
+    this.paymentEvents.push(event.eventId);
+  }
+}
+
+async function getJson(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return (await fetch(url, { headers })).status;
+}
+
+describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapter) => {
+  describe('global auth guard reading metadata through Reflector', () => {
+    it('answers every signed webhook 403 without webhookDecorators (the problem)', async () => {
+      const w = await startWebhookApp({
+        adapter,
+        controllers: [HostOrdersController],
+        extraProviders: [{ provide: APP_GUARD, useClass: HostAuthGuard }],
+      });
+      try {
+        expect((await postWebhook(w.url, envelope())).status).toBe(403);
+        expect(w.handlers.calls).toHaveLength(0);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it('lets the service through with webhookDecorators: [Public()], and keeps guarding the host routes', async () => {
+      const w = await startWebhookApp({
+        adapter,
+        payment: { webhookDecorators: [Public()] },
+        controllers: [HostOrdersController],
+        extraProviders: [{ provide: APP_GUARD, useClass: HostAuthGuard }],
+      });
+      try {
+        const body = envelope();
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+        expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { duplicate: true } });
+        // a bad signature is still the module's answer, not the guard's
+        expect(await postWebhook(w.url, envelope(), { secret: 'whsec_other' })).toMatchObject({ status: 401 });
+        expect(await getJson(`${w.url}/orders`)).toBe(403);
+        expect(await getJson(`${w.url}/orders`, { authorization: 'Bearer host-token' })).toBe(200);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it('takes webhookDecorators beside the factory of forRootAsync', async () => {
+      const w = await startWebhookApp({
+        adapter,
+        module: PaymentModule.forRootAsync({
+          useFactory: () => ({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET }),
+          webhookDecorators: [Public()],
+        }),
+        extraProviders: [{ provide: APP_GUARD, useClass: HostAuthGuard }],
+      });
+      try {
+        expect(await postWebhook(w.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+      } finally {
+        await w.close();
+      }
+    });
+  });
+
+  describe('global ThrottlerGuard (@nestjs/throttler) with a limit of 3 a minute', () => {
+    // In a child process: @nestjs/throttler is CommonJS and cannot load inside jest's ESM sandbox with NestJS 12.
+    const start = (skip: boolean) =>
+      startChildApp('test/webhooks/fixtures/throttled-host-app.ts', {
+        HOST_ADAPTER: adapter,
+        HOST_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        HOST_SKIP_THROTTLE: skip ? '1' : '0',
+      });
+
+    it('throttles the webhook route like any other without SkipThrottle() (the problem)', async () => {
+      const host = await start(false);
+      try {
+        const statuses = [];
+        for (let i = 0; i < 5; i++) statuses.push((await postWebhook(host.url, envelope())).status);
+        expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      } finally {
+        await host.stop();
+      }
+    });
+
+    it('handles a burst of 100 webhooks with webhookDecorators: [SkipThrottle()], and still throttles the host route', async () => {
+      const host = await start(true);
+      try {
+        const bodies = Array.from({ length: 100 }, () => envelope());
+        const answers = await Promise.all(bodies.map((body) => postWebhook(host.url, body)));
+        expect(answers.map((a) => a.status)).toEqual(Array(100).fill(200));
+        const handled = (await (await fetch(`${host.url}/handled`)).json()) as { eventIds: string[] };
+        expect(handled.eventIds.sort()).toEqual(bodies.map((b) => b.eventId as string).sort());
+        const hostStatuses = [];
+        for (let i = 0; i < 5; i++) hostStatuses.push(await getJson(`${host.url}/orders`));
+        expect(hostStatuses).toEqual([200, 200, 200, 429, 429]);
+      } finally {
+        await host.stop();
+      }
+    }, 60_000);
+  });
+
+  describe('global exception filter (APP_FILTER)', () => {
+    let w: WebhookApp;
+    beforeAll(async () => {
+      w = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_FILTER, useClass: RecordingExceptionFilter }] });
+    });
+    afterAll(async () => {
+      await w?.close();
+    });
+    beforeEach(() => {
+      RecordingExceptionFilter.seen.length = 0;
+    });
+
+    it('receives a handler failure with its cause, while the answer stays 500 with its code', async () => {
+      w.handlers.failNext = 1;
+      const body = envelope();
+      const answer = await postWebhook(w.url, body);
+      expect(answer).toMatchObject({ status: 500, json: { statusCode: 500, code: 'WEBHOOK_HANDLER_FAILED' } });
+      expect(RecordingExceptionFilter.seen).toHaveLength(1);
+      const seen = RecordingExceptionFilter.seen[0] as PaymentWebhookHttpException;
+      expect(seen).toBeInstanceOf(HttpException);
+      expect(seen).toBeInstanceOf(PaymentWebhookHttpException);
+      expect(seen.getStatus()).toBe(500);
+      // the chain an APM walks: HttpException → WebhookHandlerFailedError → PaymentEventHandlerError → the handler's error
+      const failed = seen.cause as WebhookHandlerFailedError;
+      expect(failed).toBeInstanceOf(WebhookHandlerFailedError);
+      const handlers = failed.cause as PaymentEventHandlerError;
+      expect(handlers).toBeInstanceOf(PaymentEventHandlerError);
+      expect(handlers.eventId).toBe(body.eventId);
+      expect(String((handlers.failures[0]!.error as Error).message)).toContain('handler failure injected by the test');
+      // the redelivery runs the handlers and succeeds
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+    });
+
+    it('receives rejections too, with the same statuses and codes as without a filter', async () => {
+      expect(await postWebhook(w.url, envelope(), { secret: 'whsec_other' })).toMatchObject({
+        status: 401,
+        json: { statusCode: 401, code: 'WEBHOOK_SIGNATURE_MISMATCH' },
+      });
+      expect(RecordingExceptionFilter.seen).toHaveLength(1);
+      expect((RecordingExceptionFilter.seen[0] as HttpException).getStatus()).toBe(401);
+    });
+  });
+
+  describe("the host's ConfigModule choices stand", () => {
+    let dir: string;
+    let cwd: string;
+    const touched = ['HOSTFIT_DOTENV_MARKER', 'HOSTFIT_CUSTOM_MARKER', 'PAYMENT_WEBHOOK_PATH'];
+    beforeEach(() => {
+      cwd = process.cwd();
+      dir = mkdtempSync(join(tmpdir(), 'payment-host-fit-'));
+      // A .env in the working directory, as a host app has one.
+      writeFileSync(join(dir, '.env'), 'HOSTFIT_DOTENV_MARKER=from-dotenv\nPAYMENT_WEBHOOK_PATH=from/dotenv\n');
+      writeFileSync(join(dir, 'custom.env'), 'HOSTFIT_CUSTOM_MARKER=from-custom\nPAYMENT_WEBHOOK_PATH=from/custom\n');
+      for (const name of touched) delete process.env[name];
+      process.chdir(dir);
+    });
+    afterEach(() => {
+      process.chdir(cwd);
+      rmSync(dir, { recursive: true, force: true });
+      for (const name of touched) delete process.env[name];
+    });
+
+    it('ignoreEnvFile: true → nothing from .env reaches process.env, and the module reads the real environment', async () => {
+      const w = await startWebhookApp({ adapter, extraImports: [ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true })] });
+      try {
+        expect(process.env.HOSTFIT_DOTENV_MARKER).toBeUndefined();
+        expect(process.env.PAYMENT_WEBHOOK_PATH).toBeUndefined();
+        expect((await postWebhook(w.url, envelope())).status).toBe(200);
+        expect((await postWebhook(w.url, envelope(), { path: 'from/dotenv' })).status).toBe(404);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it("envFilePath → the host's file is used and .env is not", async () => {
+      const w = await startWebhookApp({ adapter, extraImports: [ConfigModule.forRoot({ isGlobal: true, envFilePath: 'custom.env' })] });
+      try {
+        expect(process.env.HOSTFIT_DOTENV_MARKER).toBeUndefined();
+        expect(process.env.HOSTFIT_CUSTOM_MARKER).toBe('from-custom');
+        expect((await postWebhook(w.url, envelope(), { path: 'from/custom' })).status).toBe(200);
+        expect((await postWebhook(w.url, envelope())).status).toBe(404);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it('no ConfigModule in the host → the module reads process.env and never loads .env', async () => {
+      const w = await startWebhookApp({ adapter });
+      try {
+        expect(process.env.HOSTFIT_DOTENV_MARKER).toBeUndefined();
+        expect((await postWebhook(w.url, envelope())).status).toBe(200);
+      } finally {
+        await w.close();
+      }
+    });
+  });
+
+  describe("the host's EventEmitterModule", () => {
+    it('wildcard: false → one EventEmitter2, the host listener runs once per emit and once per payment event', async () => {
+      const w = await startWebhookApp({
+        adapter,
+        extraImports: [EventEmitterModule.forRoot({ wildcard: false })],
+        extraProviders: [HostListeners],
+      });
+      try {
+        const emitter = w.app.get(EventEmitter2);
+        // the host's emitter is the only one: the module registers none of its own
+        const emitters = w.app.get(DiscoveryService).getProviders().filter((p) => p.instance instanceof EventEmitter2);
+        expect(emitters.map((p) => p.instance)).toEqual([emitter]);
+        emitter.emit('host.ping');
+        emitter.emit('host.ping');
+        const listeners = w.app.get(HostListeners);
+        expect(listeners.pings).toBe(2);
+        const body = envelope();
+        expect((await postWebhook(w.url, body)).status).toBe(200);
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { duplicate: true } });
+        expect(listeners.paymentEvents).toEqual([body.eventId]);
+        // the handlers ran once too
+        expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+      } finally {
+        await w.close();
+      }
+    });
+  });
+});
