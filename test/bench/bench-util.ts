@@ -37,6 +37,21 @@ export async function interleave<T>(pairs: number, a: () => Promise<T>, b: () =>
   return out;
 }
 
+/**
+ * Runs each of `runs` once per round, `rounds` times, rotating which goes first, so a slow
+ * drift of the machine hits every side equally. Results are per side, in round order.
+ */
+export async function rotate<T>(rounds: number, runs: ReadonlyArray<() => Promise<T>>): Promise<T[][]> {
+  const out = runs.map(() => [] as T[]);
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < runs.length; k++) {
+      const side = (round + k) % runs.length;
+      out[side]!.push(await runs[side]!());
+    }
+  }
+  return out;
+}
+
 export const fmt = (n: number, digits = 0): string =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 

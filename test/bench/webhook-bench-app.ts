@@ -1,9 +1,12 @@
 // Child process of the webhook throughput benchmark: one Nest app with the module's
-// webhook route and a bare JSON route, so both are measured on the same server.
+// webhook route, a bare JSON route, and the "floor" route (the least a Nest controller can do
+// for this job: check the HMAC, parse, remember ids in a Set, call the handler), so all three
+// are measured on the same server.
 // Usage: node webhook-bench-app.js <express|fastify>; prints `READY <port>` and answers
 // `{ type: 'stats' }` IPC messages with the handler count.
 import 'reflect-metadata';
-import { Body, Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Body, Controller, HttpCode, Injectable, Module, Post, Req, UnauthorizedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -14,6 +17,8 @@ import { BENCH_WEBHOOK_SECRET } from './bench-util.js';
 @Injectable()
 class NoopPaymentHandler {
   handled = 0;
+  /** Runs of the floor route's "handler" (the same no-op), counted apart. */
+  floorHandled = 0;
 
   @OnPaymentEvent('payment.succeeded')
   onSucceeded(): void {
@@ -31,9 +36,33 @@ class BareController {
   }
 }
 
+const SIGNATURE = /^t=(\d{1,12}),v1=([0-9a-f]{64})$/;
+
+@Controller('floor')
+class FloorController {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly handler: NoopPaymentHandler) {}
+
+  @Post()
+  @HttpCode(200)
+  receive(@Req() request: { headers: Record<string, string | undefined>; rawBody: Buffer }): { received: boolean } {
+    const match = SIGNATURE.exec(request.headers['x-service-signature'] ?? '');
+    if (!match) throw new UnauthorizedException();
+    const expected = createHmac('sha256', BENCH_WEBHOOK_SECRET).update(`${match[1]}.`).update(request.rawBody).digest();
+    if (!timingSafeEqual(expected, Buffer.from(match[2]!, 'hex'))) throw new UnauthorizedException();
+    const event = JSON.parse(request.rawBody.toString('utf8')) as { eventId: string };
+    if (!this.seen.has(event.eventId)) {
+      this.seen.add(event.eventId);
+      this.handler.floorHandled++;
+    }
+    return { received: true };
+  }
+}
+
 @Module({
   imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: BENCH_WEBHOOK_SECRET })],
-  controllers: [BareController],
+  controllers: [BareController, FloorController],
   providers: [NoopPaymentHandler],
 })
 class BenchAppModule {}

@@ -55,8 +55,8 @@ const credentials = {
 };
 
 // What a host app of each major typically has next to the package: its own @nestjs/config
-// and @nestjs/event-emitter (the Nest 11 generation is config 4 / event-emitter 3, so the
-// package's 12.x copies sit nested beside them), and one major of the optional peer ioredis
+// and @nestjs/event-emitter (the Nest 11 generation is config 4 / event-emitter 3; both are
+// peer dependencies of the package, so it uses the host's copies), and one major of the optional peer ioredis
 // (so the package's lazy require('ioredis') is proven against both majors of its range).
 const HOST_EXTRAS: Record<number, Record<string, string>> = {
   12: { '@nestjs/config': '^12.0.0', '@nestjs/event-emitter': '^12.0.0', ioredis: '^6.0.0' },
@@ -98,11 +98,13 @@ beforeAll(async () => {
   const tarball = packed.tarball;
   const appModule = join(fixtures, 'compat-app-module.cjs');
   const esmFiles = {
+    '.env': join(fixtures, 'host.env'),
     'main.js': join(fixtures, 'compat-app.mjs'),
     'tools.js': join(fixtures, 'compat-tools.mjs'),
     'app-module.cjs': appModule,
   };
   const cjsFiles = {
+    '.env': join(fixtures, 'host.env'),
     'main.js': join(fixtures, 'compat-app.cjs'),
     'tools.js': join(fixtures, 'compat-tools.cjs'),
     'app-module.cjs': appModule,
@@ -229,10 +231,10 @@ describe.each(CASES)('$label', (matrixCase) => {
     const { ready } = running();
     expect(ready.nest).toEqual(expect.stringMatching(new RegExp(`^${matrixCase.nestMajor}\\.`)));
     expect(ready.moduleSystem).toBe(matrixCase.moduleSystem);
-    // one Nest in the process: the package's own @nestjs/config and @nestjs/event-emitter
-    // resolve the host's @nestjs/common and @nestjs/core (peer dependencies, not copies)
-    expect(ready.nestCopies).toEqual({ common: 1, core: 1 });
-    // Nest 11 hosts keep their own event-emitter 3.x; the package brings 12.x beside it
+    // one copy of each in the process: the package uses the host's @nestjs/common and core, and
+    // the host's own @nestjs/config and @nestjs/event-emitter (peer dependencies, not nested copies)
+    expect(ready.nestCopies).toEqual({ common: 1, core: 1, config: 1, eventEmitter: 1 });
+    // Nest 11 hosts keep their event-emitter 3.x, and the package works with it
     expect(ready.hostEventEmitter).toEqual(expect.stringMatching(matrixCase.nestMajor === 11 ? /^3\./ : /^12\./));
     expect(ready.adapter).toBe(matrixCase.adapter);
     // loaded from the installed tarball, never from the repository sources
@@ -257,10 +259,14 @@ describe.each(CASES)('$label', (matrixCase) => {
   });
 
   // after the test above (one ping now, one payment event before)
-  it("keeps the host's own EventEmitterModule working beside the package's", async () => {
+  it("re-emits on the host's own EventEmitter2 (wildcard: false kept): its listener hears each event once", async () => {
     // the host's @OnEvent listener ran once for its own ping and once for the (non-duplicate)
-    // payment event the package re-emitted, on whichever copy of @nestjs/event-emitter it has
+    // payment event the package re-emitted on the host's emitter
     expect(await getJson(running(), '/host-events')).toEqual({ status: 200, body: { pings: 1, paymentEvents: 1 } });
+  });
+
+  it("keeps the host's ConfigModule choice: ignoreEnvFile leaves the app's .env unread", async () => {
+    expect(await getJson(running(), '/host-config')).toEqual({ status: 200, body: { dotenvMarker: null } });
   });
 
   it('rejects a bad signature with a typed 4xx and does not run the handler', async () => {
