@@ -1,6 +1,8 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
+import { anomalyReporter } from './webhook-envelope-anomalies.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -13,6 +15,9 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  */
 @Injectable()
 export class PaymentWebhookEnvelopeGuard implements CanActivate {
+  protected readonly logger = new Logger('PaymentWebhooks');
+  private readonly onAnomaly = anomalyReporter(this.logger, DEFAULT_PAYMENT_ACCOUNT);
+
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
     try {
@@ -29,6 +34,6 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       // Never fall back to the adapter's parsed copy: it is not what was signed.
       throw new WebhookRawBodyMissingError();
     }
-    return parseWebhookEnvelope(rawBody);
+    return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
 }

@@ -5,9 +5,21 @@ import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-
 /** Longest accepted `eventId` / `eventType`: they become store keys and log fields. */
 const MAX_ID_LENGTH = 512;
 
+/**
+ * What an event type must look like before it is used as an EventEmitter2 name: dot-separated
+ * lower-case words, so a signed `payment.*` or `**` can never fan out to wildcard listeners.
+ */
+const EVENT_TYPE = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
+
 // Fixed-shape patterns (no nested quantifiers), so no catastrophic backtracking.
 const API_VERSION = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/;
+
+/** A field delivered as received although it is not what the service documents. */
+export interface WebhookEnvelopeAnomaly {
+  field: 'apiVersion' | 'createdAt' | 'environment';
+  kind: 'missing' | 'not-a-string' | 'malformed';
+}
 
 /**
  * Parses raw webhook bytes as JSON. Bytes that are not valid UTF-8 are refused (400) rather
@@ -31,55 +43,70 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** No lone surrogates: `"evt\ud800"` and `"evt\udbff"` would otherwise encode to the same store key. */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
 /**
- * Checks `body` against the envelope of spec 2.1 and returns it typed. Unknown event
- * types pass (they reach `'*'` handlers); unknown top-level fields are kept.
- * Throws `WebhookInvalidEnvelopeError` listing every bad field.
+ * Checks a parsed, signature-verified body and returns it as an event. Only what dispatch
+ * needs is required (400 `WEBHOOK_INVALID_ENVELOPE` listing every bad field otherwise):
+ * - `eventId`: a non-blank, well-formed Unicode string of at most 512 characters (the
+ *   deduplication key);
+ * - `eventType`: dot-separated lower-case words (`payment.succeeded`), at most 512
+ *   characters (the handler and EventEmitter2 name; unknown types reach `'*'` handlers);
+ * - `data`: an object.
+ * `apiVersion`, `createdAt` and `environment` are delivered as received even when they are
+ * missing or not in the documented format (a signed event is never refused over a format
+ * detail, since a refusal ends with the service abandoning it); `onAnomaly` hears each such
+ * case. Unknown top-level fields are kept.
  */
-export function validateWebhookEnvelope(body: unknown): AnyPaymentEvent {
+export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
   if (!isPlainObject(body)) {
     throw new WebhookInvalidEnvelopeError({ body: ['must be a JSON object'] });
   }
-  const errors: Record<string, string[]> = {};
+  let errors: Record<string, string[]> | undefined;
   const fail = (field: string, message: string): void => {
-    (errors[field] ??= []).push(message);
+    ((errors ??= {})[field] ??= []).push(message);
   };
 
-  const checkId = (field: 'eventId' | 'eventType' | 'environment'): void => {
-    const value = body[field];
-    if (typeof value !== 'string') fail(field, 'must be a string');
-    else if (value.trim().length === 0) fail(field, 'must not be empty');
-    else if (value.length > MAX_ID_LENGTH) fail(field, `must be at most ${MAX_ID_LENGTH} characters`);
-  };
-  checkId('eventId');
-  checkId('eventType');
-  checkId('environment');
+  const eventId = body.eventId;
+  if (typeof eventId !== 'string') fail('eventId', 'must be a string');
+  else if (eventId.trim().length === 0) fail('eventId', 'must not be empty');
+  else if (eventId.length > MAX_ID_LENGTH) fail('eventId', `must be at most ${MAX_ID_LENGTH} characters`);
+  else if (!isWellFormed(eventId)) fail('eventId', 'must be well-formed Unicode (no lone surrogates)');
 
+  const eventType = body.eventType;
+  if (typeof eventType !== 'string') fail('eventType', 'must be a string');
+  else if (eventType.length > MAX_ID_LENGTH) fail('eventType', `must be at most ${MAX_ID_LENGTH} characters`);
+  else if (!EVENT_TYPE.test(eventType)) fail('eventType', "must be dot-separated lower-case words, e.g. 'payment.succeeded'");
+
+  if (!isPlainObject(body.data)) fail('data', 'must be an object');
+
+  if (errors !== undefined) throw new WebhookInvalidEnvelopeError(errors);
+  if (onAnomaly !== undefined) checkDeliveredAsReceived(body, onAnomaly);
+  return body as unknown as AnyPaymentEvent;
+}
+
+/** The documented formats of the fields delivered as received; each departure is reported, never refused. */
+function checkDeliveredAsReceived(body: Record<string, unknown>, onAnomaly: (anomaly: WebhookEnvelopeAnomaly) => void): void {
   const apiVersion = body.apiVersion;
-  if (typeof apiVersion !== 'string') {
-    fail('apiVersion', 'must be a string');
-  } else {
+  if (apiVersion === undefined) onAnomaly({ field: 'apiVersion', kind: 'missing' });
+  else if (typeof apiVersion !== 'string') onAnomaly({ field: 'apiVersion', kind: 'not-a-string' });
+  else {
     const m = API_VERSION.exec(apiVersion);
-    if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) {
-      fail('apiVersion', 'must be a date formatted YYYY-MM-DD');
-    }
+    if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) onAnomaly({ field: 'apiVersion', kind: 'malformed' });
   }
 
   const createdAt = body.createdAt;
-  if (typeof createdAt !== 'string') {
-    fail('createdAt', 'must be a string');
-  } else if (!ISO_DATE_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt.replace(' ', 'T')))) {
-    fail('createdAt', 'must be an ISO 8601 date-time with a time zone');
-  }
+  if (createdAt === undefined) onAnomaly({ field: 'createdAt', kind: 'missing' });
+  else if (typeof createdAt !== 'string') onAnomaly({ field: 'createdAt', kind: 'not-a-string' });
+  else if (!ISO_DATE_TIME.test(createdAt)) onAnomaly({ field: 'createdAt', kind: 'malformed' });
 
-  if (!isPlainObject(body.data)) {
-    fail('data', 'must be an object');
-  }
-
-  if (Object.keys(errors).length > 0) {
-    throw new WebhookInvalidEnvelopeError(errors);
-  }
-  return body as unknown as AnyPaymentEvent;
+  const environment = body.environment;
+  if (environment === undefined) onAnomaly({ field: 'environment', kind: 'missing' });
+  else if (typeof environment !== 'string') onAnomaly({ field: 'environment', kind: 'not-a-string' });
+  else if (environment.trim().length === 0) onAnomaly({ field: 'environment', kind: 'malformed' });
 }
 
 function isCalendarDate(year: number, month: number, day: number): boolean {
@@ -88,7 +115,11 @@ function isCalendarDate(year: number, month: number, day: number): boolean {
   return day <= days;
 }
 
-/** `parseWebhookJson` then `validateWebhookEnvelope`. */
-export function parseWebhookEnvelope(rawBody: Buffer | string): AnyPaymentEvent {
-  return validateWebhookEnvelope(parseWebhookJson(rawBody));
+/**
+ * `parseWebhookJson` then `validateWebhookEnvelope`: the checks the module's route runs on
+ * the verified bytes.
+ * @publicApi
+ */
+export function parseWebhookEnvelope(rawBody: Buffer | string, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
+  return validateWebhookEnvelope(parseWebhookJson(rawBody), onAnomaly);
 }

@@ -19,11 +19,18 @@ import { webhookEventKey } from './webhook-store-keys.js';
  */
 export interface PaymentWebhookAck {
   received: true;
+  /** The event was handled for an earlier delivery; no handler ran. */
   duplicate?: true;
+  /** Signed for the other environment (a sandbox event on a live account, or the reverse): acknowledged, not dispatched. */
+  ignored?: 'environment';
 }
 
 const RECEIVED: PaymentWebhookAck = Object.freeze({ received: true });
 const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
+const OTHER_ENVIRONMENT: PaymentWebhookAck = Object.freeze({ received: true, ignored: 'environment' });
+
+/** The `environment` value of live events; sandbox events use any other value. */
+const LIVE_EVENT_ENVIRONMENT = 'production';
 
 /** Renewal of a running claim stops after 15 minutes, so a hung handler cannot block its event for good. */
 const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
@@ -38,6 +45,7 @@ const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 export class PaymentWebhookProcessor implements OnModuleDestroy {
   private readonly logger = new Logger('PaymentWebhooks');
   private readonly account: string;
+  private readonly live: boolean;
   private readonly verifier: PaymentWebhookVerifier;
   private readonly deduplicator: WebhookDeduplicator;
   private readonly dedupe: WebhookDeduplicationSettings;
@@ -49,6 +57,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     accounts: PaymentAccountRegistry,
   ) {
     this.account = options.account;
+    this.live = options.environment === 'live';
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
     this.dedupe = {
@@ -68,9 +77,29 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     } catch (error) {
       throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
     }
+    if (this.isFromOtherEnvironment(event)) return this.ignoreOtherEnvironment(event);
     const key = webhookEventKey(this.account, event.eventId);
     const outcome = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
     return outcome === ALREADY_PROCESSED ? DUPLICATE : RECEIVED;
+  }
+
+  /**
+   * A live account takes only `production` events and a sandbox account never takes them.
+   * An event without `environment` (or with another type) is not judged: it is dispatched.
+   */
+  private isFromOtherEnvironment(event: AnyPaymentEvent): boolean {
+    const environment: unknown = event.environment;
+    if (typeof environment !== 'string') return false;
+    return this.live ? environment !== LIVE_EVENT_ENVIRONMENT : environment === LIVE_EVENT_ENVIRONMENT;
+  }
+
+  /** 2xx, so the service does not retry an event this account will never take; logged for the operator. */
+  private ignoreOtherEnvironment(event: AnyPaymentEvent): PaymentWebhookAck {
+    this.logger.warn(
+      `Ignored ${event.eventType} event ${event.eventId}: signed for account ${this.account} (${this.live ? 'live' : 'sandbox'}) ` +
+        `but its environment is ${JSON.stringify(event.environment)}; answered 2xx without dispatching`,
+    );
+    return OTHER_ENVIRONMENT;
   }
 
   onModuleDestroy(): void {

@@ -1,12 +1,14 @@
 import type { Logger } from '@nestjs/common';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
+import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
 import { assertDeclaredSize, assertJsonContentType, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import { anomalyReporter } from './webhook-envelope-anomalies.js';
 import { verifyWebhookSignature, WEBHOOK_SIGNATURE_HEADER, type VerifyWebhookSignatureOptions } from './webhook-signature.js';
 
 /** One account's webhook settings, as the verifier reads them. */
 export interface PaymentWebhookVerifierSettings {
+  account: string;
   webhookSecrets: readonly string[];
   webhookToleranceSeconds: number;
   webhookMaxBodyBytes: number;
@@ -16,7 +18,9 @@ export interface PaymentWebhookVerifierSettings {
  * Everything the receiver checks before an event may be deduplicated and dispatched,
  * in one synchronous call: content type (415), declared size (413), raw body present
  * (500 with the fix), actual size (413), signature and replay window (400/401), then the
- * envelope parsed from the verified bytes (400). Throws a `PaymentWebhookError`.
+ * envelope parsed from the verified bytes (400 when what dispatch needs is missing; other
+ * fields are delivered as received, with a warning once per field and kind). Throws a
+ * `PaymentWebhookError`.
  *
  * The steps are the functions `PaymentWebhookSignatureGuard` and
  * `PaymentWebhookEnvelopeGuard` use, so a custom route built from the guards answers the same.
@@ -24,6 +28,7 @@ export interface PaymentWebhookVerifierSettings {
 export class PaymentWebhookVerifier {
   private rawBodyProblemLogged = false;
   private readonly signatureOptions: { toleranceSeconds: number; now?: number };
+  private readonly onAnomaly: (anomaly: WebhookEnvelopeAnomaly) => void;
 
   constructor(
     private readonly settings: PaymentWebhookVerifierSettings,
@@ -31,6 +36,7 @@ export class PaymentWebhookVerifier {
     private readonly now?: () => number,
   ) {
     this.signatureOptions = { toleranceSeconds: settings.webhookToleranceSeconds };
+    this.onAnomaly = anomalyReporter(logger, settings.account);
   }
 
   verify(request: PaymentWebhookRequest): AnyPaymentEvent {
@@ -47,7 +53,7 @@ export class PaymentWebhookVerifier {
       throw new WebhookBodyTooLargeError(maxBytes);
     }
     verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptionsNow());
-    return parseWebhookEnvelope(rawBody);
+    return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
 
   /** The shared options object, unless a test clock asks for a fresh `now`. */

@@ -72,7 +72,10 @@ function badRequest(random: () => number, index: number, onlyKind?: string): Bad
             { ...JSON.parse(valid.toString()), eventType: undefined },
             { ...JSON.parse(valid.toString()), data: [] },
             { ...JSON.parse(valid.toString()), data: 'x' },
-            { ...JSON.parse(valid.toString()), createdAt: 'yesterday' },
+            // a signed body with createdAt: 'yesterday' is delivered as received; these are not
+            { ...JSON.parse(valid.toString()), eventType: 'payment.*' },
+            { ...JSON.parse(valid.toString()), eventType: '**' },
+            { ...JSON.parse(valid.toString()), eventId: 'evt_\ud800' },
           ]),
         ) ?? 'null',
       );

@@ -3,7 +3,7 @@ import { Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
-import { ADAPTERS, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 const effects: string[] = [];
 let failNext = 0;
@@ -15,16 +15,17 @@ class PartnerCallbackController {
   @Post('callback')
   @HttpCode(200)
   @UseGuards(PaymentWebhookSignatureGuard)
-  @WebhookIdempotencyKey((req: { headers: Record<string, string | undefined> }) => req.headers['x-delivery-id'], {
+  // keyed on the signed body (parsed from the bytes the guard verified), never on a header a replay could change
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id, {
     duplicateResponse: () => ({ ok: true, duplicate: true }),
   })
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
-  callback(@Req() req: { headers: Record<string, string | undefined> }): { ok: true } {
+  callback(@Req() req: { body: { id: string } }): { ok: true } {
     if (failNext > 0) {
       failNext--;
       throw new Error('partner handler failed');
     }
-    effects.push(req.headers['x-delivery-id']!);
+    effects.push(req.body.id);
     return { ok: true };
   }
 }
@@ -60,12 +61,12 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     effects.length = 0;
   });
 
-  // what the partner sends: a signed body, its delivery id in a header
-  const send = (id: string | undefined, opts: { signature?: string } = {}) =>
+  // what the partner sends: a signed body with its delivery id (and, here, a header the signature does not cover)
+  const send = (id: string | undefined, opts: { signature?: string; header?: string } = {}) =>
     postWebhook(w.url, { anything: 'the partner sends', id }, {
       path: 'partner/callback',
       ...(opts.signature ? { signature: opts.signature } : {}),
-      headers: id ? { 'x-delivery-id': id } : {},
+      headers: { 'x-delivery-id': opts.header ?? id ?? '' },
     });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
@@ -73,6 +74,24 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
     expect(await send('d-2')).toMatchObject({ status: 200, json: { ok: true } });
     expect(effects).toEqual(['d-1', 'd-2']);
+  });
+
+  it('a replay with a new unsigned header value is still a duplicate (the key is signed data)', async () => {
+    expect(await send('d-5', { header: 'first' })).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await send('d-5', { header: 'second' })).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
+    expect(effects).toEqual(['d-5']);
+  });
+
+  it("keeps custom keys apart from the service's event ids: a custom key equal to an eventId does not suppress that event", async () => {
+    const event = envelope('payment.succeeded');
+    const eventId = event.eventId as string;
+    expect(await send(eventId)).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 200, json: { received: true } });
+    expect(w.handlers.count('payment.*', eventId)).toBe(1);
+    // and the other way round
+    const second = envelope('payment.succeeded');
+    expect(await postWebhook(w.url, second)).toMatchObject({ status: 200, json: { received: true } });
+    expect(await send(second.eventId as string)).toMatchObject({ status: 200, json: { ok: true } });
   });
 
   it('releases the key when the handler fails, so the retry runs it', async () => {

@@ -137,7 +137,7 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     cases.push(['huge t', () => postWebhook(url(), envelope(), { signature: `t=${'9'.repeat(30)},v1=${'a'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
     cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON', true]);
     cases.push(['JSON that is not an envelope (signed)', () => postWebhook(url(), { hello: 'world' }), 400, 'WEBHOOK_INVALID_ENVELOPE']);
-    cases.push(['envelope with a bad field (signed)', () => postWebhook(url(), envelope('payment.succeeded', { apiVersion: 'v1' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
+    cases.push(['envelope with a wildcard eventType (signed)', () => postWebhook(url(), envelope('payment.succeeded', { eventType: 'payment.*' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push([
       'invalid UTF-8 inside a field (signed)',
       () => {
@@ -166,7 +166,7 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     it('lists the bad envelope fields', async () => {
       const r = await postWebhook(w.url, { eventId: 42, eventType: 'payment.succeeded', data: [] });
       expect(r.status).toBe(400);
-      expect(Object.keys(r.json.errors).sort()).toEqual(['apiVersion', 'createdAt', 'data', 'environment', 'eventId']);
+      expect(Object.keys(r.json.errors).sort()).toEqual(['data', 'eventId']);
     });
 
     it('never answers 5xx to random bytes, invalid UTF-8 or an empty body', async () => {
