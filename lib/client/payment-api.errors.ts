@@ -75,6 +75,15 @@ export interface PaymentApiErrorDetails {
   path?: string;
   /** Set on `createPayment` failures: retry with this key and at most one payment exists. */
   idempotencyKey?: string;
+  /** The merchant account whose client failed; named accounts also say it in the message. */
+  account?: string;
+}
+
+/** Named accounts say which account failed in the message itself; the default account adds nothing. */
+function messageWithAccount(message: string, account: string | undefined): string {
+  if (account === undefined || account === 'default') return message;
+  const prefix = `account '${account}': `;
+  return message.startsWith(prefix) ? message : prefix + message;
 }
 
 /** Base class of every error this client throws. */
@@ -86,9 +95,10 @@ export class PaymentApiError extends Error {
   readonly method: string | undefined;
   readonly path: string | undefined;
   readonly idempotencyKey: string | undefined;
+  readonly account: string | undefined;
 
   constructor(details: PaymentApiErrorDetails) {
-    super(details.message);
+    super(messageWithAccount(details.message, details.account));
     this.name = new.target.name;
     this.code = details.code;
     this.httpStatus = details.httpStatus;
@@ -97,6 +107,7 @@ export class PaymentApiError extends Error {
     this.method = details.method;
     this.path = details.path;
     this.idempotencyKey = details.idempotencyKey;
+    this.account = details.account;
   }
 
   toJSON(): Record<string, unknown> {
@@ -110,6 +121,7 @@ export class PaymentApiError extends Error {
       method: this.method,
       path: this.path,
       idempotencyKey: this.idempotencyKey,
+      account: this.account,
     };
   }
 }
@@ -220,6 +232,7 @@ export interface ErrorResponseContext {
   method: string;
   path: string;
   idempotencyKey?: string;
+  account?: string;
   /** Strings that must never appear in the error (token, secrets). */
   redact?: (text: string) => string;
 }
@@ -244,6 +257,7 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     method: ctx.method,
     path: ctx.path,
     idempotencyKey: ctx.idempotencyKey,
+    account: ctx.account,
   });
 }
 

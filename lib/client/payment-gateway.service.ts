@@ -62,7 +62,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * payment; errors carry it as `idempotencyKey` for a later manual retry.
    */
   async createPayment(input: CreatePaymentInput, options: CreatePaymentOptions = {}): Promise<CreatePaymentResult> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     const body = this.paymentBody(check, input);
     const idempotencyKey =
       options.idempotencyKey === undefined ? randomUUID() : check.identifier('idempotencyKey', options.idempotencyKey);
@@ -97,7 +97,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * An answer without a status is an `UNEXPECTED_RESPONSE` error (nothing was changed).
    */
   async getPaymentStatus(trxId: string): Promise<PaymentStatusResult> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
     check.throwIfInvalid('getPaymentStatus');
     const { endpoints } = this.options;
@@ -141,7 +141,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * or a 5xx the error is thrown; check `getPaymentStatus` / `getRefund` before trying again.
    */
   async refundPayment(trxId: string, input: RefundPaymentInput = {}): Promise<RefundResult> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
     const amount = check.amount('amount', input?.amount, false);
     const reason = check.optionalString('reason', input?.reason);
@@ -167,7 +167,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   /** `GET /refund/{refund_uid}` (path assumed; `endpoints.refundLookup`). */
   async getRefund(refundUid: string): Promise<RefundRecord> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     check.identifier('refundUid', refundUid);
     check.throwIfInvalid('getRefund');
     const path = this.fillPath(this.options.endpoints.refundLookup, '{refund_uid}', refundUid);
@@ -177,7 +177,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
   async createPayout(input: CreatePayoutInput): Promise<PayoutResult> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     const amount = check.amount('amount', input?.amount);
     const currency = check.currency('currency', input?.currency);
     const country = check.country('country', input?.country);
@@ -204,7 +204,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   /** `GET /payout/{payout_uid}` (path assumed; `endpoints.payoutLookup`). */
   async getPayout(payoutUid: string): Promise<PayoutRecord> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     check.identifier('payoutUid', payoutUid);
     check.throwIfInvalid('getPayout');
     const path = this.fillPath(this.options.endpoints.payoutLookup, '{payout_uid}', payoutUid);
@@ -219,7 +219,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * count in the refunds/payouts limit unless `scope` says otherwise.
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
-    const check = new InputChecker();
+    const check = new InputChecker(this.options.account);
     const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
     if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
     if (
@@ -340,6 +340,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   private unexpected(method: string, path: string, expected: string): PaymentServerError {
     return new PaymentServerError({
+      account: this.options.account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
       message: `${method} ${path} succeeded but the answer has no ${expected}`,
       method,

@@ -14,6 +14,9 @@ const MAX_IDENTIFIER_LENGTH = 255;
 export class InputChecker {
   private readonly problems: Record<string, string[]> = {};
 
+  /** @param account named on the validation error, so a multi-account app knows which client refused */
+  constructor(private readonly account?: string) {}
+
   add(field: string, message: string): void {
     (this.problems[field] ??= []).push(message);
   }
@@ -109,6 +112,7 @@ export class InputChecker {
       message: `Invalid ${operation} input (nothing was sent): ${summary}`,
       errors: { ...this.problems },
       clientSide: true,
+      account: this.account,
     });
   }
 }

@@ -107,6 +107,7 @@ export class PaymentRequestExecutor {
           method: call.method,
           path: call.path,
           idempotencyKey: call.idempotencyKey,
+          account: this.options.account,
           redact: (text) => this.redact(text),
         });
       }
@@ -144,6 +145,7 @@ export class PaymentRequestExecutor {
       if (!(error instanceof PaymentNetworkError)) throw error;
       throw new PaymentNetworkError({
         code: error.code,
+        account: this.options.account,
         message: `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
         method: call.method,
         path: call.path,
@@ -163,6 +165,7 @@ export class PaymentRequestExecutor {
     const { clientId, clientSecret } = this.options;
     if (!clientId || !clientSecret) {
       throw new PaymentClientConfigurationError({
+        account: this.options.account,
         code: PaymentClientErrorCode.CONFIGURATION_ERROR,
         message: 'clientId and clientSecret (PAYMENT_CLIENT_ID / PAYMENT_CLIENT_SECRET) are required to call the payment service',
       });
@@ -176,7 +179,7 @@ export class PaymentRequestExecutor {
       limit: 'token',
       retry: 'token',
     });
-    return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token);
+    return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token, this.options.account);
   }
 
   /**
@@ -205,6 +208,7 @@ export class PaymentRequestExecutor {
    */
   private retryAfterTooLong(failure: PaymentRateLimitError, retryAfterMs: number): PaymentRateLimitError {
     return new PaymentRateLimitError({
+      account: this.options.account,
       code: failure.code,
       message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${this.maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
       httpStatus: failure.httpStatus,
@@ -239,6 +243,7 @@ export class PaymentRequestExecutor {
     if (error instanceof PaymentNetworkError) {
       return new PaymentNetworkError({
         code: error.code,
+        account: this.options.account,
         message: this.redact(error.message),
         method: error.method,
         path: error.path,
@@ -249,6 +254,7 @@ export class PaymentRequestExecutor {
     }
     // Unknown throwables are not passed on: they may carry request details.
     return new PaymentServerError({
+      account: this.options.account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
       message: `${call.method} ${call.path} failed inside the client: ${this.redact(error instanceof Error ? error.name : typeof error)}`,
       method: call.method,

@@ -92,11 +92,12 @@ export class PaymentTokenManager {
  * Reads the token call's `data` (spec 5: fields "not shown"): the first present field
  * of `tokenFields`, lifetime from `expiresInField` or the default.
  */
-export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string): IssuedToken {
+export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string, account?: string): IssuedToken {
   const record = typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
   const token = options.tokenFields.map((field) => record[field]).find((v) => typeof v === 'string' && v.length > 0);
   if (typeof token !== 'string') {
     throw new PaymentServerError({
+      account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
       message: `POST ${path} answered without a token in any of data.${options.tokenFields.join(', data.')} (set tokenResponse.tokenFields)`,
       method: 'POST',

@@ -10,6 +10,11 @@ import { createFailFastRedisClient, type RedisClientLike } from './redis-webhook
 export class PaymentRedisConnections implements OnApplicationShutdown {
   private readonly clients = new Map<string, RedisClientLike>();
 
+  /** Number of open connections (one per distinct URL). */
+  get size(): number {
+    return this.clients.size;
+  }
+
   client(url: string): RedisClientLike {
     let client = this.clients.get(url);
     if (client === undefined) {

@@ -1,0 +1,174 @@
+// Configuration of named accounts: PAYMENT_<ACCOUNT>_* variables, forRootAsync, shared
+// infrastructure variables, and the boot errors that name the account at fault.
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+
+function withEnv(values: Record<string, string>): () => void {
+  const saved = new Map<string, string | undefined>();
+  for (const key of Object.keys(process.env)) if (key.startsWith('PAYMENT_')) saved.set(key, process.env[key]);
+  for (const key of saved.keys()) delete process.env[key];
+  Object.assign(process.env, values);
+  return () => {
+    for (const key of Object.keys(process.env)) if (key.startsWith('PAYMENT_')) delete process.env[key];
+    for (const [key, value] of saved) if (value !== undefined) process.env[key] = value;
+  };
+}
+
+async function boot(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>, providers: any[] = []) {
+  const ref = await Test.createTestingModule({ imports, providers }).compile();
+  ref.useLogger(false);
+  await ref.init();
+  return ref;
+}
+
+async function bootError(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>, providers: any[] = []) {
+  const error = await boot(imports, providers).then(
+    async (ref) => {
+      await ref.close();
+      return undefined;
+    },
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PaymentConfigurationError);
+  return error as PaymentConfigurationError;
+}
+
+describe('named account configuration', () => {
+  let restore: () => void = () => undefined;
+  afterEach(() => restore());
+
+  it('reads PAYMENT_<ACCOUNT>_* (name upper-cased, other characters → _), explicit options win', async () => {
+    restore = withEnv({
+      PAYMENT_EU_WEST_BASE_URL: 'https://eu.pay.example.com',
+      PAYMENT_EU_WEST_ENVIRONMENT: 'live',
+      PAYMENT_EU_WEST_CLIENT_ID: 'eu-client',
+      PAYMENT_EU_WEST_CLIENT_SECRET: 'eu-secret',
+      PAYMENT_EU_WEST_WEBHOOK_SECRET: 'whsec_a,whsec_b',
+      PAYMENT_EU_WEST_HTTP_TIMEOUT_MS: '2500',
+      // the default account's variables are not the named account's
+      PAYMENT_BASE_URL: 'https://default.pay.example.com',
+      PAYMENT_CLIENT_ID: 'default-client',
+      PAYMENT_CLIENT_SECRET: 'default-secret',
+    });
+    const ref = await boot([PaymentModule.forRoot({ account: 'eu-west', httpTimeoutMs: 9000 }), PaymentModule.forRoot()]);
+    const eu = ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu-west'));
+    expect(eu).toMatchObject({
+      account: 'eu-west',
+      baseUrl: 'https://eu.pay.example.com',
+      apiBaseUrl: 'https://eu.pay.example.com/api/v1',
+      clientId: 'eu-client',
+      webhookSecrets: ['whsec_a', 'whsec_b'],
+      webhookPath: 'payments/eu-west/webhook',
+      httpTimeoutMs: 9000,
+    });
+    expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken())).toMatchObject({ account: 'default', clientId: 'default-client' });
+    await ref.close();
+  });
+
+  it('PAYMENT_<ACCOUNT>_WEBHOOK_PATH overrides the default path payments/<account>/webhook', async () => {
+    restore = withEnv({ PAYMENT_EU_BASE_URL: 'https://eu.example.com', PAYMENT_EU_WEBHOOK_PATH: 'hooks/eu' });
+    const ref = await boot([PaymentModule.forRoot({ account: 'eu' })]);
+    expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu')).webhookPath).toBe('hooks/eu');
+    await ref.close();
+  });
+
+  it('takes the shared infrastructure variables (Redis URL, key prefix) from PAYMENT_* when the account has none', async () => {
+    restore = withEnv({
+      PAYMENT_EU_BASE_URL: 'https://eu.example.com',
+      PAYMENT_REDIS_URL: 'redis://127.0.0.1:1/0',
+      PAYMENT_REDIS_KEY_PREFIX: 'shop:',
+      PAYMENT_US_BASE_URL: 'https://us.example.com',
+      PAYMENT_US_REDIS_KEY_PREFIX: 'shop-us:',
+    });
+    const eu = await boot([PaymentModule.forRoot({ account: 'eu', readEnv: true })]).then(async (ref) => {
+      const options = ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu'));
+      await ref.close();
+      return options;
+    });
+    expect(eu).toMatchObject({ redisUrl: 'redis://127.0.0.1:1/0', redisKeyPrefix: 'shop:' });
+    const us = await boot([PaymentModule.forRoot({ account: 'us' })]).then(async (ref) => {
+      const options = ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('us'));
+      await ref.close();
+      return options;
+    });
+    expect(us).toMatchObject({ redisKeyPrefix: 'shop-us:' });
+  });
+
+  it('defaults the Redis key prefix to one that includes the environment', async () => {
+    restore = withEnv({});
+    const ref = await boot([
+      PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', environment: 'live' }),
+      PaymentModule.forRoot({ account: 'test', baseUrl: 'https://pay.example.com' }),
+    ]);
+    expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken()).redisKeyPrefix).toBe('payment-gateway:live:');
+    expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('test')).redisKeyPrefix).toBe('payment-gateway:sandbox:');
+    await ref.close();
+  });
+
+  it('forRootAsync({ account, useFactory }) registers a named account, env filling the gaps', async () => {
+    restore = withEnv({ PAYMENT_EU_CLIENT_ID: 'eu-env-client', PAYMENT_EU_CLIENT_SECRET: 'eu-env-secret' });
+    const ref = await boot([
+      PaymentModule.forRootAsync({ account: 'eu', useFactory: async () => ({ baseUrl: 'https://async-eu.example.com' }) }),
+    ]);
+    expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu'))).toMatchObject({
+      account: 'eu',
+      baseUrl: 'https://async-eu.example.com',
+      clientId: 'eu-env-client',
+    });
+    await ref.close();
+  });
+
+  it('stops the boot with one error naming the account and every bad key', async () => {
+    restore = withEnv({ PAYMENT_EU_ENVIRONMENT: 'staging', PAYMENT_EU_CLIENT_SECRET: 'never-print-me' });
+    const error = await bootError([PaymentModule.forRoot({ account: 'eu' })]);
+    expect(error.account).toBe('eu');
+    expect(error.message).toContain("account 'eu'");
+    expect(error.problems.map((p) => p.split(' ')[0])).toEqual(['PAYMENT_EU_BASE_URL', 'PAYMENT_EU_ENVIRONMENT', 'PAYMENT_EU_CLIENT_ID']);
+    expect(error.message).not.toContain('never-print-me');
+  });
+
+  it('refuses a duplicate account name, two names reading the same variables, and two accounts on one path', async () => {
+    restore = withEnv({});
+    const base = { baseUrl: 'https://pay.example.com', webhookSecret: 'whsec_x' };
+    @Module({ imports: [PaymentModule.forRoot({ ...base, account: 'eu' })] })
+    class First {}
+    @Module({ imports: [PaymentModule.forRoot({ ...base, account: 'eu' })] })
+    class Second {}
+    expect((await bootError([First, Second])).message).toContain("account 'eu' is registered twice");
+    expect((await bootError([PaymentModule.forRoot(base), PaymentModule.forRoot(base)])).message).toContain(
+      "account 'default' is registered twice",
+    );
+    expect((await bootError([PaymentModule.forRoot({ ...base, account: 'eu-west' }), PaymentModule.forRoot({ ...base, account: 'eu_west' })])).message).toContain(
+      'would both read PAYMENT_EU_WEST_* variables',
+    );
+    const samePath = await bootError([
+      PaymentModule.forRoot({ ...base, account: 'eu', webhookPath: 'hooks' }),
+      PaymentModule.forRoot({ ...base, account: 'us', webhookPath: '/hooks/' }),
+    ]);
+    expect(samePath.message).toContain("accounts 'eu' and 'us' both receive webhooks on '/hooks'");
+  });
+
+  it('refuses an invalid account name at forRoot()', () => {
+    for (const name of ['', 'eu:west', 'eu west', '-eu', 'x'.repeat(65)]) {
+      expect(() => PaymentModule.forRoot({ account: name })).toThrow(PaymentConfigurationError);
+    }
+  });
+
+  it('refuses a handler bound to an account no module registers', async () => {
+    restore = withEnv({});
+    @Injectable()
+    class Misbound {
+      @OnPaymentEvent('payment.succeeded', { account: 'eu' })
+      handle(): void {}
+    }
+    const error = await bootError([PaymentModule.forRoot({ baseUrl: 'https://pay.example.com' })], [Misbound]);
+    expect(error.message).toContain("Misbound.handle is bound to account 'eu'");
+    expect(error.message).toContain('registered: default');
+  });
+});

@@ -1,0 +1,202 @@
+// Several merchant accounts in one app, against the simulator serving three merchants:
+// the default account (sandbox), 'eu' (sandbox) and 'us' (live). Real HTTP both ways.
+import 'reflect-metadata';
+import { Injectable, type INestApplication, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
+import { getPaymentGatewayToken, getPaymentOptionsToken, InjectPaymentGateway } from '../../lib/accounts/payment-account.tokens.js';
+import { PaymentApiError } from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { buildPaymentEvent, PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+
+const MERCHANTS = {
+  default: { merchantId: 1, clientId: 'default-shop', clientSecret: 'default-secret', webhookSecret: 'whsec_default', mode: 'sandbox' as const },
+  eu: { merchantId: 2, clientId: 'eu-shop', clientSecret: 'eu-secret', webhookSecret: 'whsec_eu', mode: 'sandbox' as const },
+  us: { merchantId: 3, clientId: 'us-shop', clientSecret: 'us-secret', webhookSecret: 'whsec_us', mode: 'live' as const },
+};
+
+@Injectable()
+class AccountHandlers {
+  readonly euOnly: string[] = [];
+  readonly all: Array<{ account: string; eventId: string; trxId: string; canonicalStatus?: string }> = [];
+
+  @OnPaymentEvent('payment.succeeded', { account: 'eu' })
+  onEuPaid(event: PaymentEvent<'payment.succeeded'>): void {
+    this.euOnly.push(`${event.account}:${event.eventId}`);
+  }
+
+  @OnPaymentEvent('payment.*')
+  onAnyPayment(event: AnyPaymentEvent): void {
+    const data = event.data as { trxId?: string };
+    this.all.push({ account: event.account, eventId: event.eventId, trxId: String(data.trxId), canonicalStatus: event.canonicalStatus });
+  }
+}
+
+@Injectable()
+class Checkout {
+  constructor(
+    readonly payments: PaymentGatewayService,
+    @InjectPaymentGateway('eu') readonly eu: PaymentGatewayService,
+    @InjectPaymentGateway('us') readonly us: PaymentGatewayService,
+  ) {}
+}
+
+function accountModule(account: keyof typeof MERCHANTS, baseUrl: string, extra: Record<string, unknown> = {}) {
+  const m = MERCHANTS[account];
+  return PaymentModule.forRoot({
+    ...(account === 'default' ? {} : { account }),
+    baseUrl,
+    environment: m.mode === 'live' ? 'live' : 'sandbox',
+    clientId: m.clientId,
+    clientSecret: m.clientSecret,
+    webhookSecret: m.webhookSecret,
+    ...extra,
+  });
+}
+
+async function post(url: string, body: object, secret: string): Promise<{ status: number; json: any }> {
+  const raw = JSON.stringify(body);
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, secret) },
+    body: raw,
+  });
+  return { status: response.status, json: await response.json().catch(() => undefined) };
+}
+
+describe('several merchant accounts in one app', () => {
+  const sim = new PaymentServiceSimulator({ merchants: Object.values(MERCHANTS), rateLimits: false });
+  let app: INestApplication;
+  let url: string;
+
+  beforeAll(async () => {
+    await sim.start();
+    @Module({
+      imports: [
+        // the named accounts first: the class token must still be the default account's
+        accountModule('eu', sim.url, { reconcile: true }),
+        accountModule('us', sim.url),
+        accountModule('default', sim.url),
+      ],
+      providers: [AccountHandlers, Checkout],
+    })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { rawBody: true, logger: false });
+    await app.listen(0, '127.0.0.1');
+    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    sim.setWebhookUrl(1, `${url}/payments/webhook`);
+    sim.setWebhookUrl(2, `${url}/payments/eu/webhook`);
+    sim.setWebhookUrl(3, `${url}/payments/us/webhook`);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sim.stop();
+  });
+
+  it('injects each account by its token; the class token is always the default account, whatever the import order', () => {
+    const checkout = app.get(Checkout);
+    expect(app.get(PaymentGatewayService)).toBe(checkout.payments);
+    expect(app.get(getPaymentGatewayToken('eu'))).toBe(checkout.eu);
+    expect(new Set([checkout.payments, checkout.eu, checkout.us]).size).toBe(3);
+    expect(app.get<ResolvedPaymentOptions>(getPaymentOptionsToken('us'))).toMatchObject({ account: 'us', environment: 'live' });
+    expect(app.get<ResolvedPaymentOptions>(getPaymentOptionsToken())).toMatchObject({ account: 'default', environment: 'sandbox' });
+  });
+
+  it("authenticates each account with its own credentials, on its own environment", async () => {
+    sim.clearRequests();
+    const checkout = app.get(Checkout);
+    const [d, eu, us] = await Promise.all([
+      checkout.payments.createPayment({ amount: '10', currency: 'USD', custom: 'default-order' }),
+      checkout.eu.createPayment({ amount: '11', currency: 'EUR', custom: 'eu-order' }),
+      checkout.us.createPayment({ amount: '12', currency: 'USD', custom: 'us-order' }),
+    ]);
+    expect(sim.payment(d.trxId)).toMatchObject({ merchantId: 1 });
+    expect(sim.payment(eu.trxId)).toMatchObject({ merchantId: 2 });
+    expect(sim.payment(us.trxId)).toMatchObject({ merchantId: 3 });
+    const tokenCalls = sim.requests.filter((r) => r.path.endsWith('/authentication/token'));
+    const clientIds = tokenCalls.map((r) => `${(r.body as { client_id: string }).client_id} ${r.path.startsWith('/sandbox') ? 'sandbox' : 'live'}`);
+    expect(new Set(clientIds)).toEqual(new Set(['default-shop sandbox', 'eu-shop sandbox', 'us-shop live']));
+    // an account reads only its own merchant's payments (the service answers PAY_2001 to the others)
+    await expect(checkout.eu.getPaymentStatus(d.trxId)).rejects.toMatchObject({ code: 'PAY_2001' });
+    await expect(checkout.payments.getPaymentStatus(d.trxId)).resolves.toMatchObject({ trxId: d.trxId });
+  });
+
+  it("delivers each merchant's events to its own route; account-bound handlers hear only their account", async () => {
+    const handlers = app.get(AccountHandlers);
+    const checkout = app.get(Checkout);
+    sim.scriptNextPayment('succeed');
+    const eu = await checkout.eu.createPayment({ amount: '20', currency: 'EUR', custom: 'eu-2' });
+    sim.scriptNextPayment('succeed');
+    const d = await checkout.payments.createPayment({ amount: '21', currency: 'USD', custom: 'default-2' });
+    sim.scriptNextPayment('succeed');
+    const us = await checkout.us.createPayment({ amount: '22', currency: 'USD', custom: 'us-2' });
+    await sim.waitForDeliveries({ timeoutMs: 10_000 });
+    expect(sim.deliveryLog.every((d) => d.status === 200)).toBe(true);
+
+    const accountsOf = (trxId: string) => [...new Set(handlers.all.filter((e) => e.trxId === trxId).map((e) => e.account))];
+    expect(accountsOf(eu.trxId)).toEqual(['eu']);
+    expect(accountsOf(d.trxId)).toEqual(['default']);
+    expect(accountsOf(us.trxId)).toEqual(['us']);
+    const euSucceeded = sim.events.find((e) => e.eventType === 'payment.succeeded' && (e.data as { trxId: string }).trxId === eu.trxId)!;
+    expect(handlers.euOnly).toEqual([`eu:${euSucceeded.eventId}`]);
+    // reconciliation of 'eu' events ran with the eu client (another client would get PAY_2001)
+    const reconciled = handlers.all.find((e) => e.eventId === euSucceeded.eventId)!;
+    expect(reconciled.canonicalStatus).toBe('SUCCESS');
+  });
+
+  it("rejects a delivery signed with another account's secret (401), and handles one eventId once per account", async () => {
+    const event = buildPaymentEvent('payment.succeeded', { trxId: 'trx_shared' });
+    expect(await post(`${url}/payments/webhook`, event, MERCHANTS.eu.webhookSecret)).toMatchObject({ status: 401 });
+    expect(await post(`${url}/payments/eu/webhook`, event, MERCHANTS.default.webhookSecret)).toMatchObject({ status: 401 });
+    const live = { ...event, environment: 'production' };
+    expect(await post(`${url}/payments/us/webhook`, live, MERCHANTS.eu.webhookSecret)).toMatchObject({ status: 401 });
+
+    expect(await post(`${url}/payments/webhook`, event, MERCHANTS.default.webhookSecret)).toMatchObject({ status: 200, json: { received: true } });
+    expect(await post(`${url}/payments/eu/webhook`, event, MERCHANTS.eu.webhookSecret)).toMatchObject({
+      status: 503, // eu reconciles: trx_shared does not exist for the eu merchant
+    });
+    expect(await post(`${url}/payments/us/webhook`, live, MERCHANTS.us.webhookSecret)).toMatchObject({ status: 200, json: { received: true } });
+    expect(await post(`${url}/payments/webhook`, event, MERCHANTS.default.webhookSecret)).toMatchObject({ json: { duplicate: true } });
+    expect(await post(`${url}/payments/us/webhook`, live, MERCHANTS.us.webhookSecret)).toMatchObject({ json: { duplicate: true } });
+    const handled = app.get(AccountHandlers).all.filter((e) => e.eventId === event.eventId).map((e) => e.account);
+    expect(handled.sort()).toEqual(['default', 'us']);
+  });
+
+  it('says which account an error belongs to', async () => {
+    const error = await app.get(Checkout).eu.getPaymentStatus('trx_nowhere').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentApiError);
+    expect(error).toMatchObject({ code: 'PAY_2001', account: 'eu' });
+    expect((error as Error).message).toContain("account 'eu'");
+  });
+});
+
+@Injectable()
+class EuCheckout {
+  constructor(
+    readonly payments: PaymentGatewayService,
+    @InjectPaymentGateway('eu') readonly eu: PaymentGatewayService,
+  ) {}
+}
+
+describe('named accounts in tests', () => {
+  it('Test.overrideProvider(getPaymentGatewayToken(name)) replaces one account, and only it', async () => {
+    const fake = { createPayment: async () => ({ trxId: 'trx_fake' }) };
+    @Module({ imports: [accountModule('eu', 'http://127.0.0.1:9'), accountModule('default', 'http://127.0.0.1:9')], providers: [EuCheckout] })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(getPaymentGatewayToken('eu'))
+      .useValue(fake)
+      .compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    expect(moduleRef.get(EuCheckout).eu).toBe(fake);
+    expect(moduleRef.get(EuCheckout).payments).toBeInstanceOf(PaymentGatewayService);
+    await moduleRef.close();
+  });
+});
