@@ -1,0 +1,150 @@
+// PaymentWebhookIdempotencyInterceptor as a unit: Nest's own ExecutionContextHost and
+// Reflector, the real memory store, and a route handler that is a plain observable.
+import 'reflect-metadata';
+import { type CallHandler, Logger } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
+import { defer, lastValueFrom, of, type Observable } from 'rxjs';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
+import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import { getPaymentWebhookState } from '../../lib/webhooks/payment-webhook.request.js';
+import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
+
+class Routes {
+  // the default key: the eventId the envelope guard verified
+  verified(): void {}
+
+  @WebhookIdempotencyKey((req: { body: { deliveryId?: string } }) => req.body.deliveryId, {
+    duplicateResponse: () => ({ ok: true, duplicate: true }),
+  })
+  custom(): void {}
+}
+
+function context(handler: keyof Routes, request: object): ExecutionContextHost {
+  const host = new ExecutionContextHost([request, {}], Routes, Routes.prototype[handler]);
+  host.setType('http');
+  return host;
+}
+
+function verifiedRequest(eventId: string): object {
+  const request = { headers: {} };
+  getPaymentWebhookState(request).event = { eventId, eventType: 'payment.succeeded' } as never;
+  return request;
+}
+
+/** A route handler: counts its runs, may fail or wait. */
+function handler(result: () => Promise<unknown>): CallHandler & { runs: number } {
+  const h = {
+    runs: 0,
+    handle: (): Observable<unknown> =>
+      defer(async () => {
+        h.runs++;
+        return result();
+      }),
+  };
+  return h;
+}
+
+class UnreachableStore extends MemoryWebhookEventStore {
+  override async claim(): Promise<never> {
+    throw new Error('Redis unavailable');
+  }
+}
+
+async function run(interceptor: PaymentWebhookIdempotencyInterceptor, ctx: ExecutionContextHost, next: CallHandler): Promise<unknown> {
+  return lastValueFrom(interceptor.intercept(ctx, next));
+}
+
+async function status(promise: Promise<unknown>): Promise<{ status: number; code: string }> {
+  const error = await promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PaymentWebhookHttpException);
+  return { status: (error as PaymentWebhookHttpException).getStatus(), code: (error as PaymentWebhookHttpException).code };
+}
+
+describe('PaymentWebhookIdempotencyInterceptor', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
+
+  let store: MemoryWebhookEventStore;
+  let interceptor: PaymentWebhookIdempotencyInterceptor;
+  beforeEach(() => {
+    store = new MemoryWebhookEventStore();
+    interceptor = new PaymentWebhookIdempotencyInterceptor(store, { leaseMs: 60_000 }, new Reflector());
+  });
+  afterEach(() => interceptor.onModuleDestroy());
+
+  it("runs the handler once per verified eventId and answers the duplicate without it", async () => {
+    const next = handler(async () => ({ received: true }));
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_1')), next)).resolves.toEqual({ received: true });
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_1')), next)).resolves.toEqual({ received: true, duplicate: true });
+    expect(next.runs).toBe(1);
+  });
+
+  it('answers 409 while another delivery holds the event, and runs it once', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const next = handler(async () => {
+      await gate;
+      return { received: true };
+    });
+    const first = run(interceptor, context('verified', verifiedRequest('evt_2')), next);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await status(run(interceptor, context('verified', verifiedRequest('evt_2')), next))).toEqual({
+      status: 409,
+      code: 'WEBHOOK_EVENT_IN_FLIGHT',
+    });
+    open();
+    await expect(first).resolves.toEqual({ received: true });
+    expect(next.runs).toBe(1);
+  });
+
+  it('releases the claim when the handler fails and rethrows its error, so a redelivery runs it', async () => {
+    let fail = true;
+    const next = handler(async () => {
+      if (fail) {
+        fail = false;
+        throw new Error('handler failed');
+      }
+      return { received: true };
+    });
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_3')), next)).rejects.toThrow('handler failed');
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_3')), next)).resolves.toEqual({ received: true });
+    expect(next.runs).toBe(2);
+  });
+
+  it('answers 503 and runs nothing when the store cannot be reached', async () => {
+    const unreachable = new PaymentWebhookIdempotencyInterceptor(new UnreachableStore(), {}, new Reflector());
+    const next = handler(async () => ({ received: true }));
+    expect(await status(run(unreachable, context('verified', verifiedRequest('evt_4')), next))).toEqual({
+      status: 503,
+      code: 'WEBHOOK_STORE_UNAVAILABLE',
+    });
+    expect(next.runs).toBe(0);
+  });
+
+  it('answers 400 without a key', async () => {
+    const next = handler(async () => ({ received: true }));
+    expect(await status(run(interceptor, context('verified', { headers: {} }), next))).toEqual({
+      status: 400,
+      code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING',
+    });
+    expect(await status(run(interceptor, context('custom', { headers: {}, body: {} }), next))).toMatchObject({ status: 400 });
+  });
+
+  it("uses the route's @WebhookIdempotencyKey, in a namespace apart from the service's event ids", async () => {
+    const next = handler(async () => ({ ok: true }));
+    const custom = (id: string) => context('custom', { headers: {}, body: { deliveryId: id } });
+    await expect(run(interceptor, custom('evt_5'), next)).resolves.toEqual({ ok: true });
+    await expect(run(interceptor, custom('evt_5'), next)).resolves.toEqual({ ok: true, duplicate: true });
+    // the same string as a verified eventId is another key
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_5')), handler(async () => of(1)))).resolves.toBeDefined();
+    await expect(store.claim('default:custom:evt_5', 1000)).resolves.toEqual({ outcome: 'processed' });
+    await expect(store.claim('default:event:evt_5', 1000)).resolves.toEqual({ outcome: 'processed' });
+  });
+});

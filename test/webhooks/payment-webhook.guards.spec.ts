@@ -1,0 +1,133 @@
+// The two webhook guards as units: called with Nest's own ExecutionContextHost around a plain
+// request object (headers + raw bytes), no HTTP server. The e2e suites cover them over HTTP.
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
+import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
+import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
+import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { envelope } from '../support/webhooks-app.js';
+
+const SECRET = 'whsec_unit_guard';
+const options = resolvePaymentOptions({ baseUrl: 'http://127.0.0.1:9', webhookSecret: SECRET, webhookMaxBodyBytes: 2048 });
+
+class RouteStub {
+  receive(): void {}
+}
+
+function context(request: PaymentWebhookRequest): ExecutionContextHost {
+  const host = new ExecutionContextHost([request, {}], RouteStub, RouteStub.prototype.receive);
+  host.setType('http');
+  return host;
+}
+
+function signedRequest(body: unknown = envelope(), overrides: Partial<Record<string, string>> = {}): PaymentWebhookRequest {
+  const raw = Buffer.from(JSON.stringify(body));
+  return {
+    headers: {
+      'content-type': 'application/json',
+      'content-length': String(raw.length),
+      'x-service-signature': createWebhookSignatureHeader(raw, SECRET),
+      ...overrides,
+    },
+    rawBody: raw,
+  };
+}
+
+/** The answer the guard would give: the exception's status and code. */
+function rejection(run: () => unknown): { status: number; code: string } {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(PaymentWebhookHttpException);
+    const exception = error as PaymentWebhookHttpException;
+    return { status: exception.getStatus(), code: exception.code };
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('PaymentWebhookSignatureGuard', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+  afterAll(() => Logger.overrideLogger(['log', 'error', 'warn']));
+
+  it('lets a request signed with a configured secret through and keeps what it verified on the request', () => {
+    const guard = new PaymentWebhookSignatureGuard(options);
+    const request = signedRequest();
+    expect(guard.canActivate(context(request))).toBe(true);
+    expect(getVerifiedPaymentWebhookEvent(request)).toBeUndefined(); // parsing is the envelope guard's step
+  });
+
+  it.each([
+    ['another content type', { 'content-type': 'text/plain' }, 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE'],
+    ['a declared size over the limit', { 'content-length': '4096' }, 413, 'WEBHOOK_BODY_TOO_LARGE'],
+    ['no signature', { 'x-service-signature': undefined as unknown as string }, 400, 'WEBHOOK_SIGNATURE_MISSING'],
+    ['a malformed signature', { 'x-service-signature': 'v1=abc' }, 400, 'WEBHOOK_SIGNATURE_MALFORMED'],
+    ['another secret', { 'x-service-signature': createWebhookSignatureHeader('{}', 'whsec_other') }, 401, 'WEBHOOK_SIGNATURE_MISMATCH'],
+  ])('refuses %s', (_label, headers, status, code) => {
+    const request = signedRequest(envelope(), headers);
+    expect(rejection(() => new PaymentWebhookSignatureGuard(options).canActivate(context(request)))).toEqual({ status, code });
+  });
+
+  it('refuses a signature outside the tolerance, by its own clock', () => {
+    class LateGuard extends PaymentWebhookSignatureGuard {
+      protected override now(): number {
+        return Date.now() + 301_000;
+      }
+    }
+    expect(rejection(() => new LateGuard(options).canActivate(context(signedRequest())))).toEqual({
+      status: 401,
+      code: 'WEBHOOK_TIMESTAMP_OUT_OF_TOLERANCE',
+    });
+  });
+
+  it('answers 500 with the fix when the raw body is missing, logging it once per guard', () => {
+    const guard = new PaymentWebhookSignatureGuard(options);
+    const errors: string[] = [];
+    (guard as unknown as { logger: { error(m: string): void } }).logger.error = (message: string) => errors.push(message);
+    const request = signedRequest();
+    delete request.rawBody;
+    for (let i = 0; i < 3; i++) {
+      expect(rejection(() => guard.canActivate(context(request)))).toEqual({ status: 500, code: 'WEBHOOK_RAW_BODY_MISSING' });
+    }
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('rawBody: true');
+  });
+
+  it('lets a subclass replace one step (the secrets)', () => {
+    class VaultGuard extends PaymentWebhookSignatureGuard {
+      protected override getSecrets(): readonly string[] {
+        return ['whsec_vault'];
+      }
+    }
+    const raw = Buffer.from(JSON.stringify(envelope()));
+    const request = { headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, 'whsec_vault') }, rawBody: raw };
+    expect(new VaultGuard(options).canActivate(context(request))).toBe(true);
+    expect(rejection(() => new VaultGuard(options).canActivate(context(signedRequest())))).toMatchObject({ status: 401 });
+  });
+});
+
+describe('PaymentWebhookEnvelopeGuard', () => {
+  it('parses the verified bytes (not the adapter body) and keeps the event on the request', () => {
+    const body = envelope();
+    const request = signedRequest(body);
+    request.body = { eventId: 'tampered-after-parsing' };
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+    expect(new PaymentWebhookEnvelopeGuard().canActivate(context(request))).toBe(true);
+    expect(getVerifiedPaymentWebhookEvent(request)).toMatchObject({ eventId: body.eventId, eventType: 'payment.succeeded' });
+  });
+
+  it('refuses a body without what dispatch needs (400), and a request without raw bytes (500)', () => {
+    const request = signedRequest({ hello: 'world' });
+    expect(rejection(() => new PaymentWebhookEnvelopeGuard().canActivate(context(request)))).toEqual({
+      status: 400,
+      code: 'WEBHOOK_INVALID_ENVELOPE',
+    });
+    expect(rejection(() => new PaymentWebhookEnvelopeGuard().canActivate(context({ headers: {} })))).toEqual({
+      status: 500,
+      code: 'WEBHOOK_RAW_BODY_MISSING',
+    });
+  });
+});
