@@ -261,6 +261,14 @@ export class PaymentGatewayService implements OnModuleDestroy {
     return method === 'GET' ? 'read' : 'money-movement';
   }
 
+  /**
+   * For health checks: resolves once the client holds a valid access token, asking for one only
+   * when none is cached (probes stay within the token limit); rejects with the token call's error.
+   */
+  async checkAuthentication(): Promise<void> {
+    await this.executor.ensureToken();
+  }
+
   onModuleDestroy(): void {
     this.http.close();
   }

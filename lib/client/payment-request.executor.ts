@@ -84,6 +84,14 @@ export class PaymentRequestExecutor {
     return observed.run(() => this.attempts(call, observed));
   }
 
+  /**
+   * Resolves when the client holds a usable access token, asking the service for one only
+   * when none is cached; rejects with the token call's error.
+   */
+  async ensureToken(): Promise<void> {
+    await this.tokens.getToken();
+  }
+
   private async attempts(call: ServiceCall, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
     let token: string | undefined;
     let renewedToken = false;
