@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
+import { BENCH_WITH_OTEL_SDK } from './bench-otel-sdk.js';
 import { BENCH_WEBHOOK_SECRET, type BenchRow, fmt, interleave, median } from './bench-util.js';
 
 export interface ThroughputSettings {
@@ -120,6 +121,7 @@ async function measured(child: ChildProcess, url: string, path: string, s: Throu
 
 export async function webhookThroughput(adapter: 'express' | 'fastify', s: ThroughputSettings): Promise<BenchRow[]> {
   const { child, url } = await startApp(adapter);
+  const label = BENCH_WITH_OTEL_SDK ? `${adapter}, OTel SDK` : adapter;
   try {
     await load(url, '/payments/webhook', s.warmupSeconds, s.connections);
     await load(url, '/bare', s.warmupSeconds, s.connections);
@@ -147,14 +149,14 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
     const check = failures === 0 && consistent ? '' : ` (non-2xx/errors ${failures}, handler runs ${handled} for ${module2xx} 2xx)`;
     return [
       {
-        benchmark: `1. webhook req/s, ${adapter}`,
+        benchmark: `1. webhook req/s, ${label}`,
         measured: `module ${fmt(moduleRps)} vs bare ${fmt(bareRps)} req/s, ${s.connections} conns; app user CPU/request ${fmt(moduleCpu)} vs ${fmt(bareCpu)} µs${check}`,
         figure: ratio.toFixed(3),
         target: '≥ 0.85',
         pass: ratio >= 0.85 && check === '',
       },
       {
-        benchmark: `1. webhook p99, ${adapter}`,
+        benchmark: `1. webhook p99, ${label}`,
         measured: `module ${fmt(moduleP99, 2)} ms vs bare ${fmt(bareP99, 2)} ms`,
         figure: `${moduleP99 - bareP99 >= 0 ? '+' : '−'}${Math.abs(moduleP99 - bareP99).toFixed(2)} ms`,
         target: '≤ +1 ms',
