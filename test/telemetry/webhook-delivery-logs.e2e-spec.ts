@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { createServer } from 'node:net';
-import type { LoggerService } from '@nestjs/common';
+import { ConsoleLogger, type LoggerService } from '@nestjs/common';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
@@ -38,6 +38,38 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+// The README's recipe, verbatim: the payment module's lines only from `warn` up.
+const PAYMENT_CONTEXTS = new Set(['PaymentWebhooks', 'PaymentEvents', 'PaymentGatewayService', 'RedisWebhookEventStore']);
+const isPaymentContext = (rest: unknown[]) => PAYMENT_CONTEXTS.has(rest[rest.length - 1] as string);
+class AppLogger extends ConsoleLogger {
+  override log(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.log(message, ...rest);
+  }
+  override debug(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.debug(message, ...rest);
+  }
+  override verbose(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.verbose(message, ...rest);
+  }
+}
+
+/** What `fn` writes to stdout and stderr. */
+async function printed(fn: () => Promise<void>): Promise<string> {
+  const chunks: string[] = [];
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const capture = (chunk: unknown) => (chunks.push(String(chunk)), true);
+  process.stdout.write = capture as typeof process.stdout.write;
+  process.stderr.write = capture as typeof process.stderr.write;
+  try {
+    await fn();
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+  return chunks.join('');
 }
 
 describe('webhook delivery log lines', () => {
@@ -127,5 +159,19 @@ describe('webhook delivery log lines', () => {
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
       { outcome: 'unavailable', code: 'WEBHOOK_STORE_UNAVAILABLE', event_type: 'payment.succeeded', account: 'default', value: 1 },
     ]);
+  });
+
+  it("the README's per-context logger drops the module's debug and log lines and keeps its errors", async () => {
+    const output = await printed(async () => {
+      w = await startWebhookApp({ adapter: 'express', logger: new AppLogger() });
+      expect((await postWebhook(w.url, envelope(), { secret: 'whsec_attacker' })).status).toBe(401);
+      w.handlers.failNext = 1;
+      expect((await postWebhook(w.url, envelope('payment.failed'))).status).toBe(500);
+      await w.close();
+    });
+    expect(output).toContain('Nest application successfully started'); // other contexts still print
+    expect(output).not.toContain('handler(s) registered'); // PaymentEvents, log
+    expect(output).not.toContain('WEBHOOK_SIGNATURE_MISMATCH'); // PaymentWebhooks, debug
+    expect(output).toContain('WEBHOOK_HANDLER_FAILED'); // PaymentWebhooks, error
   });
 });
