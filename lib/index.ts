@@ -132,3 +132,14 @@ export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-eve
 export { RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
 export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
 export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
+
+// observability: OpenTelemetry names and the terminus-shaped health indicator
+export { PAYMENT_TELEMETRY_SCOPE, PaymentMetricName, PaymentSpanAttribute } from './telemetry/payment-telemetry.names.js';
+export type { PaymentClientOperation, PaymentClientOutcome, PaymentWebhookOutcome } from './telemetry/payment-telemetry.names.js';
+export { PaymentHealthIndicator } from './health/payment-health.indicator.js';
+export type {
+  PaymentHealthCheckOptions,
+  PaymentHealthComponentState,
+  PaymentHealthIndicatorResult,
+  PaymentHealthStatus,
+} from './health/payment-health.interface.js';

@@ -4,6 +4,8 @@ import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
+import { PaymentHealthProbes } from './health/payment-health-probe.registry.js';
+import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
@@ -21,7 +23,10 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventExplorer,
     PaymentWebhookReceiver,
     PaymentRedisConnections,
+    // health: the probes every account registers, and the public indicator that runs them
+    PaymentHealthProbes,
+    PaymentHealthIndicator,
   ],
-  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentRedisConnections, PaymentWebhookReceiver],
+  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentRedisConnections, PaymentWebhookReceiver, PaymentHealthProbes, PaymentHealthIndicator],
 })
 export class PaymentCoreModule {}

@@ -76,6 +76,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
       limit: 'create-payment',
       retry: 'keyed',
       idempotencyKey,
+      operation: 'create_payment',
     });
     const { record, id } = this.readRecord(answer, 'trxId');
     if (id === undefined) {
@@ -108,6 +109,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
       auth: 'cached',
       limit: 'read',
       retry: 'safe',
+      operation: 'get_payment_status',
     });
     const { record, status } = this.readRecord(answer, 'trxId', trxId);
     if (status === undefined) {
@@ -129,7 +131,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    */
   async listGateways(): Promise<PaymentGateway[]> {
     const path = this.options.endpoints.gateways;
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'read', retry: 'safe' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'read', retry: 'safe', operation: 'list_gateways' });
     const gateways = readGatewayList(answer.data);
     if (!gateways) throw this.unexpected('GET', path, 'a list of gateways');
     return gateways;
@@ -158,6 +160,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
       auth: 'cached',
       limit: 'money-movement',
       retry: 'unsafe',
+      operation: 'refund_payment',
     });
     const { record, id } = this.readRecord(answer, 'refundUid');
     record.trxId = readResponseField(recordOf(answer.data), this.fields.trxId) ?? trxId;
@@ -171,7 +174,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     check.identifier('refundUid', refundUid);
     check.throwIfInvalid('getRefund');
     const path = this.fillPath(this.options.endpoints.refundLookup, '{refund_uid}', refundUid);
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_refund' });
     return this.readRecord(answer, 'refundUid', refundUid).record as RefundRecord;
   }
 
@@ -196,6 +199,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
       auth: 'cached',
       limit: 'money-movement',
       retry: 'unsafe',
+      operation: 'create_payout',
     });
     const { record, id } = this.readRecord(answer, 'payoutUid');
     if (id === undefined) this.warnNoId('POST', path, answer.status, 'payoutUid', 'the payout was accepted: do not send it again');
@@ -208,7 +212,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     check.identifier('payoutUid', payoutUid);
     check.throwIfInvalid('getPayout');
     const path = this.fillPath(this.options.endpoints.payoutLookup, '{payout_uid}', payoutUid);
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_payout' });
     return this.readRecord(answer, 'payoutUid', payoutUid).record as PayoutRecord;
   }
 
@@ -255,6 +259,14 @@ export class PaymentGatewayService implements OnModuleDestroy {
     const prefix = this.options.endpoints.subaccountPrefix ?? DEFAULT_PAYMENT_ENDPOINTS.subaccountPrefix;
     if (typeof path === 'string' && path.startsWith(prefix)) return 'money-movement';
     return method === 'GET' ? 'read' : 'money-movement';
+  }
+
+  /**
+   * For health checks: resolves once the client holds a valid access token, asking for one only
+   * when none is cached (probes stay within the token limit); rejects with the token call's error.
+   */
+  async checkAuthentication(): Promise<void> {
+    await this.executor.ensureToken();
   }
 
   onModuleDestroy(): void {

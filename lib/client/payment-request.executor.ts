@@ -2,6 +2,8 @@ import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
+import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
+import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
 import {
   PaymentApiError,
   PaymentClientErrorCode,
@@ -45,6 +47,8 @@ export interface ServiceCall {
   retry: RetryPolicy;
   /** Copied onto errors of payment creation. */
   idempotencyKey?: string;
+  /** Name of the call in metrics and spans. @default 'request' */
+  operation?: PaymentClientOperation;
 }
 
 export interface ServiceAnswer {
@@ -61,6 +65,7 @@ export interface ServiceAnswer {
 export class PaymentRequestExecutor {
   private readonly tokens: PaymentTokenManager;
   private readonly limiter: PaymentRateLimiter;
+  private readonly telemetry: PaymentClientTelemetry;
 
   constructor(
     private readonly options: ResolvedPaymentOptions,
@@ -70,9 +75,24 @@ export class PaymentRequestExecutor {
   ) {
     this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock);
     this.tokens = new PaymentTokenManager(() => this.requestToken(), runtime.clock, options.tokenResponse);
+    this.telemetry = new PaymentClientTelemetry(options.account);
   }
 
   async execute(call: ServiceCall): Promise<ServiceAnswer> {
+    const observed = this.telemetry.start(call.operation ?? 'request', call.method);
+    if (observed === undefined) return this.attempts(call);
+    return observed.run(() => this.attempts(call, observed));
+  }
+
+  /**
+   * Resolves when the client holds a usable access token, asking the service for one only
+   * when none is cached; rejects with the token call's error.
+   */
+  async ensureToken(): Promise<void> {
+    await this.tokens.getToken();
+  }
+
+  private async attempts(call: ServiceCall, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
     let token: string | undefined;
     let renewedToken = false;
     for (let retry = 0; ; ) {
@@ -80,7 +100,9 @@ export class PaymentRequestExecutor {
       let failure: PaymentApiError | undefined;
       // Slot first, token second: a call may queue for minutes, and a token taken
       // before the wait could expire in the queue.
+      const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit));
+      observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       try {
         token ??= await this.tokenForCall(call);
         answer = await this.http.send({
@@ -119,6 +141,7 @@ export class PaymentRequestExecutor {
         this.tokens.invalidate(token);
         token = undefined;
         this.logger.warn?.(`${call.method} ${call.path}: token rejected (${failure.code}); retrying once with a new token`);
+        observed?.retrying(failure.code, 0);
         continue;
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
@@ -126,6 +149,7 @@ export class PaymentRequestExecutor {
       if (retryAfterMs !== undefined && retryAfterMs > this.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
+      observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
@@ -178,6 +202,7 @@ export class PaymentRequestExecutor {
       auth: 'none',
       limit: 'token',
       retry: 'token',
+      operation: 'token',
     });
     return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token, this.options.account);
   }

@@ -10,6 +10,8 @@ import {
   PAYMENT_ACCOUNT_OPTIONS,
   PAYMENT_EVENT_NAMESPACE,
 } from '../payment.constants.js';
+import { traceHandler } from '../telemetry/payment-handler.tracing.js';
+import { paymentTelemetry } from '../telemetry/payment-telemetry.js';
 import type { PaymentEventHandler, PaymentEventInvocationContext } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import {
@@ -96,7 +98,7 @@ export class PaymentEventDispatcher {
     if (handlers.length === 1 && !emit) {
       const handler = handlers[0]!;
       try {
-        await handler.invoke(event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
+        await this.invoke(handler, event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
       } catch (error) {
         this.fail(event, [{ handler: handler.name, error }]);
       }
@@ -118,13 +120,15 @@ export class PaymentEventDispatcher {
     const runs: Promise<unknown>[] = [];
     for (const handler of handlers) {
       names.push(handler.name);
-      runs.push(handler.invoke(event, context));
+      runs.push(this.invoke(handler, event, context));
     }
     if (emit) {
-      names.push(`EventEmitter2:${emitterName}`);
+      const listeners = `EventEmitter2:${emitterName}`;
+      names.push(listeners);
       // emitAsync resolves with the listeners' results, so a listener with
       // `suppressErrors: false` that rejects fails the delivery too.
-      runs.push(this.emit(emitterName!, event));
+      const tracer = paymentTelemetry.tracer();
+      runs.push(tracer ? traceHandler(tracer, listeners, event, () => this.emit(emitterName!, event)) : this.emit(emitterName!, event));
     }
     const results = await Promise.allSettled(runs);
     const failures: PaymentEventHandlerFailure[] = [];
@@ -133,6 +137,13 @@ export class PaymentEventDispatcher {
       if (result.status === 'rejected') failures.push({ handler: names[i]!, error: result.reason });
     }
     if (failures.length > 0) this.fail(event, failures);
+  }
+
+  /** One handler's run, in a span of its own when the host traces (no closure otherwise). */
+  private invoke(handler: PaymentEventHandler, event: AnyPaymentEvent, context: PaymentEventInvocationContext): Promise<unknown> {
+    const tracer = paymentTelemetry.tracer();
+    if (tracer === undefined) return handler.invoke(event, context);
+    return traceHandler(tracer, handler.name, event, () => handler.invoke(event, context));
   }
 
   /**

@@ -64,6 +64,9 @@ const EXTEND_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
+// A round trip and nothing else (the key is not touched).
+const PING_SCRIPT = `return redis.call('PING')`;
+
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
@@ -191,6 +194,11 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     assertToken(claimToken);
     assertDuration('leaseMs', leaseMs);
     return (await this.#run('extend', EXTEND_SCRIPT, this.keyPrefix + key, claimToken, leaseMs)) === 1;
+  }
+
+  /** One round trip to Redis (health checks); rejects with `WebhookStoreUnavailableError` like every operation. */
+  async ping(): Promise<void> {
+    await this.#run('ping', PING_SCRIPT, `${this.keyPrefix}ping`);
   }
 
   /** Quits the connection if this store opened it; a client passed in is left open. */

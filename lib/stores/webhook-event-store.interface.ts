@@ -24,6 +24,11 @@ export interface WebhookEventStore {
    * idempotency interceptor calls it while handlers run, so a slow handler keeps its event.
    */
   extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Optional: one round trip to what backs the store, for health checks; rejects when it
+   * cannot be reached. A store without it is reported up.
+   */
+  ping?(): Promise<unknown>;
   /** Optional: close connections on module shutdown. */
   close?(): Promise<void>;
 }

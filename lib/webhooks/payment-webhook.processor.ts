@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher, prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
@@ -6,6 +7,8 @@ import { PaymentEventReconciliationError } from '../events/payment-event.errors.
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
+import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -49,6 +52,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
   private readonly verifier: PaymentWebhookVerifier;
   private readonly deduplicator: WebhookDeduplicator;
   private readonly dedupe: WebhookDeduplicationSettings;
+  private readonly telemetry: WebhookDeliveryTelemetry;
 
   constructor(
     @Inject(PAYMENT_ACCOUNT_OPTIONS) options: ResolvedPaymentOptions,
@@ -59,7 +63,9 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     this.account = options.account;
     this.live = options.environment === 'live';
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
-    this.deduplicator = new WebhookDeduplicator(store, this.logger);
+    // The delivery's one log line (with the event) says when the store is down.
+    this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
+    this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, options.redisUrl);
     this.dedupe = {
       leaseMs: options.webhookLeaseMs,
       retentionMs: options.webhookRetentionMs,
@@ -71,16 +77,40 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
 
   /** Verifies, deduplicates and dispatches one delivery; resolves with the 2xx body. */
   async process(request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
+    const startedAt = performance.now();
     let event: AnyPaymentEvent;
     try {
       event = this.verifier.verify(request);
     } catch (error) {
-      throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
+      throw this.telemetry.rejected(error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error, startedAt);
     }
-    if (this.isFromOtherEnvironment(event)) return this.ignoreOtherEnvironment(event);
-    const key = webhookEventKey(this.account, event.eventId);
-    const outcome = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
-    return outcome === ALREADY_PROCESSED ? DUPLICATE : RECEIVED;
+    // No closure, no span when the host has no tracing.
+    const tracer = this.telemetry.tracer();
+    if (tracer === undefined) return this.answer(event, startedAt);
+    return this.telemetry.traced(tracer, event, (span) => this.answer(event, startedAt, span));
+  }
+
+  /**
+   * Answers a verified event. Whichever branch answers sets `outcome` (or throws), and it is
+   * recorded once below: metrics, span and the log line of a non-2xx answer.
+   */
+  private async answer(event: AnyPaymentEvent, startedAt: number, span?: Span): Promise<PaymentWebhookAck> {
+    let outcome: PaymentWebhookOutcome;
+    try {
+      if (this.isFromOtherEnvironment(event)) {
+        this.warnOtherEnvironment(event);
+        outcome = 'ignored';
+      } else {
+        const key = webhookEventKey(this.account, event.eventId);
+        const result = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
+        outcome = result === ALREADY_PROCESSED ? 'duplicate' : 'handled';
+      }
+    } catch (error) {
+      this.telemetry.failed(event, error, startedAt, span);
+      throw error;
+    }
+    this.telemetry.answered(event, outcome, startedAt, span);
+    return outcome === 'handled' ? RECEIVED : outcome === 'duplicate' ? DUPLICATE : OTHER_ENVIRONMENT;
   }
 
   /**
@@ -93,32 +123,29 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     return this.live ? environment !== LIVE_EVENT_ENVIRONMENT : environment === LIVE_EVENT_ENVIRONMENT;
   }
 
-  /** 2xx, so the service does not retry an event this account will never take; logged for the operator. */
-  private ignoreOtherEnvironment(event: AnyPaymentEvent): PaymentWebhookAck {
+  /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator. */
+  private warnOtherEnvironment(event: AnyPaymentEvent): void {
     this.logger.warn(
       `Ignored ${event.eventType} event ${event.eventId}: signed for account ${this.account} (${this.live ? 'live' : 'sandbox'}) ` +
         `but its environment is ${JSON.stringify(event.environment)}; answered 2xx without dispatching`,
     );
-    return OTHER_ENVIRONMENT;
   }
 
   onModuleDestroy(): void {
     this.deduplicator.close();
   }
 
+  /** Runs the handlers; maps their failure to the answer (logged with the delivery by `answer`). */
   private async dispatch(event: AnyPaymentEvent): Promise<void> {
     prepareReceivedEvent(event, this.account);
     try {
       await this.dispatcher.dispatch(event);
     } catch (error) {
       if (error instanceof PaymentEventReconciliationError) {
-        this.logger.warn(`${error.message}; answering 503 so the service retries`);
+        // 503: the service, not a handler, is at fault; it retries the delivery
         throw new PaymentWebhookHttpException(new WebhookReconciliationFailedError({ cause: error }));
       }
-      this.logger.error(
-        `Handling ${event.eventType} event ${event.eventId} (account ${this.account}) failed; answering 500 so the service retries: ` +
-          (error instanceof Error ? error.message : String(error)),
-      );
+      // 500 so the service retries
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }
   }

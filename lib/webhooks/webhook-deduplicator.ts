@@ -36,6 +36,8 @@ export class WebhookDeduplicator {
   constructor(
     readonly store: WebhookEventStore,
     private readonly logger: LoggerService,
+    /** `logClaimFailures: false` when the caller logs the answer itself (the module's processor does). */
+    private readonly options: { logClaimFailures?: boolean } = {},
   ) {}
 
   async run<T>(key: string, settings: WebhookDeduplicationSettings, work: () => Promise<T>): Promise<T | typeof ALREADY_PROCESSED> {
@@ -44,7 +46,7 @@ export class WebhookDeduplicator {
       claim = await this.store.claim(key, settings.leaseMs);
     } catch (error) {
       // Nothing ran yet: a non-2xx makes the sender retry, so nothing is lost.
-      this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
+      if (this.options.logClaimFailures !== false) this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
       throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: error }));
     }
     if (claim.outcome === 'processed') return ALREADY_PROCESSED;

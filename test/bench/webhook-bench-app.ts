@@ -12,6 +12,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
+import { registerBenchOtelSdk } from './bench-otel-sdk.js';
 import { BENCH_WEBHOOK_SECRET } from './bench-util.js';
 
 @Injectable()
@@ -68,6 +69,7 @@ class FloorController {
 class BenchAppModule {}
 
 async function main(): Promise<void> {
+  registerBenchOtelSdk(); // only with BENCH_OTEL=sdk
   const kind = process.argv[2] === 'fastify' ? 'fastify' : 'express';
   const adapter = kind === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
   const app = await NestFactory.create(BenchAppModule, adapter, { rawBody: true, logger: false });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
+import { BENCH_WITH_OTEL_SDK } from './bench-otel-sdk.js';
 import { BENCH_WEBHOOK_SECRET, type BenchRow, fmt, median, rotate } from './bench-util.js';
 
 export interface ThroughputSettings {
@@ -125,6 +126,7 @@ const TARGETS = { express: 0.82, fastify: 0.6 } as const;
 
 export async function webhookThroughput(adapter: 'express' | 'fastify', s: ThroughputSettings): Promise<BenchRow[]> {
   const { child, url } = await startApp(adapter);
+  const label = BENCH_WITH_OTEL_SDK ? `${adapter}, OTel SDK` : adapter;
   try {
     const paths = ['/payments/webhook', '/floor', '/bare'];
     for (const path of paths) await load(url, path, s.warmupSeconds, s.connections);
@@ -151,7 +153,7 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
     const target = TARGETS[adapter];
     return [
       {
-        benchmark: `1. webhook req/s, ${adapter}`,
+        benchmark: `1. webhook req/s, ${label}`,
         measured:
           `module ${rps(module)} vs bare ${rps(bare)} req/s (floor ${rps(floor)}: ${floorRatio.toFixed(3)} of bare), ` +
           `${s.connections} conns; app user CPU/request module ${cpu(module)}, floor ${cpu(floor)}, bare ${cpu(bare)} µs${check}`,
@@ -160,7 +162,7 @@ export async function webhookThroughput(adapter: 'express' | 'fastify', s: Throu
         pass: moduleRatio >= target && check === '',
       },
       {
-        benchmark: `1. webhook p99, ${adapter}`,
+        benchmark: `1. webhook p99, ${label}`,
         measured: `module ${fmt(moduleP99, 2)} ms vs bare ${fmt(bareP99, 2)} ms`,
         figure: `${moduleP99 - bareP99 >= 0 ? '+' : '−'}${Math.abs(moduleP99 - bareP99).toFixed(2)} ms`,
         target: '≤ +1 ms',

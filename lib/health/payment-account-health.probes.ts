@@ -1,0 +1,62 @@
+import { Inject, Injectable, type Provider } from '@nestjs/common';
+import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
+import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import { MemoryWebhookEventStore } from '../stores/memory-webhook-event.store.js';
+import { RedisWebhookEventStore } from '../stores/redis-webhook-event.store.js';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { PaymentHealthProbes } from './payment-health-probe.registry.js';
+import type { PaymentHealthProbe } from './payment-health.interface.js';
+
+/**
+ * The `store` probe of an account: a Redis round trip for a Redis store (details: `kind`,
+ * the URL without its password), the store's own `ping()` for a custom store that has one;
+ * a memory store, or a custom one without `ping()`, is up.
+ */
+export function webhookStoreProbe(account: string, store: WebhookEventStore, options: Pick<ResolvedPaymentOptions, 'redisUrl' | 'store'>): PaymentHealthProbe {
+  const kind = store instanceof RedisWebhookEventStore ? 'redis' : store instanceof MemoryWebhookEventStore ? 'memory' : 'custom';
+  // The URL is shown only when the module built the store from it.
+  const url = options.store === undefined && options.redisUrl ? options.redisUrl : undefined;
+  const details: Record<string, unknown> = { kind };
+  if (url !== undefined) details.url = redactRedisUrl(url);
+  if (kind === 'custom' && typeof store.ping !== 'function') details.pinged = false;
+  return {
+    account,
+    component: 'store',
+    details,
+    check: async () => {
+      await store.ping?.();
+    },
+    redact: (text) => (options.redisUrl ? redactRedisUrlIn(text, options.redisUrl) : text),
+  };
+}
+
+/** The on-demand `authentication` probe of an account: a token can be obtained from the service. */
+export function authenticationProbe(account: string, client: Pick<PaymentGatewayService, 'checkAuthentication'>): PaymentHealthProbe {
+  return {
+    account,
+    component: 'authentication',
+    onDemand: true,
+    check: () => client.checkAuthentication(),
+  };
+}
+
+/** Registers one account's probes when the account's providers are created. */
+@Injectable()
+export class PaymentAccountHealthProbes {
+  constructor(
+    @Inject(PAYMENT_ACCOUNT_OPTIONS) options: ResolvedPaymentOptions,
+    @Inject(PAYMENT_ACCOUNT_STORE) store: WebhookEventStore,
+    @Inject(PAYMENT_ACCOUNT_CLIENT) client: PaymentGatewayService,
+    probes: PaymentHealthProbes,
+  ) {
+    probes.register(webhookStoreProbe(options.account, store, options));
+    probes.register(authenticationProbe(options.account, client));
+  }
+}
+
+/** What one account's module adds for health checks. */
+export function createPaymentHealthProviders(): Provider[] {
+  return [PaymentAccountHealthProbes];
+}

@@ -1,0 +1,91 @@
+import { Injectable } from '@nestjs/common';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { PaymentHealthProbes } from './payment-health-probe.registry.js';
+import type {
+  PaymentHealthCheckOptions,
+  PaymentHealthComponentState,
+  PaymentHealthIndicatorResult,
+  PaymentHealthProbe,
+} from './payment-health.interface.js';
+
+const DEFAULT_TIMEOUT_MS = 3000;
+
+/**
+ * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness
+ * route: each account's webhook event store (a Redis round trip where Redis is used; the
+ * memory store is always up) and, when asked, that a token can be obtained from the service.
+ * It returns plain objects of terminus' `HealthIndicatorResult` shape and imports nothing
+ * from terminus, so the package does not depend on it.
+ *
+ * Down is returned, never thrown: `HealthCheckService.check` then answers 503 with the
+ * details. Every check is bounded by `timeoutMs`. Details and reasons name the component
+ * (store kind, Redis URL with its password redacted) and never carry a secret.
+ *
+ * @example
+ * ```ts
+ * @Get('health')
+ * @HealthCheck()
+ * check() {
+ *   return this.health.check([() => this.payments.isHealthy('payments', { include: ['authentication'] })]);
+ * }
+ * ```
+ * @publicApi
+ */
+@Injectable()
+export class PaymentHealthIndicator {
+  constructor(
+    private readonly probes: PaymentHealthProbes,
+    private readonly accounts: PaymentAccountRegistry,
+  ) {}
+
+  /**
+   * Runs the checks concurrently and resolves with `{ [key]: { status, reason?, accounts } }`:
+   * `up` when every check passed, else `down` with `reason` listing the failed components.
+   * @throws PaymentConfigurationError when `accounts` names an account no `forRoot()` registered.
+   */
+  async isHealthy<K extends string = 'payments'>(key: K = 'payments' as K, options: PaymentHealthCheckOptions = {}): Promise<PaymentHealthIndicatorResult<K>> {
+    const names = options.accounts ?? this.accounts.names();
+    for (const name of names) this.accounts.require(name);
+    const include = new Set(options.include ?? []);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const selected = this.probes.list().filter((p) => names.includes(p.account) && (!p.onDemand || include.has(p.component)));
+
+    const states = await Promise.all(selected.map((probe) => runProbe(probe, timeoutMs)));
+    const accounts: Record<string, Record<string, PaymentHealthComponentState>> = {};
+    for (const name of names) accounts[name] = {};
+    const failures: string[] = [];
+    selected.forEach((probe, i) => {
+      const state = states[i]!;
+      accounts[probe.account]![probe.component] = state;
+      if (state.status === 'down') failures.push(`${probe.account}/${probe.component}: ${String(state.reason)}`);
+    });
+    const result = failures.length === 0 ? { status: 'up' as const, accounts } : { status: 'down' as const, reason: failures.join('; '), accounts };
+    return { [key]: result } as PaymentHealthIndicatorResult<K>;
+  }
+}
+
+async function runProbe(probe: PaymentHealthProbe, timeoutMs: number): Promise<PaymentHealthComponentState> {
+  const startedAt = performance.now();
+  try {
+    const details = await withTimeout(probe.check(), timeoutMs, probe.component);
+    return { status: 'up', ...probe.details, ...(details ?? {}), latencyMs: Math.round(performance.now() - startedAt) };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const code = (error as { code?: unknown } | null)?.code;
+    const reason = probe.redact ? probe.redact(message) : message;
+    return { status: 'down', ...probe.details, ...(typeof code === 'string' ? { code } : {}), reason };
+  }
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, component: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${component} check did not finish within ${ms} ms`)), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,59 @@
+/** State of a checked component, as `@nestjs/terminus` reads it. @publicApi */
+export type PaymentHealthStatus = 'up' | 'down';
+
+/** One component's state with its details (`kind`, `url`, `latencyMs`, `reason`, ...). @publicApi */
+export interface PaymentHealthComponentState {
+  status: PaymentHealthStatus;
+  [detail: string]: unknown;
+}
+
+/**
+ * What `PaymentHealthIndicator.isHealthy(key)` resolves with: `{ [key]: { status, ... } }`,
+ * the shape of terminus' `HealthIndicatorResult` (assignable to it on terminus 11 and 12).
+ * Down is returned, never thrown, so `HealthCheckService.check` answers 503 with the details.
+ * @publicApi
+ */
+export type PaymentHealthIndicatorResult<K extends string = string> = Record<
+  K,
+  {
+    status: PaymentHealthStatus;
+    /** When down: every failed component, as `<account>/<component>: <reason>`, joined by `; `. */
+    reason?: string;
+    /** Per account, per component (`store`, `authentication`, ...). */
+    accounts: Record<string, Record<string, PaymentHealthComponentState>>;
+  }
+>;
+
+/** @publicApi */
+export interface PaymentHealthCheckOptions {
+  /** Accounts to check (names given to `forRoot({ account })`, `'default'` without one). @default every account */
+  accounts?: readonly string[];
+  /**
+   * Checks that only run when named here. `'authentication'`: a token can be obtained from the
+   * service (`PaymentGatewayService.checkAuthentication()`; no call while a cached token is valid).
+   * @default [] (the webhook event stores only)
+   */
+  include?: readonly string[];
+  /** Longest wait for each check; a slower one is down. @default 3000 */
+  timeoutMs?: number;
+}
+
+/**
+ * One check of one account's dependency, run by `PaymentHealthIndicator`. The module
+ * registers a `store` probe (always run) and an `authentication` probe (run on request)
+ * per account; another part of the module with a dependency of its own (e.g. a queue on
+ * Redis) registers one more through `PaymentHealthProbes.register`.
+ */
+export interface PaymentHealthProbe {
+  account: string;
+  /** Name of the component in the result: `store`, `authentication`, `queue`, ... */
+  component: string;
+  /** Run only when `include` names the component. @default false */
+  onDemand?: boolean;
+  /** Details shown up or down (e.g. `kind`, a redacted `url`); never a secret. */
+  details?: Readonly<Record<string, unknown>>;
+  /** Resolves (optionally with more details) when the dependency works; rejects when it does not. */
+  check(): Promise<Record<string, unknown> | void>;
+  /** Removes secrets from a failure's reason (e.g. a Redis password). */
+  redact?(text: string): string;
+}

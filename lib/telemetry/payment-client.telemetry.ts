@@ -1,0 +1,115 @@
+import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
+import { paymentTelemetry } from './payment-telemetry.js';
+import { type PaymentClientOperation, type PaymentClientOutcome, PaymentSpanAttribute } from './payment-telemetry.names.js';
+
+/** Code of a thrown value that is not one of the client's errors. */
+const UNEXPECTED_ERROR_CODE = 'UNEXPECTED_ERROR';
+
+/**
+ * Telemetry of ONE account's calls to the service. `start` returns `undefined` when the
+ * host registered neither a MeterProvider nor a TracerProvider, and the executor then
+ * does no telemetry work at all.
+ */
+export class PaymentClientTelemetry {
+  constructor(
+    private readonly account: string,
+    private readonly telemetry: PaymentTelemetry = paymentTelemetry,
+  ) {}
+
+  /** Starts the telemetry of one logical call (every attempt of it). */
+  start(operation: PaymentClientOperation, method: string): PaymentClientCallTelemetry | undefined {
+    const instruments = this.telemetry.instruments();
+    const tracer = this.telemetry.tracer();
+    if (instruments === undefined && tracer === undefined) return undefined;
+    const span = tracer?.startSpan(
+      `payment client ${operation}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [PaymentSpanAttribute.OPERATION]: operation,
+          [PaymentSpanAttribute.ACCOUNT]: this.account,
+          'http.request.method': method,
+        },
+      },
+      context.active(),
+    );
+    return new PaymentClientCallTelemetry(operation, this.account, instruments, span);
+  }
+}
+
+/**
+ * One logical call: its span (active while the attempts run, so the token call and the
+ * host's HTTP spans nest under it), its retries and rate-limit waits, and at the end one
+ * `payment_gateway.client.requests` count and one `payment_gateway.client.duration` value.
+ */
+export class PaymentClientCallTelemetry {
+  private readonly startedAt = performance.now();
+  private retries = 0;
+
+  constructor(
+    readonly operation: PaymentClientOperation,
+    private readonly account: string,
+    private readonly instruments: PaymentInstruments | undefined,
+    private readonly span: Span | undefined,
+  ) {}
+
+  /** Runs the attempts (with the span active) and records how the call ended. */
+  async run<T extends { status: number }>(attempts: () => Promise<T>): Promise<T> {
+    let answer: T;
+    try {
+      answer = this.span === undefined ? await attempts() : await context.with(trace.setSpan(context.active(), this.span), attempts);
+    } catch (error) {
+      this.end('error', error);
+      throw error;
+    }
+    this.end('ok', undefined, answer.status);
+    return answer;
+  }
+
+  /** Time the attempt waited for a client-side rate-limit slot. */
+  rateLimitWaited(ms: number): void {
+    this.instruments?.clientRateLimitWait.record(Math.max(0, ms) / 1000, { operation: this.operation, account: this.account });
+  }
+
+  /** The attempt failed with `code` and is repeated after `delayMs`. */
+  retrying(code: string, delayMs: number): void {
+    this.retries++;
+    this.instruments?.clientRetries.add(1, { operation: this.operation, code, account: this.account });
+    this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: code, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
+  }
+
+  private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
+    const code = error === undefined ? undefined : codeOf(error);
+    const httpStatus = error === undefined ? okStatus : statusOf(error);
+    if (this.instruments !== undefined) {
+      const attributes: Attributes = { operation: this.operation, outcome, account: this.account };
+      if (code !== undefined) attributes.code = code;
+      if (httpStatus !== undefined) attributes.http_status = httpStatus;
+      this.instruments.clientRequests.add(1, attributes);
+      this.instruments.clientDuration.record((performance.now() - this.startedAt) / 1000, attributes);
+    }
+    const span = this.span;
+    if (span === undefined) return;
+    span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
+    span.setAttribute(PaymentSpanAttribute.RETRIES, this.retries);
+    if (httpStatus !== undefined) span.setAttribute('http.response.status_code', httpStatus);
+    if (code !== undefined) {
+      span.setAttribute(PaymentSpanAttribute.CODE, code);
+      // The client's errors carry no token or secret: their text is redacted when built.
+      span.recordException(error instanceof Error ? error : String(error));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+    }
+    span.end();
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code !== '' ? code : UNEXPECTED_ERROR_CODE;
+}
+
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { httpStatus?: unknown } | null)?.httpStatus;
+  return typeof status === 'number' ? status : undefined;
+}

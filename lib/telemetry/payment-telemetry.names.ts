@@ -1,0 +1,90 @@
+/**
+ * Name of the OpenTelemetry meter and tracer of this package (the instrumentation scope;
+ * Prometheus shows it as `otel_scope_name`).
+ * @publicApi
+ */
+export const PAYMENT_TELEMETRY_SCOPE = 'nestjs-payment-gateway';
+
+/**
+ * Names of the package's OpenTelemetry instruments. Durations and waits are histograms in
+ * seconds; counters count deliveries, logical calls or retries.
+ * @publicApi
+ */
+export const PaymentMetricName = {
+  /** Counter: webhook deliveries answered, by `outcome`, `code`, `event_type`, `account`. */
+  WEBHOOK_REQUESTS: 'payment_gateway.webhook.requests',
+  /** Histogram (s): from the delivery reaching the module to its answer; same attributes. */
+  WEBHOOK_DURATION: 'payment_gateway.webhook.duration',
+  /** Counter: logical calls to the service (retries included in one call), by `operation`, `outcome`, `code`, `http_status`, `account`. */
+  CLIENT_REQUESTS: 'payment_gateway.client.requests',
+  /** Histogram (s): one logical call, every attempt, wait and backoff included; same attributes. */
+  CLIENT_DURATION: 'payment_gateway.client.duration',
+  /** Counter: attempts repeated after a failure (token renewal included), by `operation`, `code`, `account`. */
+  CLIENT_RETRIES: 'payment_gateway.client.retries',
+  /** Histogram (s): wait for a client-side rate-limit slot, one value per attempt, by `operation`, `account`. */
+  CLIENT_RATE_LIMIT_WAIT: 'payment_gateway.client.rate_limit_wait',
+} as const;
+
+/** @publicApi */
+export type PaymentMetricName = (typeof PaymentMetricName)[keyof typeof PaymentMetricName];
+
+/**
+ * How a webhook delivery was answered (`outcome` attribute):
+ * - `handled`: 200, the handlers ran and succeeded;
+ * - `duplicate`: 200, the event had been handled before (handlers not run);
+ * - `rejected`: 4xx (or 500 for a module misconfiguration) before the event was trusted: content type,
+ *   size, signature, replay window, envelope;
+ * - `in_flight`: 409, another delivery of the event is being handled;
+ * - `failed`: 500, a handler failed (the event runs again on redelivery);
+ * - `unavailable`: 503, the event store or the reconciliation call could not be reached;
+ * - `queued`: 2xx, the event was queued for later handling (queue mode only);
+ * - `ignored`: 2xx, the event was signed for the other environment (a sandbox event on a live
+ *   account, or the reverse) and was not dispatched.
+ * @publicApi
+ */
+export type PaymentWebhookOutcome =
+  | 'handled'
+  | 'duplicate'
+  | 'rejected'
+  | 'in_flight'
+  | 'failed'
+  | 'unavailable'
+  | 'queued'
+  | 'ignored';
+
+/**
+ * The client operation of a call (`operation` attribute): one per `PaymentGatewayService`
+ * method, `request` for `request()`, `token` for the access-token call the client makes itself.
+ * @publicApi
+ */
+export type PaymentClientOperation =
+  | 'create_payment'
+  | 'get_payment_status'
+  | 'list_gateways'
+  | 'refund_payment'
+  | 'get_refund'
+  | 'create_payout'
+  | 'get_payout'
+  | 'request'
+  | 'token';
+
+/** `outcome` of a client call: `ok` for a 2xx answer, `error` for anything thrown. @publicApi */
+export type PaymentClientOutcome = 'ok' | 'error';
+
+/**
+ * Attribute keys of the package's spans. Metrics use the short keys of their tables
+ * (`outcome`, `code`, `event_type`, `account`, ...); spans carry these namespaced ones, next to
+ * the standard `http.request.method` and `http.response.status_code`. Values are ids, types,
+ * codes and counts only: never a secret, token, signature or other payload field.
+ * @publicApi
+ */
+export const PaymentSpanAttribute = {
+  ACCOUNT: 'payment_gateway.account',
+  EVENT_ID: 'payment_gateway.event_id',
+  EVENT_TYPE: 'payment_gateway.event_type',
+  OUTCOME: 'payment_gateway.outcome',
+  CODE: 'payment_gateway.code',
+  HANDLER: 'payment_gateway.handler',
+  OPERATION: 'payment_gateway.operation',
+  RETRIES: 'payment_gateway.retries',
+} as const;

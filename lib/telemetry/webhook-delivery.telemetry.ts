@@ -1,0 +1,155 @@
+import type { LoggerService } from '@nestjs/common';
+import { type Attributes, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { redactRedisUrlIn } from '../config/redact-url.js';
+import { isKnownPaymentEventType } from '../events/payment-event.types.js';
+import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
+import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { type PaymentTelemetry, paymentTelemetry } from './payment-telemetry.js';
+import { PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
+
+/** Outcome of a non-2xx answer to a verified event, by its code. */
+const OUTCOME_BY_CODE: Readonly<Record<string, PaymentWebhookOutcome>> = {
+  [PaymentWebhookErrorCode.EVENT_IN_FLIGHT]: 'in_flight',
+  [PaymentWebhookErrorCode.STORE_UNAVAILABLE]: 'unavailable',
+  [PaymentWebhookErrorCode.RECONCILIATION_FAILED]: 'unavailable',
+  [PaymentWebhookErrorCode.HANDLER_FAILED]: 'failed',
+};
+
+/** Rejections that only a body signed with a configured secret can cause: the sender is the service. */
+const SIGNED_BODY_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.INVALID_JSON, PaymentWebhookErrorCode.INVALID_ENVELOPE]);
+
+type LogLevel = 'debug' | 'warn' | 'error';
+
+/**
+ * Metrics, spans and log lines of ONE account's webhook deliveries. The processor tells it
+ * the outcome of whichever branch answered; this class turns that into:
+ * - one `payment_gateway.webhook.requests` count and one `payment_gateway.webhook.duration`
+ *   value per delivery (`outcome`, `code` when not 2xx, `event_type` once verified, `account`);
+ * - one `payment webhook <event_type>` span per verified delivery, started in the active
+ *   context (so under the host's HTTP span when it has HTTP instrumentation), made active
+ *   while the handlers run, ended with the outcome;
+ * - one log line per non-2xx answer: `debug` while the request is not trusted (nobody can
+ *   flood `warn` by sending garbage), `warn`/`error` once it carries the service's signature.
+ *
+ * With no OpenTelemetry SDK registered nothing is allocated: no attributes, spans or closures.
+ */
+export class WebhookDeliveryTelemetry {
+  constructor(
+    private readonly account: string,
+    private readonly logger: LoggerService,
+    /** The store's Redis URL: its password is removed from every logged reason. */
+    private readonly redisUrl?: string,
+    private readonly telemetry: PaymentTelemetry = paymentTelemetry,
+  ) {}
+
+  /** The tracer when the host registered a TracerProvider; `undefined` means: do not trace. */
+  tracer(): Tracer | undefined {
+    return this.telemetry.tracer();
+  }
+
+  /**
+   * Runs `work` with a new span for the verified `event` as the active span. The span is
+   * ended by `answered` or `failed`, which `work` must call with it.
+   */
+  traced<T>(tracer: Tracer, event: AnyPaymentEvent, work: (span: Span) => Promise<T>): Promise<T> {
+    const parent = context.active();
+    const span = tracer.startSpan(
+      `payment webhook ${metricEventType(event.eventType)}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [PaymentSpanAttribute.ACCOUNT]: this.account,
+          [PaymentSpanAttribute.EVENT_ID]: event.eventId,
+          [PaymentSpanAttribute.EVENT_TYPE]: event.eventType,
+        },
+      },
+      parent,
+    );
+    return context.with(trace.setSpan(parent, span), work, undefined, span);
+  }
+
+  /**
+   * A delivery refused before its event was trusted (the verifier threw). Records it and
+   * returns `error` for the caller to throw.
+   */
+  rejected<E>(error: E, startedAt: number): E {
+    const { code, status } = answerOf(error);
+    this.record('rejected', code, undefined, startedAt);
+    this.log(SIGNED_BODY_CODES.has(code) ? 'warn' : 'debug', 'rejected', status, code, undefined, error);
+    return error;
+  }
+
+  /** A verified delivery answered 2xx (`handled`, `duplicate`, `queued`). */
+  answered(event: AnyPaymentEvent, outcome: PaymentWebhookOutcome, startedAt: number, span?: Span): void {
+    this.record(outcome, undefined, event.eventType, startedAt);
+    if (span !== undefined) {
+      span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
+      span.end();
+    }
+  }
+
+  /** A verified delivery answered non-2xx because `error` was thrown; `error` is rethrown by the caller. */
+  failed(event: AnyPaymentEvent, error: unknown, startedAt: number, span?: Span): void {
+    const { code, status } = answerOf(error);
+    const outcome = OUTCOME_BY_CODE[code] ?? 'failed';
+    this.record(outcome, code, event.eventType, startedAt);
+    const level: LogLevel = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? 'warn' : 'error';
+    const reason = this.log(level, outcome, status, code, event, error);
+    if (span !== undefined) {
+      span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
+      span.setAttribute(PaymentSpanAttribute.CODE, code);
+      if (outcome !== 'in_flight') {
+        // Our own error, message redacted; never the handler's error object (its span has that).
+        span.recordException({ name: code, message: reason });
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${code}: ${reason}` });
+      }
+      span.end();
+    }
+  }
+
+  private record(outcome: PaymentWebhookOutcome, code: string | undefined, eventType: string | undefined, startedAt: number): void {
+    const instruments = this.telemetry.instruments();
+    if (instruments === undefined) return;
+    const attributes: Attributes = { outcome, account: this.account };
+    if (code !== undefined) attributes.code = code;
+    if (eventType !== undefined) attributes.event_type = metricEventType(eventType);
+    instruments.webhookRequests.add(1, attributes);
+    instruments.webhookDuration.record((performance.now() - startedAt) / 1000, attributes);
+  }
+
+  /** Logs the delivery's one line; returns the reason it gave. */
+  private log(level: LogLevel, outcome: PaymentWebhookOutcome, status: number, code: string, event: AnyPaymentEvent | undefined, error: unknown): string {
+    const reason = this.reasonOf(error);
+    const who = event === undefined ? '' : `eventId=${event.eventId} eventType=${event.eventType} `;
+    const line = `Webhook delivery ${outcome}, answered ${status} ${code}: ${who}account=${this.account}; ${reason}`;
+    if (level === 'debug') this.logger.debug?.(line);
+    else if (level === 'warn') this.logger.warn(line);
+    else this.logger.error(line);
+    return reason;
+  }
+
+  /** The answer's message and what caused it (e.g. the store's error), without the Redis password. */
+  private reasonOf(error: unknown): string {
+    const answer = error instanceof PaymentWebhookHttpException ? error.error : error;
+    const parts: string[] = [];
+    let current: unknown = answer;
+    for (let depth = 0; depth < 3 && current instanceof Error; depth++) {
+      parts.push(current.message);
+      current = current.cause;
+    }
+    const reason = parts.length > 0 ? parts.join(': ') : String(answer);
+    return this.redisUrl ? redactRedisUrlIn(reason, this.redisUrl) : reason;
+  }
+}
+
+/** `code` and HTTP status of what the route answers for `error`. */
+function answerOf(error: unknown): { code: string; status: number } {
+  if (error instanceof PaymentWebhookHttpException) return { code: error.code, status: error.getStatus() };
+  return { code: PaymentWebhookErrorCode.INTERNAL_ERROR, status: 500 };
+}
+
+/** Metric values stay few: a type the package does not know (new, or unusual) counts as `unknown`. */
+function metricEventType(eventType: string): string {
+  return isKnownPaymentEventType(eventType) ? eventType : 'unknown';
+}

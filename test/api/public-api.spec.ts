@@ -1,0 +1,59 @@
+// The public API is a promise: what lib/index.ts and lib/testing/index.ts export must be
+// exactly what the README's "API reference" lists, so an export cannot change without the
+// documentation changing with it.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+
+const root = process.cwd();
+
+/** Every name a barrel exports (values and types), read from its source. */
+function exportedNames(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(join(root, file), 'utf8'), ts.ScriptTarget.ES2022, true);
+  const names: string[] = [];
+  for (const statement of source.statements) {
+    if (ts.isExportDeclaration(statement) && statement.exportClause && ts.isNamedExports(statement.exportClause)) {
+      for (const element of statement.exportClause.elements) names.push(element.name.text);
+    } else if (ts.isExportDeclaration(statement)) {
+      throw new Error(`${file}: 'export *' is not allowed in a deliberate public API`);
+    } else if (ts.canHaveModifiers(statement) && ts.getModifiers(statement)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) {
+      throw new Error(`${file}: declare public symbols in their own files and re-export them by name`);
+    }
+  }
+  return names.sort();
+}
+
+/** Names in the first column of the tables of the README's API reference, per entry point. */
+function documentedNames(): Record<'main' | 'testing', string[]> {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## API reference');
+  expect(start).toBeGreaterThan(-1);
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end === -1 ? undefined : end);
+  const out = { main: [] as string[], testing: [] as string[] };
+  let entry: 'main' | 'testing' = 'main';
+  for (const line of section.split('\n')) {
+    if (line.startsWith('### ')) entry = line.includes('nestjs-payment-gateway/testing') ? 'testing' : 'main';
+    const match = /^\| `([A-Za-z_$][\w$]*)` \|/.exec(line);
+    if (match) out[entry].push(match[1]!);
+  }
+  return { main: out.main.sort(), testing: out.testing.sort() };
+}
+
+describe('public API', () => {
+  const documented = documentedNames();
+
+  it("nestjs-payment-gateway exports exactly the README's API reference", () => {
+    expect(exportedNames('lib/index.ts')).toEqual(documented.main);
+  });
+
+  it("nestjs-payment-gateway/testing exports exactly the README's API reference", () => {
+    expect(exportedNames('lib/testing/index.ts')).toEqual(documented.testing);
+  });
+
+  it('lists every name once', () => {
+    for (const names of [documented.main, documented.testing]) {
+      expect(names.filter((name, i) => names.indexOf(name) !== i)).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,175 @@
+import 'reflect-metadata';
+import { createServer } from 'node:net';
+import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { SANDBOX_CLIENT } from '../support/client-simulator.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+/** The README's recipe: `GET /health` with terminus; `/health/auth` also checks the credentials. */
+@Controller('health')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly payments: PaymentHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.payments.isHealthy('payments')]);
+  }
+
+  @Get('auth')
+  @HealthCheck()
+  checkWithAuthentication() {
+    return this.health.check([() => this.payments.isHealthy('payments', { include: ['authentication'] })]);
+  }
+
+  @Get('default')
+  @HealthCheck()
+  checkDefaultAccount() {
+    return this.health.check([() => this.payments.isHealthy('payments', { accounts: ['default'] })]);
+  }
+}
+
+async function getHealth(w: WebhookApp, path = 'health'): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${w.url}/${path}`);
+  return { status: response.status, body: await response.json() };
+}
+
+/** Polls until the health answer has `status` (the Redis client notices a stop or a restart within ~2 s). */
+async function healthBecomes(w: WebhookApp, status: number, timeoutMs = 15_000): Promise<{ status: number; body: any }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await getHealth(w);
+    if (answer.status === status || Date.now() > deadline) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function healthApp(payment: Record<string, unknown>, extraImports: any[] = []): Promise<WebhookApp> {
+  return startWebhookApp({ adapter: 'express', payment, extraImports: [TerminusModule, ...extraImports], controllers: [HealthController] });
+}
+
+describe('PaymentHealthIndicator with @nestjs/terminus', () => {
+  let w: WebhookApp | undefined;
+  afterEach(async () => {
+    await w?.close();
+    w = undefined;
+  });
+
+  describe('with a real redis-server', () => {
+    let redis: TestRedisServer;
+    beforeAll(async () => {
+      redis = await startRedisServer();
+    });
+    afterAll(async () => redis?.stop());
+
+    it('GET /health is up with Redis running, 503 naming the store while it is stopped, up again after restart', async () => {
+      w = await healthApp({ redisUrl: redis.url });
+      const up = await getHealth(w);
+      expect(up.status).toBe(200);
+      expect(up.body).toMatchObject({ status: 'ok', error: {} });
+      expect(up.body.info.payments).toEqual({
+        status: 'up',
+        accounts: { default: { store: { status: 'up', kind: 'redis', url: redis.url, latencyMs: expect.any(Number) } } },
+      });
+
+      await redis.stop();
+      const down = await healthBecomes(w, 503);
+      expect(down.status).toBe(503);
+      expect(down.body.status).toBe('error');
+      const payments = down.body.error.payments;
+      expect(payments.status).toBe('down');
+      expect(payments.reason).toMatch(/^default\/store: /);
+      expect(payments.accounts.default.store).toMatchObject({ status: 'down', kind: 'redis', url: redis.url, reason: expect.stringMatching(/Redis/) });
+      expect(down.body.details.payments).toEqual(payments);
+
+      await redis.restart();
+      const again = await healthBecomes(w, 200);
+      expect(again.status).toBe(200);
+      expect(again.body.info.payments.accounts.default.store.status).toBe('up');
+    });
+
+    it('reports each account: the memory store is always up, the Redis one named by account; `accounts` picks some', async () => {
+      w = await healthApp({}, [PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: 'whsec_eu', redisUrl: redis.url })]);
+      const up = await getHealth(w);
+      expect(up.status).toBe(200);
+      expect(up.body.info.payments.accounts).toEqual({
+        default: { store: { status: 'up', kind: 'memory', latencyMs: expect.any(Number) } },
+        eu: { store: { status: 'up', kind: 'redis', url: redis.url, latencyMs: expect.any(Number) } },
+      });
+
+      await redis.stop();
+      try {
+        const down = await healthBecomes(w, 503);
+        expect(down.body.error.payments.reason).toMatch(/^eu\/store: /);
+        expect(down.body.error.payments.accounts.default.store.status).toBe('up');
+        // only the default account asked for: up
+        const defaultOnly = await getHealth(w, 'health/default');
+        expect(defaultOnly.status).toBe(200);
+        expect(Object.keys(defaultOnly.body.info.payments.accounts)).toEqual(['default']);
+      } finally {
+        await redis.restart();
+      }
+    });
+  });
+
+  it('never shows the Redis password: the URL is redacted in details and reasons', async () => {
+    const password = 'h3alth-redis-pa55word';
+    const port = await closedPort();
+    w = await healthApp({ redisUrl: `redis://:${password}@127.0.0.1:${port}` });
+    const down = await getHealth(w);
+    expect(down.status).toBe(503);
+    expect(down.body.error.payments.accounts.default.store).toMatchObject({ status: 'down', kind: 'redis', url: `redis://:[redacted]@127.0.0.1:${port}` });
+    expect(JSON.stringify(down.body)).not.toContain(password);
+  });
+
+  describe('authentication (on request) against the simulator', () => {
+    let sim: PaymentServiceSimulator;
+    beforeAll(async () => {
+      sim = new PaymentServiceSimulator();
+      await sim.start();
+    });
+    afterAll(async () => sim?.stop());
+
+    const client = (clientSecret: string) => ({ baseUrl: sim.url, clientId: SANDBOX_CLIENT.clientId, clientSecret });
+
+    it('is up when a token can be obtained, and asks for none while one is cached', async () => {
+      w = await healthApp(client(SANDBOX_CLIENT.clientSecret));
+      sim.clearRequests();
+      for (let i = 0; i < 3; i++) {
+        const answer = await getHealth(w, 'health/auth');
+        expect(answer.status).toBe(200);
+        expect(answer.body.info.payments.accounts.default).toEqual({
+          store: { status: 'up', kind: 'memory', latencyMs: expect.any(Number) },
+          authentication: { status: 'up', latencyMs: expect.any(Number) },
+        });
+      }
+      expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
+    });
+
+    it('is down with the code when the credentials are wrong, without the secret; GET /health alone stays up', async () => {
+      const wrongSecret = 'definitely-not-the-sandbox-secret';
+      w = await healthApp(client(wrongSecret));
+      expect((await getHealth(w)).status).toBe(200);
+      const down = await getHealth(w, 'health/auth');
+      expect(down.status).toBe(503);
+      expect(down.body.error.payments.reason).toMatch(/^default\/authentication: /);
+      expect(down.body.error.payments.accounts.default.authentication).toEqual({ status: 'down', code: 'PAY_1004', reason: expect.any(String) });
+      expect(JSON.stringify(down.body)).not.toContain(wrongSecret);
+    });
+  });
+});

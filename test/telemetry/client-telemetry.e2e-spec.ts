@@ -1,0 +1,165 @@
+import 'reflect-metadata';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { PaymentNetworkError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
+import { rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+import {
+  byAttributes,
+  counterPoints,
+  disableOtelGlobals,
+  histogramCounts,
+  registerTestOtel,
+  telemetryTexts,
+  type TestOtel,
+} from '../support/otel-sdk.js';
+
+const GATEWAYS = '/payments/gateways';
+const CREATE = '/payment/create';
+const REFUND = /^\/payment\/[^/]+\/refund$/;
+
+function children(spans: ReadableSpan[], parent: ReadableSpan): ReadableSpan[] {
+  return spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
+}
+
+describe('client telemetry with the real OpenTelemetry SDK (against the simulator)', () => {
+  let otel: TestOtel;
+  let h: ClientHarness;
+  beforeAll(() => disableOtelGlobals());
+  afterEach(async () => {
+    await h?.close();
+    await otel?.reset();
+  });
+
+  it('counts, times and traces a scripted mix exactly: 200, PAY_4000, 429 then 200, time-out', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness({ httpTimeoutMs: 400 });
+
+    // 1. answered 200 (the first call also gets the token)
+    await h.client.listGateways();
+    // 2. PAY_4000: not retried (a fresh token is requested for every payment)
+    h.sim.injectFault({ path: CREATE, kind: 'status', code: 'PAY_4000' });
+    expect(await rejectionOf(h.client.createPayment({ amount: '7', currency: 'USD' }))).toBeInstanceOf(PaymentValidationError);
+    // 3. 429 (Retry-After 1 s) then 200
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 429 });
+    await h.client.listGateways();
+    // 4. time-out of a refund: not retried (the service may have acted)
+    h.sim.injectFault({ path: REFUND, kind: 'stall' });
+    const timeout = await rejectionOf(h.client.refundPayment('trx_unknown_1', { amount: '1' }));
+    expect(timeout).toBeInstanceOf(PaymentNetworkError);
+    expect(timeout.code).toBe('TIMEOUT');
+
+    const all = await otel.collect();
+    const calls = [
+      { operation: 'token', outcome: 'ok', http_status: 200, account: 'default', n: 2 },
+      { operation: 'list_gateways', outcome: 'ok', http_status: 200, account: 'default', n: 2 },
+      { operation: 'create_payment', outcome: 'error', code: 'PAY_4000', http_status: 400, account: 'default', n: 1 },
+      { operation: 'refund_payment', outcome: 'error', code: 'TIMEOUT', account: 'default', n: 1 },
+    ];
+    expect(counterPoints(all, PaymentMetricName.CLIENT_REQUESTS)).toEqual(byAttributes(calls.map(({ n, ...a }) => ({ ...a, value: n }))));
+    expect(histogramCounts(all, PaymentMetricName.CLIENT_DURATION)).toEqual(byAttributes(calls.map(({ n, ...a }) => ({ ...a, count: n }))));
+    expect(counterPoints(all, PaymentMetricName.CLIENT_RETRIES)).toEqual([
+      { operation: 'list_gateways', code: 'RATE_LIMITED', account: 'default', value: 1 },
+    ]);
+    // one wait per attempt: 2 token calls, 3 gateway attempts, 1 creation, 1 refund
+    expect(histogramCounts(all, PaymentMetricName.CLIENT_RATE_LIMIT_WAIT)).toEqual(
+      byAttributes([
+        { operation: 'token', account: 'default', count: 2 },
+        { operation: 'list_gateways', account: 'default', count: 3 },
+        { operation: 'create_payment', account: 'default', count: 1 },
+        { operation: 'refund_payment', account: 'default', count: 1 },
+      ]),
+    );
+    for (const name of [PaymentMetricName.CLIENT_DURATION, PaymentMetricName.CLIENT_RATE_LIMIT_WAIT]) {
+      expect(all.find((m) => m.descriptor.name === name)!.descriptor.unit).toBe('s');
+    }
+
+    const spans = otel.spans();
+    expect(spans.map((s) => s.name).sort()).toEqual(
+      [
+        'payment client list_gateways',
+        'payment client token',
+        'payment client create_payment',
+        'payment client token',
+        'payment client list_gateways',
+        'payment client refund_payment',
+      ].sort(),
+    );
+    expect(spans.every((s) => s.kind === SpanKind.CLIENT)).toBe(true);
+    const [firstList, retriedList] = spans.filter((s) => s.name === 'payment client list_gateways').sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+    const create = spans.find((s) => s.name === 'payment client create_payment')!;
+    const refund = spans.find((s) => s.name === 'payment client refund_payment')!;
+    // the token call a call needed runs inside it
+    expect(children(spans, firstList!).map((s) => s.name)).toEqual(['payment client token']);
+    expect(children(spans, create).map((s) => s.name)).toEqual(['payment client token']);
+    expect(children(spans, retriedList!)).toEqual([]);
+
+    expect(firstList!.attributes).toEqual({
+      'payment_gateway.operation': 'list_gateways',
+      'payment_gateway.account': 'default',
+      'http.request.method': 'GET',
+      'http.response.status_code': 200,
+      'payment_gateway.outcome': 'ok',
+      'payment_gateway.retries': 0,
+    });
+    expect(firstList!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(retriedList!.attributes['payment_gateway.retries']).toBe(1);
+    expect(retriedList!.events.map((e) => [e.name, e.attributes])).toEqual([
+      ['retry', { 'payment_gateway.code': 'RATE_LIMITED', 'payment_gateway.retry.delay_ms': 1000, 'payment_gateway.retry.number': 1 }],
+    ]);
+    expect(create.attributes).toMatchObject({ 'payment_gateway.code': 'PAY_4000', 'http.response.status_code': 400, 'payment_gateway.outcome': 'error' });
+    expect(create.status.code).toBe(SpanStatusCode.ERROR);
+    expect(create.events.map((e) => e.name)).toEqual(['exception']);
+    expect(refund.attributes).toMatchObject({ 'payment_gateway.code': 'TIMEOUT', 'payment_gateway.outcome': 'error', 'http.request.method': 'POST' });
+    expect(refund.attributes['http.response.status_code']).toBeUndefined();
+    expect(refund.status.code).toBe(SpanStatusCode.ERROR);
+
+    // no secret, bearer token or payload field in any attribute
+    const tokens = new Set<string>();
+    for (const r of h.sim.requests) {
+      const m = typeof r.headers.authorization === 'string' ? /^Bearer (.+)$/.exec(r.headers.authorization) : null;
+      if (m) tokens.add(m[1]!);
+    }
+    expect(tokens.size).toBe(2);
+    const forbidden = [SANDBOX_CLIENT.clientSecret, SANDBOX_CLIENT.webhookSecret, ...tokens];
+    expect(telemetryTexts(all, spans).filter((text) => forbidden.some((secret) => text.includes(secret)))).toEqual([]);
+  });
+
+  it('counts a token renewal as a retry, and a call that failed to get a token as an error of both calls', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    await h.client.listGateways();
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', code: 'PAY_1003' });
+    await h.client.listGateways();
+    const before = await otel.collect();
+    expect(counterPoints(before, PaymentMetricName.CLIENT_RETRIES)).toEqual([
+      { operation: 'list_gateways', code: 'PAY_1003', account: 'default', value: 1 },
+    ]);
+
+    h.sim.injectFault({ path: '/authentication/token', kind: 'status', code: 'PAY_1004' });
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', code: 'PAY_1003' });
+    expect((await rejectionOf(h.client.listGateways())).code).toBe('PAY_1004');
+    const after = await otel.collect();
+    expect(counterPoints(after, PaymentMetricName.CLIENT_REQUESTS).filter((p) => p.outcome === 'error')).toEqual(
+      byAttributes([
+        { operation: 'token', outcome: 'error', code: 'PAY_1004', http_status: 401, account: 'default', value: 1 },
+        { operation: 'list_gateways', outcome: 'error', code: 'PAY_1004', http_status: 401, account: 'default', value: 1 },
+      ]),
+    );
+  });
+
+  it('names the account of a named forRoot() in every data point and span', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    const eu = new PaymentGatewayService({ ...h.options, account: 'eu' }, { clock: h.clock, random: () => 0.5 });
+    try {
+      await eu.listGateways();
+    } finally {
+      eu.onModuleDestroy();
+    }
+    const all = await otel.collect();
+    expect(counterPoints(all, PaymentMetricName.CLIENT_REQUESTS).map((p) => p.account)).toEqual(['eu', 'eu']);
+    expect(otel.spans().map((s) => s.attributes['payment_gateway.account'])).toEqual(['eu', 'eu']);
+  });
+});

@@ -1,0 +1,177 @@
+import 'reflect-metadata';
+import { createServer } from 'node:net';
+import { ConsoleLogger, type LoggerService } from '@nestjs/common';
+import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
+import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
+import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+interface LogLine {
+  level: string;
+  context: string;
+  message: string;
+}
+
+/** Every line the app logs, with its level and context. */
+class CollectingLogger implements LoggerService {
+  readonly lines: LogLine[] = [];
+  private collect(level: string, message: unknown, params: unknown[]) {
+    const context = typeof params[params.length - 1] === 'string' ? (params[params.length - 1] as string) : '';
+    this.lines.push({ level, context, message: String(message) });
+  }
+  log(message: unknown, ...params: unknown[]) { this.collect('log', message, params); }
+  warn(message: unknown, ...params: unknown[]) { this.collect('warn', message, params); }
+  error(message: unknown, ...params: unknown[]) { this.collect('error', message, params); }
+  debug(message: unknown, ...params: unknown[]) { this.collect('debug', message, params); }
+  verbose(message: unknown, ...params: unknown[]) { this.collect('verbose', message, params); }
+  fatal(message: unknown, ...params: unknown[]) { this.collect('fatal', message, params); }
+
+  /** Lines of the webhook pipeline about deliveries. */
+  deliveries(): LogLine[] {
+    return this.lines.filter((l) => l.context === 'PaymentWebhooks' && l.message.startsWith('Webhook delivery'));
+  }
+}
+
+/** A loopback port with nothing listening (connection refused). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+// The README's recipe, verbatim: the payment module's lines only from `warn` up.
+const PAYMENT_CONTEXTS = new Set(['PaymentWebhooks', 'PaymentEvents', 'PaymentGatewayService', 'RedisWebhookEventStore']);
+const isPaymentContext = (rest: unknown[]) => PAYMENT_CONTEXTS.has(rest[rest.length - 1] as string);
+class AppLogger extends ConsoleLogger {
+  override log(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.log(message, ...rest);
+  }
+  override debug(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.debug(message, ...rest);
+  }
+  override verbose(message: any, ...rest: any[]) {
+    if (!isPaymentContext(rest)) super.verbose(message, ...rest);
+  }
+}
+
+/** What `fn` writes to stdout and stderr. */
+async function printed(fn: () => Promise<void>): Promise<string> {
+  const chunks: string[] = [];
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const capture = (chunk: unknown) => (chunks.push(String(chunk)), true);
+  process.stdout.write = capture as typeof process.stdout.write;
+  process.stderr.write = capture as typeof process.stderr.write;
+  try {
+    await fn();
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+  return chunks.join('');
+}
+
+describe('webhook delivery log lines', () => {
+  let w: WebhookApp;
+  let otel: TestOtel | undefined;
+  beforeAll(() => disableOtelGlobals());
+  afterEach(async () => {
+    await w?.close();
+    await otel?.reset();
+    otel = undefined;
+  });
+
+  it('a request that is not verified logs one debug line (code, account), never warn or error', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger });
+    const event = envelope();
+    expect((await postWebhook(w.url, event, { secret: 'whsec_attacker' })).status).toBe(401);
+    expect((await postWebhook(w.url, event, { signature: null })).status).toBe(400);
+    expect((await postWebhook(w.url, event, { contentType: 'text/plain' })).status).toBe(415);
+
+    expect(logger.deliveries().map((l) => [l.level, l.message])).toEqual([
+      ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 401 WEBHOOK_SIGNATURE_MISMATCH: account=default; /)],
+      ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 400 WEBHOOK_SIGNATURE_MISSING: account=default; /)],
+      ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 415 WEBHOOK_UNSUPPORTED_MEDIA_TYPE: account=default; /)],
+    ]);
+    // nothing from the unverified body: no event id or type
+    expect(logger.lines.filter((l) => l.message.includes(String(event.eventId)) || l.message.includes('eventType='))).toEqual([]);
+    expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+  });
+
+  it('a handler failure logs one error line with eventId, eventType, code and account', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger });
+    const event = envelope('payment.failed');
+    w.handlers.failNext = 1;
+    expect((await postWebhook(w.url, event)).status).toBe(500);
+    expect(logger.deliveries()).toEqual([
+      {
+        level: 'error',
+        context: 'PaymentWebhooks',
+        message: expect.stringMatching(
+          new RegExp(`^Webhook delivery failed, answered 500 WEBHOOK_HANDLER_FAILED: eventId=${event.eventId} eventType=payment.failed account=default; .*RecordingHandlers.onPayment`),
+        ),
+      },
+    ]);
+    // the handler's own error, with its stack, is logged by the dispatcher
+    expect(logger.lines.filter((l) => l.context === 'PaymentEvents' && l.level === 'error')).toHaveLength(1);
+    // the redelivery is handled and logs nothing
+    expect((await postWebhook(w.url, event)).status).toBe(200);
+    expect(logger.deliveries()).toHaveLength(1);
+  });
+
+  it('a delivery of an event already in flight logs one warn line', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger });
+    const event = envelope();
+    let release!: () => void;
+    w.handlers.gate = new Promise<void>((resolve) => (release = resolve));
+    const first = postWebhook(w.url, event);
+    while (w.handlers.entered === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await postWebhook(w.url, event)).status).toBe(409);
+    release();
+    expect((await first).status).toBe(200);
+    expect(logger.deliveries().map((l) => [l.level, l.message])).toEqual([
+      ['warn', `Webhook delivery in_flight, answered 409 WEBHOOK_EVENT_IN_FLIGHT: eventId=${event.eventId} eventType=payment.succeeded account=default; This event is being processed by another delivery; retry later`],
+    ]);
+  });
+
+  it('an unreachable event store: 503, one error line without the Redis password, counted as unavailable', async () => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    const password = 'redis-pa55word-never-logged';
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: `redis://:${password}@127.0.0.1:${await closedPort()}` } });
+    const event = envelope();
+    const answer = await postWebhook(w.url, event);
+    expect(answer.status).toBe(503);
+    expect(answer.json.code).toBe('WEBHOOK_STORE_UNAVAILABLE');
+    const lines = logger.deliveries();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 'error', context: 'PaymentWebhooks' });
+    expect(lines[0]!.message).toMatch(
+      new RegExp(`^Webhook delivery unavailable, answered 503 WEBHOOK_STORE_UNAVAILABLE: eventId=${event.eventId} eventType=payment.succeeded account=default; .*Redis`),
+    );
+    // the deduplicator's own line is not repeated for the module's route
+    expect(logger.lines.filter((l) => l.message.includes('unavailable while claiming'))).toEqual([]);
+    expect(logger.lines.filter((l) => l.message.includes(password))).toEqual([]);
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'unavailable', code: 'WEBHOOK_STORE_UNAVAILABLE', event_type: 'payment.succeeded', account: 'default', value: 1 },
+    ]);
+  });
+
+  it("the README's per-context logger drops the module's debug and log lines and keeps its errors", async () => {
+    const output = await printed(async () => {
+      w = await startWebhookApp({ adapter: 'express', logger: new AppLogger() });
+      expect((await postWebhook(w.url, envelope(), { secret: 'whsec_attacker' })).status).toBe(401);
+      w.handlers.failNext = 1;
+      expect((await postWebhook(w.url, envelope('payment.failed'))).status).toBe(500);
+      await w.close();
+    });
+    expect(output).toContain('Nest application successfully started'); // other contexts still print
+    expect(output).not.toContain('handler(s) registered'); // PaymentEvents, log
+    expect(output).not.toContain('WEBHOOK_SIGNATURE_MISMATCH'); // PaymentWebhooks, debug
+    expect(output).toContain('WEBHOOK_HANDLER_FAILED'); // PaymentWebhooks, error
+  });
+});
