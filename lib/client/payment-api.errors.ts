@@ -1,11 +1,11 @@
 /**
  * Errors thrown by `PaymentGatewayService`. Every one extends `PaymentApiError`, so a
- * single `instanceof` check catches them all; subclasses group the codes of spec 7.1 by
+ * single `instanceof` check catches them all; subclasses group the service's codes by
  * what the caller should do. None of them holds request headers, the bearer token or a
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
-/** Every error code of spec 7.1. Branch on these, never on `message`. */
+/** Every error code the service documents. Branch on these, never on `message`. */
 export const PaymentErrorCode = {
   /** 401: no Authorization header sent. */
   TOKEN_MISSING: 'PAY_1001',
@@ -48,7 +48,7 @@ export const PaymentErrorCode = {
 export type PaymentErrorCode = (typeof PaymentErrorCode)[keyof typeof PaymentErrorCode];
 
 /**
- * Codes this client uses where the service gave none (the spec shows no code for 429
+ * Codes this client uses where the service gave none (the service documents no code for 429
  * and none for transport failures).
  */
 export const PaymentClientErrorCode = {
@@ -214,7 +214,7 @@ const CLASS_BY_CODE: Record<string, PaymentApiErrorClass> = {
   PAY_5003: PaymentProviderError,
 };
 
-/** Error class for a service answer: by code first, then by HTTP status for codes the spec does not list. */
+/** Error class for a service answer: by code first, then by HTTP status for codes the service does not list. */
 export function paymentErrorClassFor(code: string | undefined, httpStatus: number): PaymentApiErrorClass {
   if (httpStatus === 429) return PaymentRateLimitError;
   const byCode = code ? CLASS_BY_CODE[code] : undefined;
@@ -237,7 +237,7 @@ export interface ErrorResponseContext {
   redact?: (text: string) => string;
 }
 
-/** Builds the typed error for a non-2xx answer from the spec 7 envelope (or whatever came back). */
+/** Builds the typed error for a non-2xx answer from the service's error envelope (or whatever came back). */
 export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
   const redact = ctx.redact ?? ((text: string) => text);
   const envelope = isRecord(ctx.body) ? ctx.body : undefined;

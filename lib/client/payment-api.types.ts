@@ -1,13 +1,13 @@
 /**
  * Public input and output types of `PaymentGatewayService` (camelCase). Outputs keep
- * every field the service returned, also the ones not typed here: the spec does not
- * show full payloads, so nothing is dropped.
+ * every field the service returned, also the ones not typed here: the service does not
+ * publish full payloads, so nothing is dropped.
  */
 
 /** An amount as a numeric string (`'10.5'`, `'10.50000000'`) or a number. Sent as a string with 8 decimals. */
 export type PaymentAmount = string | number;
 
-/** Payment statuses named by the spec (3); others may exist. */
+/** The payment statuses the service names; others may exist. */
 export type PaymentStatus = 'PENDING' | 'SUCCESS' | 'REJECTED' | (string & {});
 
 export interface PaymentSplitInput {
@@ -28,7 +28,7 @@ export interface CreatePaymentInput {
   cancelUrl?: string;
   customer?: Record<string, unknown>;
   splits?: PaymentSplitInput[];
-  /** Additional wire fields sent as given (payloads are "not shown" by the spec). */
+  /** Additional wire fields sent as given (the service does not publish its payloads). */
   extra?: Record<string, unknown>;
 }
 
@@ -37,7 +37,7 @@ export interface CreatePaymentOptions {
   idempotencyKey?: string;
 }
 
-/** Payment record as the service returns it (spec 2.2 field names). */
+/** Payment record as the service returns it (the field names of payment events). */
 export interface PaymentRecord {
   /** Read from `responseFields.trxId` (`trxId`, else `trx_id`). */
   trxId: string;
@@ -109,7 +109,7 @@ export interface CreatePayoutInput {
   currency: string;
   /** ISO 3166-1 alpha-2. */
   country?: string;
-  /** Destination details; shape is provider-specific (not shown by the spec). */
+  /** Destination details; shape is provider-specific (not documented). */
   recipient: Record<string, unknown>;
   reference?: string;
   extra?: Record<string, unknown>;
@@ -134,7 +134,7 @@ export interface PayoutResult extends PayoutRecord {
 }
 
 /**
- * Which client-side limit (spec 8) a generic request counts against, which also picks
+ * Which client-side limit a generic request counts against, which also picks
  * its token: `create-payment` gets a new token like `createPayment`.
  */
 export type PaymentRequestScope = 'read' | 'create-payment' | 'money-movement' | 'none';

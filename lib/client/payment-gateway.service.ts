@@ -30,7 +30,7 @@ import { readGatewayList, readResponseField, recordOf, type PaymentResponseField
 import type { WireCreatePaymentRequest, WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
- * Client of the payment service (spec 4). Inject it anywhere the module is imported.
+ * Client of the payment service. Inject it anywhere the module is imported.
  * Every method validates its input first (a bad input throws `PaymentValidationError`
  * and sends nothing), then goes through tokens, client-side rate limits and the retry
  * policy of its kind; failures are `PaymentApiError` subclasses.
@@ -57,7 +57,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
   }
 
   /**
-   * `POST /payment/create`. Gets a new token first (spec 5.2). The idempotency key
+   * `POST /payment/create`. Gets a new token first (the service wants one per payment). The idempotency key
    * (generated when absent) is reused on every retry, so one call creates at most one
    * payment; errors carry it as `idempotencyKey` for a later manual retry.
    */
@@ -217,7 +217,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
   }
 
   /**
-   * Any other call (subaccounts, endpoints the spec does not show) with the same
+   * Any other call (subaccounts, endpoints the service does not publish) with the same
    * tokens, limits, retries and errors. Non-GET requests are treated as not
    * idempotent unless `idempotent: true`. Paths under `endpoints.subaccountPrefix`
    * count in the refunds/payouts limit unless `scope` says otherwise.

@@ -1,7 +1,7 @@
 import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
 import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
 
-/** Decimal places of every amount on the wire (spec 2.2: "numeric string with 8 decimal places"). */
+/** Decimal places of every amount on the wire (numeric strings with 8 decimal places). */
 export const AMOUNT_DECIMALS = 8;
 
 const AMOUNT_PATTERN = /^(\d{1,18})(?:\.(\d{1,8}))?$/;

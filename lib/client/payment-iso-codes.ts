@@ -1,5 +1,5 @@
 /**
- * Code lists for client-side input checks (spec 2.3: ISO 4217 currencies, ISO 3166-1
+ * Code lists for client-side input checks (ISO 4217 currencies, ISO 3166-1
  * alpha-2 countries). Bad codes fail before anything is sent.
  */
 

@@ -104,11 +104,11 @@ export class SlidingWindowLimiter {
   }
 }
 
-/** Which spec-8 limit a request counts against. */
+/** Which of the service's limits a request counts against. */
 export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
 
 /**
- * Client-side queue for every limit of spec 8. Keys: `token` is one bucket per client
+ * Client-side queue for every limit of the service (tokens 10/min per IP, creations 30/min per token, reads 60/min per token, refunds/payouts/subaccounts 30/min per client). Keys: `token` is one bucket per client
  * (the service counts per IP), `create-payment` and `read` one per access token,
  * `money-movement` one per client id.
  */

@@ -20,8 +20,8 @@ interface CachedToken {
 const REMEMBERED_TOKENS = 16;
 
 /**
- * Access tokens (spec 5). Payment creations always get a token requested for them
- * (spec 5.2: "a new token is requested before each payment"); every other call reuses
+ * Access tokens (valid 10 minutes). Payment creations always get a token requested for them
+ * (the service wants a new token before each payment); every other call reuses
  * the cached token until `refreshMarginSeconds` before it expires. Callers that find no
  * usable token while a request for one is running wait for that request instead of
  * starting another.
@@ -89,7 +89,7 @@ export class PaymentTokenManager {
 }
 
 /**
- * Reads the token call's `data` (spec 5: fields "not shown"): the first present field
+ * Reads the token call's `data` (its fields are not published): the first present field
  * of `tokenFields`, lifetime from `expiresInField` or the default.
  */
 export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string, account?: string): IssuedToken {

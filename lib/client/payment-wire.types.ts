@@ -1,11 +1,11 @@
 /**
- * Wire formats of the payment service's request bodies and error envelope. The spec
- * (section 4) does not show payloads; these are the documented defaults of this package
+ * Wire formats of the payment service's request bodies and error envelope. The service
+ * does not publish its payloads; these are the documented defaults of this package
  * (README, "Assumptions"). Response records are typed where they are read: the client's
  * `payment-api.types.ts` and the events' `payment-event.types.ts`.
  */
 
-/** Error envelope of spec section 7. */
+/** The service's error envelope: `{ status: 'error', code, message, errors, data: [] }`. */
 export interface WireErrorEnvelope {
   status: 'error';
   code: string;
@@ -14,7 +14,7 @@ export interface WireErrorEnvelope {
   data: [];
 }
 
-/** `POST /payment/create` body (assumed field names; `idempotency_key` is named by the spec). */
+/** `POST /payment/create` body (assumed field names; `idempotency_key` is the documented one). */
 export interface WireCreatePaymentRequest {
   amount: string;
   currency: string;

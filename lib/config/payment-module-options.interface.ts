@@ -3,7 +3,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 export type PaymentEnvironment = 'sandbox' | 'live';
 
 /**
- * Paths and parameter names the spec does not show (section 4). Every one is an
+ * Paths and parameter names the service does not publish. Every one is an
  * assumption listed in the README; override any of them here.
  */
 export interface PaymentEndpoints {
@@ -32,13 +32,13 @@ export interface PaymentEndpoints {
   subaccountPrefix: string;
 }
 
-/** How to read the token call's response (spec 5: "response fields: not shown"). */
+/** How to read the token call's response (its fields are not published). */
 export interface PaymentTokenResponseOptions {
   /** Fields of `data` tried in order for the token. @default ['access_token', 'accessToken', 'token'] */
   tokenFields: string[];
   /** Field of `data` holding the lifetime in seconds. @default 'expires_in' */
   expiresInField: string;
-  /** Lifetime assumed when the response has none (spec 5.2: 10 minutes). @default 600 */
+  /** Lifetime assumed when the response has none (tokens live 10 minutes). @default 600 */
   defaultExpiresInSeconds: number;
   /** A cached token is renewed this long before it expires. @default 60 */
   refreshMarginSeconds: number;
@@ -60,7 +60,7 @@ export interface PaymentResponseFields {
   status: string[];
 }
 
-/** Client-side limits (spec 8). Requests beyond a limit wait in a queue instead of failing. */
+/** Client-side limits: the service's per-minute limits. Requests beyond a limit wait in a queue instead of failing. */
 export interface PaymentRateLimits {
   /** Token requests per minute (per IP). @default 10 */
   tokenPerMinute: number;
@@ -106,13 +106,13 @@ export interface PaymentModuleOptions {
    * one throws `PaymentRateLimitError` at once instead of retrying early. @default 120000
    */
   maxRetryAfterMs?: number;
-  /** Overrides of paths the spec does not show. */
+  /** Overrides of paths the service does not publish. */
   endpoints?: Partial<PaymentEndpoints>;
   /** How to read the token response. */
   tokenResponse?: Partial<PaymentTokenResponseOptions>;
   /** Where to read ids and status in success answers. */
   responseFields?: Partial<PaymentResponseFields>;
-  /** Client-side rate limits (spec 8); `false` turns the queue off. */
+  /** Client-side rate limits; `false` turns the queue off. */
   rateLimits?: Partial<PaymentRateLimits> | false;
   /**
    * Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Accounts with the same URL share one

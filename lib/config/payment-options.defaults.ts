@@ -5,12 +5,12 @@ import type {
   PaymentTokenResponseOptions,
 } from './payment-module-options.interface.js';
 
-/** Defaults of every option; each one that fills a gap of the spec is in the README's assumptions table. */
+/** Defaults of every option; each one that fills a gap of the service's documentation is in the README's assumptions table. */
 export const PAYMENT_OPTION_DEFAULTS = {
   environment: 'sandbox',
   webhookPath: 'payments/webhook',
-  webhookToleranceSeconds: 300, // spec 6.3 / 8
-  webhookMaxBodyBytes: 1024 * 1024, // spec 8: "body size limits: not shown"
+  webhookToleranceSeconds: 300, // the replay window receivers must enforce
+  webhookMaxBodyBytes: 1024 * 1024, // the service publishes no body size limit
   httpTimeoutMs: 15_000,
   maxRetries: 3,
   retryBaseDelayMs: 200,
@@ -18,7 +18,7 @@ export const PAYMENT_OPTION_DEFAULTS = {
   // a 429's Retry-After is waited in full up to two rate-limit windows; longer fails at once
   maxRetryAfterMs: 120_000,
   webhookLeaseMs: 60_000,
-  // spec 6.2: retries span 29h 20m and the portal can re-trigger later, so keep ids a week
+  // the service retries for 29 h 20 min and the portal can re-trigger later, so keep ids a week
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,
   memoryStoreMaxEntries: 100_000,
   reconcile: false,
@@ -40,7 +40,7 @@ export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
 export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
   tokenFields: ['access_token', 'accessToken', 'token'],
   expiresInField: 'expires_in',
-  defaultExpiresInSeconds: 600, // spec 5.2 and 8: tokens live 10 minutes
+  defaultExpiresInSeconds: 600, // tokens live 10 minutes
   refreshMarginSeconds: 60,
 };
 
@@ -52,7 +52,7 @@ export const DEFAULT_RESPONSE_FIELDS: PaymentResponseFields = {
   status: ['status'],
 };
 
-/** Spec section 8. */
+/** The service's per-minute limits. */
 export const DEFAULT_RATE_LIMITS: PaymentRateLimits = {
   tokenPerMinute: 10,
   createPaymentPerMinute: 30,

@@ -2,8 +2,8 @@
  * Typed model of the service's webhook events: the envelope, the `data` of each event type
  * and the patterns handlers subscribe with.
  *
- * The spec shows the `data` payload of payment events only; the payloads of
- * the other families carry the identifiers the spec names and stay open for
+ * The service documents the `data` payload of payment events only; the payloads of
+ * the other families carry the identifiers it names and stay open for
  * fields it does not show (index signatures), so a new field never breaks a
  * handler's type.
  */
@@ -61,7 +61,7 @@ export interface PaymentEventEnvelope<TType extends string = string, TData = Rec
   apiVersion: string;
   /** ISO 8601 UTC. */
   createdAt: string;
-  /** `production` for live; other values are not shown by the spec. */
+  /** `production` for live; the service does not document the other values. */
   environment: string;
   data: TData;
 }
@@ -112,13 +112,13 @@ export interface PayoutFailedEventData extends PayoutEventData {
   failureReason?: string;
 }
 
-/** `data` of `split.settled`: allocations of one payment credited to subaccounts. Fields beyond the payment id are not shown by the spec. */
+/** `data` of `split.settled`: allocations of one payment credited to subaccounts. Fields beyond the payment id are not documented. */
 export interface SplitSettledEventData {
   trxId?: string;
   [field: string]: unknown;
 }
 
-/** `data` of `subaccount_payout.*`. Fields are not shown by the spec. */
+/** `data` of `subaccount_payout.*`. Fields are not documented. */
 export interface SubaccountPayoutEventData {
   payoutUid?: string;
   trxId?: string;
@@ -133,7 +133,7 @@ export interface SubaccountPayoutFailedEventData extends SubaccountPayoutEventDa
   failureReason?: string;
 }
 
-/** `data` of `dispute.created` (reserved by the spec, not live): a dispute opened against a payment. */
+/** `data` of `dispute.created` (reserved by the service, not live): a dispute opened against a payment. */
 export interface DisputeCreatedEventData {
   trxId?: string;
   [field: string]: unknown;

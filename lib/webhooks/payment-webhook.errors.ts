@@ -161,7 +161,7 @@ export class WebhookInvalidJsonError extends PaymentWebhookError {
   }
 }
 
-/** Body is JSON but not the envelope of spec 2.1 (400). `errors` lists each bad field. */
+/** Body is JSON but lacks what dispatch needs (`eventId`, `eventType`, `data`) (400). `errors` lists each bad field. */
 export class WebhookInvalidEnvelopeError extends PaymentWebhookError {
   override readonly name = 'WebhookInvalidEnvelopeError';
   constructor(readonly errors: Record<string, string[]>) {

@@ -8,10 +8,10 @@ import {
   WebhookTimestampOutOfToleranceError,
 } from './payment-webhook.errors.js';
 
-/** Header carrying the signature (spec 6.3). Node lower-cases incoming header names. */
+/** Header carrying the signature. Node lower-cases incoming header names. @publicApi */
 export const WEBHOOK_SIGNATURE_HEADER = 'x-service-signature';
 
-/** Replay window of spec 6.3 / 8. */
+/** Replay window: receivers refuse a signature more than 300 s from their clock. */
 export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS: number = PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds;
 
 /** Longest header accepted; a real one is ~80 characters per digest. Bounds the parsing work. */
@@ -51,7 +51,7 @@ export interface ParsedWebhookSignatureHeader {
 }
 
 /**
- * Hex HMAC-SHA256 of `<timestamp>.<rawBody>` keyed with `secret` (spec 6.3).
+ * Hex HMAC-SHA256 of `<timestamp>.<rawBody>` keyed with `secret`, as the service signs.
  * `rawBody` must be the exact bytes sent or received, never re-serialised JSON.
  */
 export function computeWebhookSignature(rawBody: Buffer | string, secret: string, timestamp: number | string): string {
@@ -186,7 +186,7 @@ function isDigits(value: string, maxLength: number): boolean {
 }
 
 /**
- * Verifies `X-Service-Signature` over the raw body exactly as spec 6.3 says, usable outside
+ * Verifies `X-Service-Signature` over the raw body (HMAC-SHA256 of `<t>.<raw body>`, hex, compared in constant time; `t` within the tolerance), usable outside
  * Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
  * `WebhookSignatureError` subclass (`code`, `httpStatus`) on failure.
  *
