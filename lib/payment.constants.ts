@@ -5,7 +5,7 @@
  * beside it (the pattern of @nestjs/throttler's storage token).
  */
 
-/** Name of the account registered by `PaymentModule.forRoot()` without `account`. */
+/** Name of the account registered by `PaymentModule.forRoot()` without `account`. @publicApi */
 export const DEFAULT_PAYMENT_ACCOUNT = 'default';
 
 /** The options object given to `forRoot()` (or returned by the async factory), before env merge and validation. */
@@ -24,7 +24,7 @@ export const PAYMENT_ACCOUNT_STORE = Symbol('nestjs-payment-gateway:account-stor
 /** @internal where (and whether) this account's webhook route was registered */
 export const PAYMENT_WEBHOOK_ROUTE = Symbol('nestjs-payment-gateway:webhook-route');
 
-/** Optional `Partial<PaymentClientRuntime>` (clock, random) for every `PaymentGatewayService`. */
+/** Optional `Partial<PaymentClientRuntime>` (clock, random) for every `PaymentGatewayService`. @publicApi */
 export const PAYMENT_CLIENT_RUNTIME = Symbol('PAYMENT_CLIENT_RUNTIME');
 
 /** Defaults of `PaymentWebhookIdempotencyInterceptor` (the module fills them from the default account). */

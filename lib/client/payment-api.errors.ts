@@ -5,7 +5,7 @@
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
-/** Every error code the service documents. Branch on these, never on `message`. */
+/** Every error code the service documents. Branch on these, never on `message`. @publicApi */
 export const PaymentErrorCode = {
   /** 401: no Authorization header sent. */
   TOKEN_MISSING: 'PAY_1001',
@@ -45,11 +45,13 @@ export const PaymentErrorCode = {
   MERCHANT_INACTIVE: 'PAY_6001',
 } as const;
 
+/** @publicApi */
 export type PaymentErrorCode = (typeof PaymentErrorCode)[keyof typeof PaymentErrorCode];
 
 /**
  * Codes this client uses where the service gave none (the service documents no code for 429
  * and none for transport failures).
+ * @publicApi
  */
 export const PaymentClientErrorCode = {
   RATE_LIMITED: 'RATE_LIMITED',
@@ -59,8 +61,10 @@ export const PaymentClientErrorCode = {
   CONFIGURATION_ERROR: 'CONFIGURATION_ERROR',
 } as const;
 
+/** @publicApi */
 export type PaymentClientErrorCode = (typeof PaymentClientErrorCode)[keyof typeof PaymentClientErrorCode];
 
+/** @publicApi */
 export interface PaymentApiErrorDetails {
   code: string;
   message: string;
@@ -86,7 +90,7 @@ function messageWithAccount(message: string, account: string | undefined): strin
   return message.startsWith(prefix) ? message : prefix + message;
 }
 
-/** Base class of every error this client throws. */
+/** Base class of every error this client throws. @publicApi */
 export class PaymentApiError extends Error {
   readonly code: string;
   readonly httpStatus: number | undefined;
@@ -126,21 +130,22 @@ export class PaymentApiError extends Error {
   }
 }
 
-/** 1001–1005, 2003, 6001: credentials, token or mode are wrong. Fix configuration; retrying does not help. */
+/** 1001–1005, 2003, 6001: credentials, token or mode are wrong. Fix configuration; retrying does not help. @publicApi */
 export class PaymentAuthenticationError extends PaymentApiError {}
 
-/** 2001, 2005, 3002: the payment, refund or payout does not exist for this merchant. */
+/** 2001, 2005, 3002: the payment, refund or payout does not exist for this merchant. @publicApi */
 export class PaymentNotFoundError extends PaymentApiError {}
 
-/** 2002, 2004, 2006: the resource's state or provider forbids the action. */
+/** 2002, 2004, 2006: the resource's state or provider forbids the action. @publicApi */
 export class PaymentInvalidStateError extends PaymentApiError {}
 
-/** 3001: the payout was rejected (balance, destination or recipient); details in `message`. */
+/** 3001: the payout was rejected (balance, destination or recipient); details in `message`. @publicApi */
 export class PaymentPayoutError extends PaymentApiError {}
 
 /**
  * 4000: bad input. Also thrown before any request for input this client can check
  * itself; then `httpStatus` is undefined and nothing was sent.
+ * @publicApi
  */
 export class PaymentValidationError extends PaymentApiError {
   /** True when the service never saw the request (client-side check). */
@@ -156,21 +161,22 @@ export class PaymentValidationError extends PaymentApiError {
   }
 }
 
-/** 5003: every provider of the cascade failed. */
+/** 5003: every provider of the cascade failed. @publicApi */
 export class PaymentProviderError extends PaymentApiError {}
 
-/** 429: the service's rate limit was hit; `retryAfterSeconds` says how long to wait. */
+/** 429: the service's rate limit was hit; `retryAfterSeconds` says how long to wait. @publicApi */
 export class PaymentRateLimitError extends PaymentApiError {}
 
-/** 5001, 5002, other 5xx, or a 2xx answer this client cannot read. */
+/** 5001, 5002, other 5xx, or a 2xx answer this client cannot read. @publicApi */
 export class PaymentServerError extends PaymentApiError {}
 
-/** The client is not configured to make this call (e.g. no client id / secret). */
+/** The client is not configured to make this call (e.g. no client id / secret). @publicApi */
 export class PaymentClientConfigurationError extends PaymentApiError {}
 
+/** @publicApi */
 export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | 'connection-reset' | 'other';
 
-/** No HTTP answer: time-out, refused or reset connection, DNS failure. */
+/** No HTTP answer: time-out, refused or reset connection, DNS failure. @publicApi */
 export class PaymentNetworkError extends PaymentApiError {
   /**
    * False only when the request surely never reached the service (refused connection,

@@ -4,17 +4,19 @@
  * publish full payloads, so nothing is dropped.
  */
 
-/** An amount as a numeric string (`'10.5'`, `'10.50000000'`) or a number. Sent as a string with 8 decimals. */
+/** An amount as a numeric string (`'10.5'`, `'10.50000000'`) or a number. Sent as a string with 8 decimals. @publicApi */
 export type PaymentAmount = string | number;
 
-/** The payment statuses the service names; others may exist. */
+/** The payment statuses the service names; others may exist. @publicApi */
 export type PaymentStatus = 'PENDING' | 'SUCCESS' | 'REJECTED' | (string & {});
 
+/** @publicApi */
 export interface PaymentSplitInput {
   subaccountId: string;
   amount: PaymentAmount;
 }
 
+/** @publicApi */
 export interface CreatePaymentInput {
   amount: PaymentAmount;
   /** ISO 4217, e.g. `'USD'`. */
@@ -32,12 +34,13 @@ export interface CreatePaymentInput {
   extra?: Record<string, unknown>;
 }
 
+/** @publicApi */
 export interface CreatePaymentOptions {
   /** Same key → at most one payment. Generated (UUID) when absent; reused on the client's own retries. */
   idempotencyKey?: string;
 }
 
-/** Payment record as the service returns it (the field names of payment events). */
+/** Payment record as the service returns it (the field names of payment events). @publicApi */
 export interface PaymentRecord {
   /** Read from `responseFields.trxId` (`trxId`, else `trx_id`). */
   trxId: string;
@@ -54,6 +57,7 @@ export interface PaymentRecord {
  * A 2xx of a call that changes something (payment, refund, payout creation) always
  * resolves: when its answer names no id under any field of `responseFields`, the id
  * field is left `undefined` (a warning is logged) and `raw` holds the whole answer.
+ * @publicApi
  */
 export interface CreatePaymentResult extends PaymentRecord {
   token: string;
@@ -66,7 +70,7 @@ export interface CreatePaymentResult extends PaymentRecord {
   raw: unknown;
 }
 
-/** `getPaymentStatus` result: the canonical record and how the service answered. */
+/** `getPaymentStatus` result: the canonical record and how the service answered. @publicApi */
 export interface PaymentStatusResult extends PaymentRecord {
   /** True when the service answered 202 (still processing asynchronously). */
   pending: boolean;
@@ -75,12 +79,14 @@ export interface PaymentStatusResult extends PaymentRecord {
   raw: unknown;
 }
 
+/** @publicApi */
 export interface PaymentGateway {
   id?: string;
   name?: string;
   [field: string]: unknown;
 }
 
+/** @publicApi */
 export interface RefundPaymentInput {
   /** Partial refund amount; the whole payment when absent (service default). */
   amount?: PaymentAmount;
@@ -88,6 +94,7 @@ export interface RefundPaymentInput {
   extra?: Record<string, unknown>;
 }
 
+/** @publicApi */
 export interface RefundRecord {
   /** Read from `responseFields.refundUid` (`refundUid`, else `refund_uid`); see `CreatePaymentResult` for a 2xx without one. */
   refundUid: string;
@@ -98,12 +105,14 @@ export interface RefundRecord {
   [field: string]: unknown;
 }
 
+/** @publicApi */
 export interface RefundResult extends RefundRecord {
   httpStatus: number;
   /** The whole parsed answer, as received. */
   raw: unknown;
 }
 
+/** @publicApi */
 export interface CreatePayoutInput {
   amount: PaymentAmount;
   currency: string;
@@ -115,6 +124,7 @@ export interface CreatePayoutInput {
   extra?: Record<string, unknown>;
 }
 
+/** @publicApi */
 export interface PayoutRecord {
   /** Read from `responseFields.payoutUid` (`payoutUid`, else `payout_uid`); see `CreatePaymentResult` for a 2xx without one. */
   payoutUid: string;
@@ -125,6 +135,7 @@ export interface PayoutRecord {
   [field: string]: unknown;
 }
 
+/** @publicApi */
 export interface PayoutResult extends PayoutRecord {
   /** True when the service answered 202: the payout waits for approval. */
   pendingApproval: boolean;
@@ -136,11 +147,14 @@ export interface PayoutResult extends PayoutRecord {
 /**
  * Which client-side limit a generic request counts against, which also picks
  * its token: `create-payment` gets a new token like `createPayment`.
+ * @publicApi
  */
 export type PaymentRequestScope = 'read' | 'create-payment' | 'money-movement' | 'none';
 
+/** @publicApi */
 export type PaymentHttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/** @publicApi */
 export interface PaymentRequestOptions {
   method: PaymentHttpMethod;
   /** Path under the API base (`/sandbox/api/v1` or `/api/v1`), e.g. `/subaccounts`. */
@@ -165,6 +179,7 @@ export interface PaymentRequestOptions {
   authenticated?: boolean;
 }
 
+/** @publicApi */
 export interface PaymentResponse<T = unknown> {
   httpStatus: number;
   /** `data` of the success envelope. */

@@ -1,6 +1,7 @@
 /**
  * Time source of the client: token expiry, rate-limit windows, backoff and `Retry-After`
  * waits all go through it, so tests can run minutes of service time instantly.
+ * @publicApi
  */
 export interface PaymentClock {
   /** Milliseconds since the epoch. */
@@ -17,6 +18,7 @@ export const systemPaymentClock: PaymentClock = {
 /**
  * Optional runtime hooks of `PaymentGatewayService` (inject with token
  * `PAYMENT_CLIENT_RUNTIME`, or pass as the second constructor argument).
+ * @publicApi
  */
 export interface PaymentClientRuntime {
   clock: PaymentClock;

@@ -34,6 +34,7 @@ import type { WireCreatePaymentRequest, WirePayoutRequest, WireRefundRequest } f
  * Every method validates its input first (a bad input throws `PaymentValidationError`
  * and sends nothing), then goes through tokens, client-side rate limits and the retry
  * policy of its kind; failures are `PaymentApiError` subclasses.
+ * @publicApi
  */
 @Injectable()
 export class PaymentGatewayService implements OnModuleDestroy {

@@ -1,10 +1,12 @@
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 
+/** @publicApi */
 export type PaymentEnvironment = 'sandbox' | 'live';
 
 /**
  * Paths and parameter names the service does not publish. Every one is an
  * assumption listed in the README; override any of them here.
+ * @publicApi
  */
 export interface PaymentEndpoints {
   /** @default '/authentication/token' */
@@ -32,7 +34,7 @@ export interface PaymentEndpoints {
   subaccountPrefix: string;
 }
 
-/** How to read the token call's response (its fields are not published). */
+/** How to read the token call's response (its fields are not published). @publicApi */
 export interface PaymentTokenResponseOptions {
   /** Fields of `data` tried in order for the token. @default ['access_token', 'accessToken', 'token'] */
   tokenFields: string[];
@@ -48,6 +50,7 @@ export interface PaymentTokenResponseOptions {
  * Where success answers carry the ids and the status (payloads are not published). Each
  * list is tried in order and replaces the default; the value found is copied to the
  * camelCase field of the returned record.
+ * @publicApi
  */
 export interface PaymentResponseFields {
   /** @default ['trxId', 'trx_id'] */
@@ -60,7 +63,7 @@ export interface PaymentResponseFields {
   status: string[];
 }
 
-/** Client-side limits: the service's per-minute limits. Requests beyond a limit wait in a queue instead of failing. */
+/** Client-side limits: the service's per-minute limits. Requests beyond a limit wait in a queue instead of failing. @publicApi */
 export interface PaymentRateLimits {
   /** Token requests per minute (per IP). @default 10 */
   tokenPerMinute: number;
@@ -72,6 +75,7 @@ export interface PaymentRateLimits {
   moneyMovementPerMinute: number;
 }
 
+/** @publicApi */
 export interface PaymentModuleOptions {
   /** Service base URL, without the `/api/v1` part. Env: `PAYMENT_BASE_URL`. Required. */
   baseUrl?: string;
@@ -137,7 +141,7 @@ export interface PaymentModuleOptions {
   reconcile?: boolean;
 }
 
-/** Options after env merge, defaults and validation: what every provider reads. */
+/** Options after env merge, defaults and validation: what every provider reads. @publicApi */
 export interface ResolvedPaymentOptions {
   /** The merchant account these options belong to: `'default'` for `forRoot()` without `account`. */
   account: string;

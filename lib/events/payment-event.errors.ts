@@ -13,7 +13,7 @@ export class InvalidPaymentEventPatternError extends TypeError {
   }
 }
 
-/** One handler that failed while an event was dispatched. */
+/** One handler that failed while an event was dispatched. @publicApi */
 export interface PaymentEventHandlerFailure {
   /** `ClassName.methodName`, or `EventEmitter2:<event name>` for host `@OnEvent` listeners. */
   handler: string;
@@ -24,6 +24,7 @@ export interface PaymentEventHandlerFailure {
  * One or more handlers of an event failed. Every matching handler still ran;
  * the webhook route answers non-2xx so the service delivers the event again.
  * The message names the handlers and event only, never payload fields.
+ * @publicApi
  */
 export class PaymentEventHandlerError extends AggregateError {
   override readonly name = 'PaymentEventHandlerError';
@@ -50,6 +51,7 @@ export class PaymentEventHandlerError extends AggregateError {
  * Reconciliation (`reconcile: true`) could not read the canonical status of a
  * payment, so no handler ran; the webhook route answers non-2xx and the service
  * retries later.
+ * @publicApi
  */
 export class PaymentEventReconciliationError extends Error {
   override readonly name = 'PaymentEventReconciliationError';

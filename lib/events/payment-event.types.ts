@@ -8,7 +8,7 @@
  * handler's type.
  */
 
-/** Every event type the service sends, in the order the service documents them. */
+/** Every event type the service sends, in the order the service documents them. @publicApi */
 export const PAYMENT_EVENT_TYPES = [
   'payment.created',
   'payment.pending',
@@ -28,7 +28,7 @@ export const PAYMENT_EVENT_TYPES = [
   'dispute.created',
 ] as const;
 
-/** One of the event types the service sends. */
+/** One of the event types the service sends. @publicApi */
 export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
 
 type FamilyOf<T extends string> = T extends `${infer F}.${string}` ? F : never;
@@ -49,10 +49,10 @@ export const PAYMENT_EVENT_FAMILIES: readonly PaymentEventFamily[] = [
 /** `'payment.*'`, `'refund.*'`, ...: every known type of one family. */
 export type PaymentEventWildcard = `${PaymentEventFamily}.*`;
 
-/** What `@OnPaymentEvent` accepts: an exact type, a family wildcard, or `'*'` (every event, unknown types included). */
+/** What `@OnPaymentEvent` accepts: an exact type, a family wildcard, or `'*'` (every event, unknown types included). @publicApi */
 export type PaymentEventPattern = PaymentEventType | PaymentEventWildcard | '*';
 
-/** The JSON body of every webhook delivery. */
+/** The JSON body of every webhook delivery. @publicApi */
 export interface PaymentEventEnvelope<TType extends string = string, TData = Record<string, unknown>> {
   /** Unique id of the event; the deduplication key. */
   eventId: string;
@@ -66,7 +66,7 @@ export interface PaymentEventEnvelope<TType extends string = string, TData = Rec
   data: TData;
 }
 
-/** `data` of `payment.*` events. */
+/** `data` of `payment.*` events. @publicApi */
 export interface PaymentEventData {
   /** Transaction id, the `trx_id` of paths and lookups. */
   trxId: string;
@@ -84,7 +84,7 @@ export interface PaymentEventData {
   [field: string]: unknown;
 }
 
-/** `data` of `refund.*` events. */
+/** `data` of `refund.*` events. @publicApi */
 export interface RefundEventData {
   refundUid: string;
   trxId?: string;
@@ -93,12 +93,12 @@ export interface RefundEventData {
   [field: string]: unknown;
 }
 
-/** `data` of `refund.failed`. */
+/** `data` of `refund.failed`. @publicApi */
 export interface RefundFailedEventData extends RefundEventData {
   failureReason?: string;
 }
 
-/** `data` of `payout.*` events. */
+/** `data` of `payout.*` events. @publicApi */
 export interface PayoutEventData {
   payoutUid: string;
   amount?: string;
@@ -107,18 +107,18 @@ export interface PayoutEventData {
   [field: string]: unknown;
 }
 
-/** `data` of `payout.failed`. */
+/** `data` of `payout.failed`. @publicApi */
 export interface PayoutFailedEventData extends PayoutEventData {
   failureReason?: string;
 }
 
-/** `data` of `split.settled`: allocations of one payment credited to subaccounts. Fields beyond the payment id are not documented. */
+/** `data` of `split.settled`: allocations of one payment credited to subaccounts. Fields beyond the payment id are not documented. @publicApi */
 export interface SplitSettledEventData {
   trxId?: string;
   [field: string]: unknown;
 }
 
-/** `data` of `subaccount_payout.*`. Fields are not documented. */
+/** `data` of `subaccount_payout.*`. Fields are not documented. @publicApi */
 export interface SubaccountPayoutEventData {
   payoutUid?: string;
   trxId?: string;
@@ -128,12 +128,12 @@ export interface SubaccountPayoutEventData {
   [field: string]: unknown;
 }
 
-/** `data` of `subaccount_payout.failed`. */
+/** `data` of `subaccount_payout.failed`. @publicApi */
 export interface SubaccountPayoutFailedEventData extends SubaccountPayoutEventData {
   failureReason?: string;
 }
 
-/** `data` of `dispute.created` (reserved by the service, not live): a dispute opened against a payment. */
+/** `data` of `dispute.created` (reserved by the service, not live): a dispute opened against a payment. @publicApi */
 export interface DisputeCreatedEventData {
   trxId?: string;
   [field: string]: unknown;
@@ -186,15 +186,16 @@ export const PAYMENT_EVENT_MODULE_FIELDS: readonly (keyof PaymentEventExtras)[] 
 /**
  * A delivered event whose `data` is typed by its `eventType`. A union of types
  * gives a union of events, so `switch (event.eventType)` narrows `data`.
+ * @publicApi
  */
 export type PaymentEvent<T extends PaymentEventType | string = PaymentEventType> = T extends unknown
   ? PaymentEventEnvelope<T, PaymentEventDataOf<T>> & PaymentEventExtras
   : never;
 
-/** An event whose type this version does not know (a future type). Reaches `'*'` handlers only. */
+/** An event whose type this version does not know (a future type). Reaches `'*'` handlers only. @publicApi */
 export type UnknownPaymentEvent = PaymentEventEnvelope<string, Record<string, unknown>> & PaymentEventExtras;
 
-/** Anything the dispatcher may deliver. */
+/** Anything the dispatcher may deliver. @publicApi */
 export type AnyPaymentEvent = PaymentEvent | UnknownPaymentEvent;
 
 /** Known types a pattern selects. */
@@ -204,14 +205,14 @@ export type PaymentEventTypesMatching<P extends PaymentEventPattern> = P extends
     ? Extract<PaymentEventType, `${F}.${string}`>
     : Extract<P, PaymentEventType>;
 
-/** The event a handler of pattern(s) `P` receives. `'*'` also receives unknown types. */
+/** The event a handler of pattern(s) `P` receives. `'*'` also receives unknown types. @publicApi */
 export type PaymentEventForPattern<P extends PaymentEventPattern> = [Extract<P, '*'>] extends [never]
   ? PaymentEvent<PaymentEventTypesMatching<P>>
   : AnyPaymentEvent;
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(PAYMENT_EVENT_TYPES);
 
-/** True when `type` is one of the event types the service documents. */
+/** True when `type` is one of the event types the service documents. @publicApi */
 export function isKnownPaymentEventType(type: string): type is PaymentEventType {
   return KNOWN_TYPES.has(type);
 }
@@ -225,6 +226,7 @@ export function paymentEventFamilyOf(type: string): string | undefined {
 /**
  * Narrows an event (e.g. in a `'*'` handler) to one known type:
  * `if (isPaymentEventOfType(e, 'payment.succeeded')) e.data.trxId`.
+ * @publicApi
  */
 export function isPaymentEventOfType<T extends PaymentEventType>(
   event: AnyPaymentEvent,

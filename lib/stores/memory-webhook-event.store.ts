@@ -3,6 +3,7 @@ import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
 
+/** @publicApi */
 export interface MemoryWebhookEventStoreOptions {
   /**
    * Most event ids kept at once; the least recently used is forgotten first.
@@ -47,6 +48,7 @@ const IN_FLIGHT: WebhookClaimResult = Object.freeze({ outcome: 'in-flight' });
  * flight in a full store) is the oldest claim evicted; its event may then run
  * again on a concurrent delivery, so size `maxEntries` well above the number of
  * webhooks you expect in flight at once.
+ * @publicApi
  */
 export class MemoryWebhookEventStore implements WebhookEventStore {
   readonly maxEntries: number;

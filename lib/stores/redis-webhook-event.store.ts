@@ -10,6 +10,7 @@ import { assertDuration, assertKey, assertToken } from './webhook-event-store.va
 /**
  * The part of an ioredis client this store uses. Typed structurally so the
  * package's declarations do not depend on `ioredis`, an optional peer.
+ * @publicApi
  */
 export interface RedisClientLike {
   readonly status: string;
@@ -22,6 +23,7 @@ export interface RedisClientLike {
   removeListener(event: string, listener: (...args: any[]) => void): unknown;
 }
 
+/** @publicApi */
 export interface RedisWebhookEventStoreOptions {
   /** Prefix of every key this store writes. @default 'payment-gateway:webhook:' */
   keyPrefix?: string;
@@ -125,6 +127,7 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
  * `WebhookStoreUnavailableError` (the webhook route answers 503, the service
  * retries): commands are not queued while disconnected, and the client keeps
  * reconnecting in the background.
+ * @publicApi
  */
 export class RedisWebhookEventStore implements WebhookEventStore {
   readonly keyPrefix: string;

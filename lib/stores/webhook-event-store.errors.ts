@@ -2,6 +2,7 @@
  * The store could not answer (Redis down, timed out, or the store was closed).
  * The webhook route maps it to 503 so the service retries the delivery later:
  * an event is never acknowledged when we could not record it.
+ * @publicApi
  */
 export class WebhookStoreUnavailableError extends Error {
   readonly code = 'WEBHOOK_STORE_UNAVAILABLE';
@@ -12,7 +13,7 @@ export class WebhookStoreUnavailableError extends Error {
   }
 }
 
-/** `RedisWebhookEventStore` was asked to connect but the optional `ioredis` package is not installed. */
+/** `RedisWebhookEventStore` was asked to connect but the optional `ioredis` package is not installed. @publicApi */
 export class RedisClientMissingError extends Error {
   readonly code = 'IOREDIS_NOT_INSTALLED';
 

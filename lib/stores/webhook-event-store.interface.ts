@@ -1,4 +1,4 @@
-/** Result of trying to claim an event id before its handlers run. */
+/** Result of trying to claim an event id before its handlers run. @publicApi */
 export type WebhookClaimResult =
   /** This caller owns the event now and must `complete` or `release` it. */
   | { outcome: 'claimed'; claimToken: string }
@@ -10,6 +10,7 @@ export type WebhookClaimResult =
 /**
  * Where processed webhook event ids are remembered. Implementations must make
  * `claim` atomic across every process that shares the store.
+ * @publicApi
  */
 export interface WebhookEventStore {
   /** Claims `key` for `leaseMs`. An expired lease may be claimed again. */
@@ -33,5 +34,5 @@ export interface WebhookEventStore {
   close?(): Promise<void>;
 }
 
-/** Injection token of the store; same name as the interface, as Nest's throttler does. */
+/** Injection token of the store; same name as the interface, as Nest's throttler does. @publicApi */
 export const WebhookEventStore = Symbol('WebhookEventStore');

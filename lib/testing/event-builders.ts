@@ -5,13 +5,13 @@ import type {
   PaymentEventType,
 } from '../events/payment-event.types.js';
 
-/** `apiVersion` the simulator stamps on every envelope. */
+/** `apiVersion` the simulator stamps on every envelope. @publicApi */
 export const SIMULATOR_API_VERSION = '2025-01-01';
 
 type EnvelopeOverrides = Partial<Omit<PaymentEventEnvelope, 'data' | 'eventType'>>;
 type DataOf<T extends string> = T extends PaymentEventType ? PaymentEventDataMap[T] : Record<string, unknown>;
 
-/** A fresh unique event id (`evt_` + 24 hex chars). */
+/** A fresh unique event id (`evt_` + 24 hex chars). @publicApi */
 export function newEventId(): string {
   return `evt_${randomBytes(12).toString('hex')}`;
 }
@@ -19,6 +19,7 @@ export function newEventId(): string {
 /**
  * A webhook envelope around `data`: fresh `eventId`, `apiVersion`, `createdAt` now,
  * `environment: 'sandbox'` unless overridden (`'production'` is the live value).
+ * @publicApi
  */
 export function buildEvent<T extends string>(
   type: T,
@@ -44,7 +45,7 @@ const PAYMENT_STATUS_BY_TYPE: Record<string, string> = {
   'payment.expired': 'REJECTED',
 };
 
-/** A valid `payment.*` envelope; `data` defaults to a 10.00000000 USD payment of merchant 1 with the status that fits the type. */
+/** A valid `payment.*` envelope; `data` defaults to a 10.00000000 USD payment of merchant 1 with the status that fits the type. @publicApi */
 export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payment.created']> = {},
@@ -63,7 +64,7 @@ export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.$
   return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
 }
 
-/** A valid `refund.*` envelope (status `SUCCESS` or `FAILED` with a `failureReason`). */
+/** A valid `refund.*` envelope (status `SUCCESS` or `FAILED` with a `failureReason`). @publicApi */
 export function buildRefundEvent<T extends Extract<PaymentEventType, `refund.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['refund.failed']> = {},
@@ -89,7 +90,7 @@ const PAYOUT_STATUS_BY_TYPE: Record<string, string> = {
   'payout.failed': 'FAILED',
 };
 
-/** A valid `payout.*` envelope. */
+/** A valid `payout.*` envelope. @publicApi */
 export function buildPayoutEvent<T extends Extract<PaymentEventType, `payout.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payout.failed']> = {},

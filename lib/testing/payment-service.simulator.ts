@@ -42,6 +42,7 @@ import { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
  * // PAYMENT_BASE_URL = sim.url, PAYMENT_CLIENT_ID = 'sandbox-client', ...
  * await sim.stop();
  * ```
+ * @publicApi
  */
 export class PaymentServiceSimulator {
   private readonly clock: SimulatorClock;

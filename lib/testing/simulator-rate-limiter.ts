@@ -1,6 +1,6 @@
 import { SimulatorHttpError } from './simulator.errors.js';
 
-/** Limits of the service (requests per rolling minute). */
+/** Limits of the service (requests per rolling minute). @publicApi */
 export interface SimulatorRateLimits {
   /** `POST /authentication/token` per client IP. @default 10 */
   tokenPerMinute: number;
@@ -12,7 +12,7 @@ export interface SimulatorRateLimits {
   moneyMovementPerMinute: number;
 }
 
-/** The service's published limits. */
+/** The service's published limits. @publicApi */
 export const SPEC_RATE_LIMITS: Readonly<SimulatorRateLimits> = Object.freeze({
   tokenPerMinute: 10,
   createPaymentPerMinute: 30,

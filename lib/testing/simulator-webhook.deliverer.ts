@@ -8,9 +8,9 @@ import type {
   SimulatorDeliveryState,
 } from './simulator.types.js';
 
-/** The service retries a failed delivery after 5 min, 15 min, 1 h, 4 h and 24 h (attempts 2…6). */
+/** The service retries a failed delivery after 5 min, 15 min, 1 h, 4 h and 24 h (attempts 2…6). @publicApi */
 export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
-/** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). */
+/** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). @publicApi */
 export const SPEC_MAX_ATTEMPTS = 6;
 /** How much of a receiver's answer the delivery log keeps. */
 const RESPONSE_BODY_LOG_BYTES = 1024;

@@ -1,9 +1,9 @@
 import type { SimulatedMerchant, SimulatedMode } from './simulator.types.js';
 
-/** An access token lives 10 minutes after it is issued. */
+/** An access token lives 10 minutes after it is issued. @publicApi */
 export const SIMULATOR_TOKEN_TTL_MS = 10 * 60_000;
 
-/** Gateways of `GET /payments/gateways`. `bank-transfer` has no API refunds (`PAY_2006`). */
+/** Gateways of `GET /payments/gateways`. `bank-transfer` has no API refunds (`PAY_2006`). @publicApi */
 export const SIMULATED_GATEWAYS: ReadonlyArray<{ id: string; name: string; apiRefunds: boolean; asynchronous: boolean }> = [
   { id: 'card', name: 'Card', apiRefunds: true, asynchronous: false },
   { id: 'mobile-money', name: 'Mobile money', apiRefunds: true, asynchronous: true },

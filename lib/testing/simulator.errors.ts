@@ -1,6 +1,6 @@
 import type { WireErrorEnvelope } from '../client/payment-wire.types.js';
 
-/** HTTP status and message of every documented `PAY_*` code, plus the simulator's own codes for cases the service leaves open. */
+/** HTTP status and message of every documented `PAY_*` code, plus the simulator's own codes for cases the service leaves open. @publicApi */
 export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; message: string }>> = {
   PAY_1001: { status: 401, message: 'Access denied! Token not found' },
   PAY_1002: { status: 403, message: 'Requested with invalid token!' },

@@ -1,9 +1,9 @@
 import type { SimulatorRateLimits } from './simulator-rate-limiter.js';
 
-/** Environment of a base path: `/sandbox/api/v1` is sandbox, `/api/v1` is live. */
+/** Environment of a base path: `/sandbox/api/v1` is sandbox, `/api/v1` is live. @publicApi */
 export type SimulatedMode = 'sandbox' | 'live';
 
-/** A subaccount that receives split allocations. */
+/** A subaccount that receives split allocations. @publicApi */
 export interface SimulatedSubaccount {
   /** Id used in `splits[].subaccount_id`. */
   subaccountId: string;
@@ -13,7 +13,7 @@ export interface SimulatedSubaccount {
   failPayouts?: boolean;
 }
 
-/** A merchant the simulator knows, with the credentials of one environment. */
+/** A merchant the simulator knows, with the credentials of one environment. @publicApi */
 export interface SimulatedMerchant {
   merchantId: number;
   clientId: string;
@@ -38,6 +38,7 @@ export interface SimulatedMerchant {
  * in, plus the current webhook URL and active flag. Read it to configure the app under
  * test for that merchant. It holds the merchant's test credentials and webhook secret,
  * so keep it out of logs.
+ * @publicApi
  */
 export interface SimulatedMerchantSettings {
   readonly merchantId: number;
@@ -62,6 +63,7 @@ export interface SimulatedMerchantSettings {
  *   `payment.pending` follows `payment.created`, confirmation after `confirmationDelayMs`.
  * - `provider-failure`: every cascade provider fails: 500 `PAY_5003`, nothing is created.
  * - `no-api-refund`: succeeds through a provider without API refunds (refund → `PAY_2006`).
+ * @publicApi
  */
 export type PaymentOutcome =
   | 'manual'
@@ -74,6 +76,7 @@ export type PaymentOutcome =
   | 'provider-failure'
   | 'no-api-refund';
 
+/** @publicApi */
 export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = [
   'manual',
   'succeed',
@@ -86,7 +89,7 @@ export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = [
   'no-api-refund',
 ];
 
-/** Options of `new PaymentServiceSimulator()`. */
+/** Options of `new PaymentServiceSimulator()`. @publicApi */
 export interface PaymentServiceSimulatorOptions {
   /** @default one sandbox merchant: id 1, `sandbox-client` / `sandbox-secret`, webhook secret `whsec_sandbox`, wallet 1000 */
   merchants?: SimulatedMerchant[];
@@ -126,7 +129,7 @@ export interface PaymentServiceSimulatorOptions {
   port?: number;
 }
 
-/** A payment as the simulator holds it. */
+/** A payment as the simulator holds it. @publicApi */
 export interface SimulatedPayment {
   trxId: string;
   token: string;
@@ -149,6 +152,7 @@ export interface SimulatedPayment {
   mode: SimulatedMode;
 }
 
+/** @publicApi */
 export interface SimulatedRefund {
   refundUid: string;
   trxId: string;
@@ -161,6 +165,7 @@ export interface SimulatedRefund {
   createdAt: string;
 }
 
+/** @publicApi */
 export interface SimulatedPayout {
   payoutUid: string;
   amount: string;
@@ -174,6 +179,7 @@ export interface SimulatedPayout {
   createdAt: string;
 }
 
+/** @publicApi */
 export interface SimulatedSubaccountPayout {
   payoutUid: string;
   subaccountId: string;
@@ -185,7 +191,7 @@ export interface SimulatedSubaccountPayout {
   merchantId: number;
 }
 
-/** One request the simulator received. */
+/** One request the simulator received. @publicApi */
 export interface SimulatorRequestRecord {
   method: string;
   /** Full path without query, e.g. `/sandbox/api/v1/payment/create`. */
@@ -213,18 +219,20 @@ export interface SimulatorRequestRecord {
  * - `reset`: drop the connection without an answer.
  * - `stall`: never answer; the client times out (or `stop()` closes it).
  * - `rewrite`: handle the request for real, then replace the JSON body and/or status of its answer.
+ * @publicApi
  */
 export type FaultKind = 'status' | 'reset' | 'stall' | 'rewrite';
 
 /**
  * The JSON body of a simulator answer: the success envelope, or the error envelope.
  * `data` is `any` so a `rewrite` can reshape the payload of any endpoint.
+ * @publicApi
  */
 export type SimulatorAnswerBody =
   | { status: 'success'; data: any }
   | { status: 'error'; code: string; message: string; errors: Record<string, string[]>; data: [] };
 
-/** What a `rewrite` returns. A field left out keeps the real answer's value. */
+/** What a `rewrite` returns. A field left out keeps the real answer's value. @publicApi */
 export interface SimulatorRewrittenAnswer {
   /** The new JSON body (any JSON value, e.g. a shape the service never documented). */
   body?: unknown;
@@ -238,6 +246,7 @@ export interface SimulatorRewrittenAnswer {
  * in place and return nothing. `request` is the request as logged in `sim.requests`.
  * A rewrite that throws or returns anything but `{ body?, status? }` makes the answer a
  * 500 `INTERNAL_ERROR` whose message names the problem.
+ * @publicApi
  */
 export type SimulatorRewrite = (
   body: SimulatorAnswerBody,
@@ -245,7 +254,7 @@ export type SimulatorRewrite = (
   request: Readonly<SimulatorRequestRecord>,
 ) => SimulatorRewrittenAnswer | void;
 
-/** A fault the next matching request(s) get. */
+/** A fault the next matching request(s) get. @publicApi */
 export interface SimulatorFault {
   method?: 'GET' | 'POST';
   /** Path after the base (`/payment/create`) or a RegExp tested against it. */
@@ -267,7 +276,7 @@ export interface SimulatorFault {
   rewrite?: SimulatorRewrite;
 }
 
-/** One attempt of one webhook delivery. */
+/** One attempt of one webhook delivery. @publicApi */
 export interface SimulatorDeliveryRecord {
   eventId: string;
   eventType: string;
@@ -288,7 +297,7 @@ export interface SimulatorDeliveryRecord {
   at: number;
 }
 
-/** State of one event's delivery. */
+/** State of one event's delivery. @publicApi */
 export interface SimulatorDeliveryState {
   eventId: string;
   eventType: string;
@@ -297,7 +306,7 @@ export interface SimulatorDeliveryState {
   attempts: number;
 }
 
-/** Webhook fault switches. */
+/** Webhook fault switches. @publicApi */
 export interface SimulatorDeliveryFaults {
   /** Send every event this many extra times (`true` = 1). @default 0 */
   duplicate?: boolean | number;

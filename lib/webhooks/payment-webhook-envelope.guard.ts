@@ -12,6 +12,7 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  * adapter's parsed body, so handlers see exactly what was signed) as the envelope of
  * the service's envelope and keeps the event on the request, where the idempotency interceptor
  * finds its `eventId` before any handler runs.
+ * @publicApi
  */
 @Injectable()
 export class PaymentWebhookEnvelopeGuard implements CanActivate {

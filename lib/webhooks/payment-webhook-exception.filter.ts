@@ -49,7 +49,7 @@ export function toWebhookErrorBody(exception: unknown, logger?: Logger): Payment
   return { statusCode: 500, code: PaymentWebhookErrorCode.INTERNAL_ERROR, message: 'Internal server error' };
 }
 
-/** Exception filter of the webhook controller; works on Express and Fastify. */
+/** Exception filter of the webhook controller; works on Express and Fastify. @publicApi */
 @Catch()
 export class PaymentWebhookExceptionFilter implements ExceptionFilter {
   protected readonly logger = new Logger('PaymentWebhooks');

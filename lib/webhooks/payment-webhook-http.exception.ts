@@ -5,6 +5,7 @@ import type { PaymentWebhookError, PaymentWebhookErrorBody } from './payment-web
  * A `PaymentWebhookError` as a Nest `HttpException`, so the JSON body
  * `{ statusCode, code, message }` comes out right under any exception filter,
  * including Nest's built-in one on routes where the user reuses our guards.
+ * @publicApi
  */
 export class PaymentWebhookHttpException extends HttpException {
   constructor(readonly error: PaymentWebhookError) {

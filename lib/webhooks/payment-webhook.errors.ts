@@ -4,7 +4,7 @@
  * carry secrets, signatures or payload values.
  */
 
-/** Stable codes of every error the webhook route answers with. */
+/** Stable codes of every error the webhook route answers with. @publicApi */
 export const PaymentWebhookErrorCode = {
   SIGNATURE_MISSING: 'WEBHOOK_SIGNATURE_MISSING',
   SIGNATURE_MALFORMED: 'WEBHOOK_SIGNATURE_MALFORMED',
@@ -25,9 +25,10 @@ export const PaymentWebhookErrorCode = {
   INTERNAL_ERROR: 'WEBHOOK_INTERNAL_ERROR',
 } as const;
 
+/** @publicApi */
 export type PaymentWebhookErrorCode = (typeof PaymentWebhookErrorCode)[keyof typeof PaymentWebhookErrorCode];
 
-/** JSON body of every error answered on the webhook route. */
+/** JSON body of every error answered on the webhook route. @publicApi */
 export interface PaymentWebhookErrorBody {
   statusCode: number;
   code: PaymentWebhookErrorCode | string;
@@ -36,7 +37,7 @@ export interface PaymentWebhookErrorBody {
   errors?: Record<string, string[]>;
 }
 
-/** Base of every webhook receiver error. Plain `Error`, so it works outside Nest too. */
+/** Base of every webhook receiver error. Plain `Error`, so it works outside Nest too. @publicApi */
 export class PaymentWebhookError extends Error {
   override readonly name: string = 'PaymentWebhookError';
 
@@ -59,7 +60,7 @@ export class PaymentWebhookError extends Error {
   }
 }
 
-/** The signature header is missing, malformed, does not match, or is outside the replay window. */
+/** The signature header is missing, malformed, does not match, or is outside the replay window. @publicApi */
 export class WebhookSignatureError extends PaymentWebhookError {
   override readonly name: string = 'WebhookSignatureError';
 }

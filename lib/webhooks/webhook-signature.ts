@@ -26,6 +26,7 @@ const DIGEST_HEX_LENGTH = DIGEST_BYTES * 2;
 /** Shared default, so a call without options allocates nothing. */
 const NO_OPTIONS: VerifyWebhookSignatureOptions = Object.freeze({});
 
+/** @publicApi */
 export interface VerifyWebhookSignatureOptions {
   /** Largest accepted `|now - t|`, in seconds. @default 300 */
   toleranceSeconds?: number;
@@ -33,7 +34,7 @@ export interface VerifyWebhookSignatureOptions {
   now?: number;
 }
 
-/** What a successful verification learned. */
+/** What a successful verification learned. @publicApi */
 export interface WebhookSignatureVerification {
   /** `t` of the header, unix seconds. */
   timestamp: number;
@@ -53,12 +54,13 @@ export interface ParsedWebhookSignatureHeader {
 /**
  * Hex HMAC-SHA256 of `<timestamp>.<rawBody>` keyed with `secret`, as the service signs.
  * `rawBody` must be the exact bytes sent or received, never re-serialised JSON.
+ * @publicApi
  */
 export function computeWebhookSignature(rawBody: Buffer | string, secret: string, timestamp: number | string): string {
   return hmac(rawBody, secret, String(timestamp)).digest('hex');
 }
 
-/** `t=<timestamp>,v1=<digest>` for `rawBody`: the value of `X-Service-Signature`. `timestamp` defaults to now. */
+/** `t=<timestamp>,v1=<digest>` for `rawBody`: the value of `X-Service-Signature`. `timestamp` defaults to now. @publicApi */
 export function createWebhookSignatureHeader(
   rawBody: Buffer | string,
   secret: string,
@@ -192,6 +194,7 @@ function isDigits(value: string, maxLength: number): boolean {
  *
  * The digest is checked before the timestamp, so a forged request is reported as a
  * mismatch and only a genuine but old one as out of tolerance.
+ * @publicApi
  */
 export function verifyWebhookSignature(
   rawBody: Buffer | string,

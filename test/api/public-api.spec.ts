@@ -2,7 +2,7 @@
 // exactly what the README's "API reference" lists, so an export cannot change without the
 // documentation changing with it.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 
 const root = process.cwd();
@@ -40,6 +40,30 @@ function documentedNames(): Record<'main' | 'testing', string[]> {
   return { main: out.main.sort(), testing: out.testing.sort() };
 }
 
+/** Exported names whose declaration has no `@publicApi` in its doc comment. */
+function unmarked(barrel: string): string[] {
+  const source = ts.createSourceFile(barrel, readFileSync(join(root, barrel), 'utf8'), ts.ScriptTarget.ES2022, true);
+  const out: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isExportDeclaration(statement) || !statement.moduleSpecifier || !statement.exportClause) continue;
+    if (!ts.isNamedExports(statement.exportClause) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    const file = join(dirname(barrel), statement.moduleSpecifier.text.replace(/\.js$/, '.ts'));
+    const text = readFileSync(join(root, file), 'utf8');
+    const module = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+    for (const element of statement.exportClause.elements) {
+      const name = (element.propertyName ?? element.name).text;
+      const declarations = module.statements.filter((st) =>
+        ts.isVariableStatement(st)
+          ? st.declarationList.declarations.some((d) => ts.isIdentifier(d.name) && d.name.text === name)
+          : (st as { name?: ts.Identifier }).name?.text === name,
+      );
+      const marked = declarations.some((st) => text.slice(st.getFullStart(), st.getStart()).includes('@publicApi'));
+      if (!marked) out.push(`${name} (${file})`);
+    }
+  }
+  return out;
+}
+
 describe('public API', () => {
   const documented = documentedNames();
 
@@ -49,6 +73,10 @@ describe('public API', () => {
 
   it("nestjs-payment-gateway/testing exports exactly the README's API reference", () => {
     expect(exportedNames('lib/testing/index.ts')).toEqual(documented.testing);
+  });
+
+  it('marks every exported declaration @publicApi in its doc comment', () => {
+    expect([...unmarked('lib/index.ts'), ...unmarked('lib/testing/index.ts')]).toEqual([]);
   });
 
   it('lists every name once', () => {
