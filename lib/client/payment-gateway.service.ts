@@ -26,8 +26,9 @@ import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';
-import { readGatewayList, readResponseField, recordOf, type PaymentResponseField } from './payment-response.reader.js';
-import type { WireCreatePaymentRequest, WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
+import { paymentRequestBody } from './payment-request.bodies.js';
+import { readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
+import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
  * Client of the payment service. Inject it anywhere the module is imported.
@@ -64,7 +65,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
    */
   async createPayment(input: CreatePaymentInput, options: CreatePaymentOptions = {}): Promise<CreatePaymentResult> {
     const check = new InputChecker(this.options.account);
-    const body = this.paymentBody(check, input);
+    const body = paymentRequestBody(check, input);
     const idempotencyKey =
       options.idempotencyKey === undefined ? randomUUID() : check.identifier('idempotencyKey', options.idempotencyKey);
     check.throwIfInvalid('createPayment');
@@ -290,57 +291,13 @@ export class PaymentGatewayService implements OnModuleDestroy {
     return inspectSummary('PaymentGatewayService', { apiBaseUrl, environment, clientId, http: this.http, executor: this.executor }, depth, options);
   }
 
-  private paymentBody(check: InputChecker, input: CreatePaymentInput): Omit<WireCreatePaymentRequest, 'idempotency_key'> {
-    const amount = check.amount('amount', input?.amount);
-    const currency = check.currency('currency', input?.currency);
-    const country = check.country('country', input?.country);
-    const extra = check.optionalObject('extra', input?.extra);
-    const customer = check.optionalObject('customer', input?.customer);
-    const body: Omit<WireCreatePaymentRequest, 'idempotency_key'> = { ...extra, amount: amount!, currency: currency! };
-    const strings = { custom: 'custom', gateway: 'gateway', returnUrl: 'return_url', cancelUrl: 'cancel_url' } as const;
-    for (const [field, wire] of Object.entries(strings)) {
-      const value = check.optionalString(field, (input as unknown as Record<string, unknown> | undefined)?.[field]);
-      if (value !== undefined) body[wire] = value;
-    }
-    if (country !== undefined) body.country = country;
-    if (customer !== undefined) body.customer = customer;
-    if (input?.splits !== undefined) {
-      if (!Array.isArray(input.splits)) {
-        check.add('splits', 'must be an array');
-      } else {
-        body.splits = input.splits.map((split, i) => ({
-          subaccount_id: check.identifier(`splits[${i}].subaccountId`, split?.subaccountId) ?? '',
-          amount: check.amount(`splits[${i}].amount`, split?.amount) ?? '',
-        }));
-      }
-    }
-    return body;
-  }
-
   private fillPath(template: string, placeholder: string, value: string): string {
     return template.split(placeholder).join(encodeURIComponent(value));
   }
 
-  /**
-   * A copy of the answer's `data` with the id (from `responseFields[idField]`, else
-   * `knownId`, the id the call was made with) and the status under their camelCase names;
-   * when none is found that name is left out (whatever the answer had there is in `raw`),
-   * so the typed fields never hold a value of another type or from another field.
-   */
-  private readRecord(
-    answer: ServiceAnswer,
-    idField: Exclude<PaymentResponseField, 'status'>,
-    knownId?: string,
-  ): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
-    const data = recordOf(answer.data);
-    const record: Record<string, unknown> = { ...data };
-    const id = readResponseField(data, this.fields[idField]) ?? knownId;
-    if (id !== undefined) record[idField] = id;
-    else delete record[idField];
-    const status = readResponseField(data, this.fields.status, false);
-    if (status !== undefined) record.status = status;
-    else delete record.status;
-    return { record, id, status };
+  /** `readServiceRecord` with this client's `responseFields`. */
+  private readRecord(answer: ServiceAnswer, idField: Exclude<PaymentResponseField, 'status'>, knownId?: string) {
+    return readServiceRecord(answer.data, this.fields, idField, knownId);
   }
 
   /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */

@@ -22,6 +22,29 @@ export function readResponseField(record: Record<string, unknown>, names: readon
   return undefined;
 }
 
+/**
+ * A copy of the answer's `data` with the id (from `responseFields[idField]`, else
+ * `knownId`, the id the call was made with) and the status under their camelCase names;
+ * when none is found that name is left out (whatever the answer had there is in `raw`),
+ * so the typed fields never hold a value of another type or from another field.
+ */
+export function readServiceRecord(
+  answerData: unknown,
+  fields: PaymentResponseFields,
+  idField: Exclude<PaymentResponseField, 'status'>,
+  knownId?: string,
+): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
+  const data = recordOf(answerData);
+  const record: Record<string, unknown> = { ...data };
+  const id = readResponseField(data, fields[idField]) ?? knownId;
+  if (id !== undefined) record[idField] = id;
+  else delete record[idField];
+  const status = readResponseField(data, fields.status, false);
+  if (status !== undefined) record.status = status;
+  else delete record.status;
+  return { record, id, status };
+}
+
 /** Well-known names of a list of gateways inside an object answer. */
 const GATEWAY_LIST_FIELDS = ['gateways', 'items', 'data', 'list', 'results'];
 

@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../../lib/events/payment-event.errors.js';

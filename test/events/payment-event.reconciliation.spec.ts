@@ -3,7 +3,6 @@ import { Injectable } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';

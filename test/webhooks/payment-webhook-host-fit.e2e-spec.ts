@@ -13,7 +13,6 @@ import {
   Get,
   HttpException,
   Injectable,
-  Module,
   SetMetadata,
 } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
