@@ -64,6 +64,9 @@ const EXTEND_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
+// Read-only: 1 when the key is marked processed.
+const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
+
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
@@ -191,6 +194,11 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     assertToken(claimToken);
     assertDuration('leaseMs', leaseMs);
     return (await this.#run('extend', EXTEND_SCRIPT, this.keyPrefix + key, claimToken, leaseMs)) === 1;
+  }
+
+  async isProcessed(key: string): Promise<boolean> {
+    assertKey(key);
+    return (await this.#run('read', IS_PROCESSED_SCRIPT, this.keyPrefix + key)) === 1;
   }
 
   /** Quits the connection if this store opened it; a client passed in is left open. */

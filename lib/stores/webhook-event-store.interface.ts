@@ -24,6 +24,12 @@ export interface WebhookEventStore {
    * idempotency interceptor calls it while handlers run, so a slow handler keeps its event.
    */
   extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Optional: whether `key` is recorded as processed, without claiming it (a live claim is
+   * not processed). Queue mode reads it to answer a copy of a handled event as a duplicate
+   * before queueing it; without it such copies are queued and the worker drops them.
+   */
+  isProcessed?(key: string): Promise<boolean>;
   /** Optional: close connections on module shutdown. */
   close?(): Promise<void>;
 }
