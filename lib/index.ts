@@ -13,6 +13,7 @@ export type {
   PaymentEndpoints,
   PaymentEnvironment,
   PaymentModuleOptions,
+  PaymentProcessingMode,
   PaymentRateLimits,
   PaymentResponseFields,
   PaymentTokenResponseOptions,
@@ -132,3 +133,9 @@ export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-eve
 export { RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
 export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
 export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
+
+// queue mode
+export { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
+export { PAYMENT_DEAD_LETTER_EVENT } from './queue/payment-dead-letter.interface.js';
+export type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './queue/payment-dead-letter.interface.js';
+export { BullMqMissingError } from './queue/payment-queue.errors.js';

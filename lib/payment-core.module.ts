@@ -4,13 +4,16 @@ import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
+import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
+import { PaymentQueueRegistry } from './queue/payment-queue.registry.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
 /**
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
  * calls: the account registry, the handler registry and the explorer that fills it, and
- * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`. Imported (and re-exported) by each account's module.
+ * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`;
+ * in queue mode, the accounts' queues and the public `PaymentDeadLetterService`. Imported (and re-exported) by each account's module.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -21,7 +24,17 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventExplorer,
     PaymentWebhookReceiver,
     PaymentRedisConnections,
+    // queue mode: the accounts' queues and the public dead-letter service
+    PaymentQueueRegistry,
+    PaymentDeadLetterService,
   ],
-  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentRedisConnections, PaymentWebhookReceiver],
+  exports: [
+    PaymentAccountRegistry,
+    PaymentEventHandlerRegistry,
+    PaymentRedisConnections,
+    PaymentWebhookReceiver,
+    PaymentQueueRegistry,
+    PaymentDeadLetterService,
+  ],
 })
 export class PaymentCoreModule {}

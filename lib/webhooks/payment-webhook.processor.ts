@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, Optional } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher, prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
@@ -20,6 +21,8 @@ import { webhookEventKey } from './webhook-store-keys.js';
 export interface PaymentWebhookAck {
   received: true;
   duplicate?: true;
+  /** Queue mode: the event is in the queue; a worker runs the handlers. */
+  queued?: true;
 }
 
 const RECEIVED: PaymentWebhookAck = Object.freeze({ received: true });
@@ -32,7 +35,7 @@ const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
  * One account's webhook pipeline: verify → deduplicate → dispatch, in one call per delivery.
  * Every rejection is a `PaymentWebhookHttpException` carrying `{ statusCode, code, message }`,
  * thrown so the host's global exception filter sees it; 2xx only when the handlers completed
- * (or had completed for an earlier delivery).
+ * (or had completed for an earlier delivery), or in queue mode once Redis holds the event.
  */
 @Injectable()
 export class PaymentWebhookProcessor implements OnModuleDestroy {
@@ -47,6 +50,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     @Inject(PAYMENT_ACCOUNT_STORE) store: WebhookEventStore,
     private readonly dispatcher: PaymentEventDispatcher,
     accounts: PaymentAccountRegistry,
+    @Optional() @Inject(PAYMENT_ACCOUNT_QUEUE) private readonly queue?: PaymentEventQueue | null,
   ) {
     this.account = options.account;
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
@@ -68,6 +72,8 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     } catch (error) {
       throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
     }
+    // queue mode: answered once Redis holds the event; a worker runs the handlers
+    if (this.queue) return this.queue.enqueue(event);
     const key = webhookEventKey(this.account, event.eventId);
     const outcome = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
     return outcome === ALREADY_PROCESSED ? DUPLICATE : RECEIVED;
