@@ -79,9 +79,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Stops taking jobs and lets running ones finish for up to `queueShutdownTimeoutMs`;
-   * jobs still running then stay locked until their lock lapses, and another worker
-   * takes them over (a handler still running here may then run again elsewhere).
+   * Stops taking jobs and lets running ones finish for up to `queueShutdownTimeoutMs`.
+   * Jobs still running then are given up: their lock and their claim are no longer renewed,
+   * and another worker takes them over once both lapsed (so a handler that is still running
+   * here, in a process that does not exit, may run again elsewhere).
    */
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
@@ -109,8 +110,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     } catch (error) {
       this.logger.warn(`Closing the worker of account ${this.account} failed: ${this.describe(error)}`);
     }
-    // Handlers left running keep renewing their claims until they end, so a takeover waits for them.
-    if (!timedOut) this.deduplicator.close();
+    // Claims of handlers left running are no longer renewed: this instance gives up their
+    // events, which another worker takes over once lock and lease lapsed.
+    this.deduplicator.close();
   }
 
   private async process(job: PaymentEventJob, token?: string): Promise<void> {

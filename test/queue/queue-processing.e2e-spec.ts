@@ -69,6 +69,13 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     expect(q.handlers.accounts.get(id)).toBe('default');
   });
 
+  it('queues events whose ids BullMQ would refuse as job ids (integers, colons)', async () => {
+    const events = ['12345', 'evt:a:b:c:d', 'evt:x'].map((eventId) => envelope('payment.succeeded', { eventId: `${eventId}-${Date.now()}` }));
+    events.push(envelope('payment.succeeded', { eventId: String(Date.now()) }));
+    for (const e of events) expect(await postWebhook(q.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('every event was handled', () => events.every((e) => q.handlers.count('done', e.eventId as string) === 1));
+  });
+
   it('still rejects bad signatures and envelopes before anything is queued', async () => {
     const event = envelope('payment.succeeded');
     expect(await postWebhook(q.url, event, { secret: 'whsec_wrong' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
