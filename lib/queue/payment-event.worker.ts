@@ -177,14 +177,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
  */
 function attemptError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
-  let details: string | undefined;
+  let message: string | undefined;
   if (error instanceof PaymentEventHandlerError) {
-    details = error.failures.map((f) => `${f.handler}: ${messageOf(f.error)}`).join('; ');
+    const details = error.failures.map((f) => `${f.handler}: ${messageOf(f.error)}`).join('; ');
+    message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
   } else if (error.cause !== undefined) {
-    details = messageOf(error.cause);
+    message = `${error.message} (${messageOf(error.cause)})`;
   }
-  if (details === undefined) return error;
-  const wrapped = new Error(`${error.message} (${details})`, { cause: error });
+  if (message === undefined) return error;
+  const wrapped = new Error(message, { cause: error });
   wrapped.name = error.name;
   return wrapped;
 }
