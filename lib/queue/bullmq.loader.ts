@@ -47,9 +47,10 @@ export interface BullQueue<T> {
 }
 
 export interface BullWorker<T> {
+  on(event: 'completed', listener: (job: BullJob<T>) => void): unknown;
   on(event: 'failed', listener: (job: BullJob<T> | undefined, error: Error) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
-  /** Stops fetching; without `doNotWaitActive`, resolves once running jobs finished. */
+  /** Stops fetching; without `doNotWaitActive`, resolves once running jobs finished (and the blocking connection is back). */
   pause(doNotWaitActive?: boolean): Promise<void>;
   /** `force`: return at once, leaving running jobs to the stalled-job check of other workers. */
   close(force?: boolean): Promise<void>;

@@ -43,6 +43,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly redact: (text: string) => string;
   private readonly lastErrorLog = new Map<string, number>();
   private worker: BullWorker<PaymentEventJobData> | undefined;
+  /**
+   * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
+   * 'completed' or 'failed') after the processor settled.
+   */
+  private readonly inFlight = new Map<string, { recorded: Promise<void>; resolve: () => void }>();
   private stopped = false;
 
   constructor(
@@ -73,14 +78,16 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       (job, token) => this.process(job, token),
       paymentWorkerOptions(this.options),
     );
+    worker.on('completed', (job) => this.recorded(job));
     worker.on('failed', (job, error) => this.onFailed(job, error));
     worker.on('error', (error) => this.onError(error));
     this.worker = worker;
   }
 
   /**
-   * Stops taking jobs and lets running ones finish for up to `queueShutdownTimeoutMs`.
-   * Jobs still running then are given up: their lock and their claim are no longer renewed,
+   * Stops taking jobs (a fetch already under way may still bring one, which runs like the
+   * others) and lets running ones finish for up to `queueShutdownTimeoutMs`, their outcome
+   * recorded. Jobs still running then are given up: their lock and their claim are no longer renewed,
    * and another worker takes them over once both lapsed (so a handler that is still running
    * here, in a process that does not exit, may run again elsewhere).
    */
@@ -89,6 +96,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const worker = this.worker;
     this.worker = undefined;
     if (worker === undefined) return;
+    // Stop fetching at once (pause(false) and close(false) would also wait on the blocking
+    // connection, forever while Redis is down).
+    await worker.pause(true).catch(() => undefined);
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
@@ -97,7 +107,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         resolve();
       }, this.options.queueShutdownTimeoutMs);
     });
-    await Promise.race([worker.pause(false).catch(() => undefined), deadline]);
+    // a job fetched just before the pause may start after the first look
+    while (this.inFlight.size > 0 && !timedOut) {
+      await Promise.race([Promise.all([...this.inFlight.values()].map((job) => job.recorded)), deadline]);
+    }
     clearTimeout(timer);
     if (timedOut) {
       this.logger.warn(
@@ -106,7 +119,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       );
     }
     try {
-      await worker.close(timedOut);
+      // Forced: every outcome is recorded (or given up), so nothing is left to wait for.
+      await worker.close(true);
     } catch (error) {
       this.logger.warn(`Closing the worker of account ${this.account} failed: ${this.describe(error)}`);
     }
@@ -115,13 +129,39 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.deduplicator.close();
   }
 
-  private async process(job: PaymentEventJob, token?: string): Promise<void> {
+  /** Runs one job, tracked until its outcome is recorded in Redis. */
+  private process(job: PaymentEventJob, token?: string): Promise<void> {
+    const id = job.id ?? '';
+    let resolve!: () => void;
+    const entry = { recorded: new Promise<void>((r) => (resolve = r)), resolve: () => resolve() };
+    this.inFlight.set(id, entry);
+    const run = this.run(job, token);
+    // BullMQ records an outcome within moments; one it could not record (its lock was lost)
+    // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
+    const forget = () => {
+      setTimeout(() => {
+        if (this.inFlight.get(id) === entry) this.recorded(job);
+      }, this.options.queueLockDurationMs).unref();
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
+  private recorded(job: PaymentEventJob | undefined): void {
+    const id = job?.id ?? '';
+    this.inFlight.get(id)?.resolve();
+    this.inFlight.delete(id);
+  }
+
+  private async run(job: PaymentEventJob, token?: string): Promise<void> {
     const event = toReceivedPaymentEvent(job.data);
     try {
       await this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
     } catch (error) {
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
+        this.recorded(job);
         throw new this.bull.DelayedError();
       }
       throw attemptError(error);
@@ -129,6 +169,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   private onFailed(job: PaymentEventJob | undefined, error: Error): void {
+    this.recorded(job);
     if (job === undefined) return;
     const { eventId, eventType } = job.data.event;
     const attempts = job.opts.attempts ?? 1;
