@@ -73,7 +73,8 @@ async function main(): Promise<void> {
     if (message?.type === 'stats') {
       let duplicates = 0;
       for (const n of handler.runs.values()) duplicates += n - 1;
-      process.send?.({ type: 'stats', handled: handler.handled, duplicates, cpuMicros: process.cpuUsage().user });
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', handled: handler.handled, duplicates, cpuMicros: cpu.user, systemMicros: cpu.system });
     }
     if (message?.type === 'ids') process.send?.({ type: 'ids', ids: [...handler.runs.keys()] });
     if (message?.type === 'stop') void close().then(() => process.exit(0));

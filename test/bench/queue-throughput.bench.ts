@@ -1,7 +1,8 @@
 // Benchmark 5: queue mode. (a) The webhook route of a web-only instance (signature, envelope,
 // processed-check, job added to Redis) against a bare JSON route of the same app, with
-// autocannon. (b) End to end: 10,000 signed events through that route, drained by two worker
-// processes; the rate counts from the first request to the last handler run.
+// autocannon. (b) End to end: 10,000 signed events through that route (a web-only instance on
+// Fastify), drained by two worker processes; the rate counts from the first request to the last
+// handler run, and every event must have been handled exactly once.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -23,8 +24,13 @@ export interface QueueBenchSettings {
 interface Stats {
   handled: number;
   duplicates: number;
+  /** User CPU time of the process so far. */
   cpuMicros: number;
+  /** System CPU time of the process so far (mostly socket calls to Redis and HTTP). */
+  systemMicros: number;
 }
+
+const cpuOf = (s: Stats) => s.cpuMicros + s.systemMicros;
 
 function startApp(args: string[], redisUrl: string, keyPrefix: string): Promise<{ child: ChildProcess; url?: string }> {
   const child = fork(join(__dirname, 'queue-bench-app.js'), args, {
@@ -101,6 +107,7 @@ async function drain(redis: TestRedisServer, s: QueueBenchSettings): Promise<Ben
   const workers = apps.slice(1).map((a) => a.child);
   try {
     await sleep(500); // workers connected and polling
+    const cpuBefore = await Promise.all(apps.map((a) => ask<Stats>(a.child, 'stats')));
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     const result = await autocannon({
@@ -131,6 +138,9 @@ async function drain(redis: TestRedisServer, s: QueueBenchSettings): Promise<Ben
     }
     const drainedIn = seconds();
     const stats = await Promise.all(workers.map((w) => ask<Stats>(w, 'stats')));
+    const webStats = await ask<Stats>(web.child, 'stats');
+    const webCpu = (cpuOf(webStats) - cpuOf(cpuBefore[0]!)) / s.events;
+    const workerCpu = stats.reduce((n, st, i) => n + cpuOf(st) - cpuOf(cpuBefore[i + 1]!), 0) / s.events;
     const ids = await Promise.all(workers.map((w) => ask<{ ids: string[] }>(w, 'ids')));
     const distinct = new Set(ids.flatMap((x) => x.ids)).size;
     const runs = stats.reduce((n, st) => n + st.handled, 0);
@@ -141,6 +151,7 @@ async function drain(redis: TestRedisServer, s: QueueBenchSettings): Promise<Ben
       measured:
         `${fmt(s.events)} events: all acknowledged after ${fmt(acknowledgedIn, 2)} s (${fmt(result['2xx'] / acknowledgedIn)} acks/s), ` +
         `all handled after ${fmt(drainedIn, 2)} s; per worker ${stats.map((st) => fmt(st.handled)).join(' + ')}; ` +
+        `CPU (user + system) per event: web ${fmt(webCpu)} µs, workers ${fmt(workerCpu)} µs; ` +
         `handled once each: ${once ? 'yes' : `NO (2xx ${result['2xx']}, runs ${runs}, distinct ${distinct})`}`,
       figure: `${fmt(rate)} events/s`,
       target: '≥ 1,000 events/s',
