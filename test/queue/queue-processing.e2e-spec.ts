@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { PaymentQueueRegistry } from '../../lib/queue/payment-queue.registry.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -74,6 +75,30 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     events.push(envelope('payment.succeeded', { eventId: String(Date.now()) }));
     for (const e of events) expect(await postWebhook(q.url, e)).toMatchObject({ status: 200, json: { queued: true } });
     await waitFor('every event was handled', () => events.every((e) => q.handlers.count('done', e.eventId as string) === 1));
+  });
+
+  it('waits, without using attempts, while another instance holds the event (an inline instance on the same store)', async () => {
+    // e.g. during a migration from inline to queue mode: both share the store's claims
+    const inline = await startQueueApp(redis.url, { payment: { processing: 'inline', redisUrl: redis.url } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      inline.handlers.slowMs.set(id, 1500);
+      const inlineDelivery = postWebhook(inline.url, event);
+      await waitFor('the inline handler runs', () => inline.handlers.count('entered', id) === 1);
+      // the same event reaches the queue-mode instance while the inline handler holds the claim
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      expect(await inlineDelivery).toMatchObject({ status: 200, json: { received: true } });
+      // the worker polled the foreign claim (about 6 times, more than queueAttempts), then found it processed
+      const queue = q.app.get(PaymentQueueRegistry).require('default');
+      await waitFor('the job completed', async () => (await (await queue.queue.getJob(queue.jobId(id)))?.getState()) === 'completed');
+      expect(q.handlers.count('entered', id)).toBe(0);
+      expect(inline.handlers.count('done', id)).toBe(1);
+      expect(await q.deadLetters.get(id)).toBeUndefined();
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    } finally {
+      await inline.close();
+    }
   });
 
   it('still rejects bad signatures and envelopes before anything is queued', async () => {
