@@ -13,6 +13,7 @@ export type {
   PaymentEndpoints,
   PaymentEnvironment,
   PaymentModuleOptions,
+  PaymentProcessingMode,
   PaymentRateLimits,
   PaymentResponseFields,
   PaymentTokenResponseOptions,
@@ -143,3 +144,9 @@ export type {
   PaymentHealthIndicatorResult,
   PaymentHealthStatus,
 } from './health/payment-health.interface.js';
+
+// queue mode
+export { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
+export { PAYMENT_DEAD_LETTER_EVENT } from './queue/payment-dead-letter.interface.js';
+export type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './queue/payment-dead-letter.interface.js';
+export { BullMqMissingError } from './queue/payment-queue.errors.js';

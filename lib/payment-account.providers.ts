@@ -19,6 +19,7 @@ import {
   PAYMENT_MODULE_OPTIONS,
   PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
 } from './payment.constants.js';
+import { createPaymentQueueProviders } from './queue/payment-queue.providers.js';
 import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
 import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
 import { PaymentWebhookProcessor } from './webhooks/payment-webhook.processor.js';
@@ -67,6 +68,8 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     PaymentEventDispatcher,
     PaymentWebhookProcessor,
     ...createPaymentHealthProviders(),
+    // queue mode (null providers when the account processes inline)
+    ...createPaymentQueueProviders(),
     ...(route?.providers ?? []),
   ];
   const exports: PaymentAccountDefinition['exports'] = [optionsToken, clientToken, getWebhookEventStoreToken(account)];

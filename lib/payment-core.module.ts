@@ -6,13 +6,16 @@ import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.ac
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
 import { PaymentHealthProbes } from './health/payment-health-probe.registry.js';
 import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
+import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
+import { PaymentQueueRegistry } from './queue/payment-queue.registry.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
 /**
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
  * calls: the account registry, the handler registry and the explorer that fills it, and
- * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`. Imported (and re-exported) by each account's module.
+ * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`;
+ * in queue mode, the accounts' queues and the public `PaymentDeadLetterService`. Imported (and re-exported) by each account's module.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -26,7 +29,19 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     // health: the probes every account registers, and the public indicator that runs them
     PaymentHealthProbes,
     PaymentHealthIndicator,
+    // queue mode: the accounts' queues and the public dead-letter service
+    PaymentQueueRegistry,
+    PaymentDeadLetterService,
   ],
-  exports: [PaymentAccountRegistry, PaymentEventHandlerRegistry, PaymentRedisConnections, PaymentWebhookReceiver, PaymentHealthProbes, PaymentHealthIndicator],
+  exports: [
+    PaymentAccountRegistry,
+    PaymentEventHandlerRegistry,
+    PaymentRedisConnections,
+    PaymentWebhookReceiver,
+    PaymentHealthProbes,
+    PaymentHealthIndicator,
+    PaymentQueueRegistry,
+    PaymentDeadLetterService,
+  ],
 })
 export class PaymentCoreModule {}

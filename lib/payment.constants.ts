@@ -21,6 +21,10 @@ export const PAYMENT_ACCOUNT_OPTIONS = Symbol('nestjs-payment-gateway:account-op
 export const PAYMENT_ACCOUNT_CLIENT = Symbol('nestjs-payment-gateway:account-client');
 /** @internal this account's webhook event store */
 export const PAYMENT_ACCOUNT_STORE = Symbol('nestjs-payment-gateway:account-store');
+/** @internal this account's `PaymentEventQueue` in queue mode, `null` inline */
+export const PAYMENT_ACCOUNT_QUEUE = Symbol('nestjs-payment-gateway:account-queue');
+/** @internal this account's `PaymentEventWorker` in queue mode with a worker, else `null` */
+export const PAYMENT_ACCOUNT_WORKER = Symbol('nestjs-payment-gateway:account-worker');
 /** @internal where (and whether) this account's webhook route was registered */
 export const PAYMENT_WEBHOOK_ROUTE = Symbol('nestjs-payment-gateway:webhook-route');
 

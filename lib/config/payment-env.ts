@@ -22,6 +22,15 @@ export const PAYMENT_ENV_VARIABLES = {
   webhookLeaseMs: 'PAYMENT_WEBHOOK_LEASE_MS',
   webhookRetentionMs: 'PAYMENT_WEBHOOK_RETENTION_MS',
   reconcile: 'PAYMENT_RECONCILE',
+  processing: 'PAYMENT_PROCESSING',
+  queueRedisUrl: 'PAYMENT_QUEUE_REDIS_URL',
+  queueWorker: 'PAYMENT_QUEUE_WORKER',
+  queueConcurrency: 'PAYMENT_QUEUE_CONCURRENCY',
+  queueAttempts: 'PAYMENT_QUEUE_ATTEMPTS',
+  queueBackoffMs: 'PAYMENT_QUEUE_BACKOFF_MS',
+  queueDeadLetterRetentionMs: 'PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS',
+  queueShutdownTimeoutMs: 'PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS',
+  queueLockDurationMs: 'PAYMENT_QUEUE_LOCK_DURATION_MS',
 } as const;
 
 export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
@@ -31,9 +40,22 @@ export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
 
 /**
  * Settings of the app's infrastructure rather than of a merchant account: a named account
- * without its own variable uses the default account's (one `PAYMENT_REDIS_URL` for all).
+ * without its own variable uses the default account's (one `PAYMENT_REDIS_URL` for all, one
+ * `PAYMENT_QUEUE_WORKER=false` for a web-only instance).
  */
-const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>(['redisUrl', 'redisKeyPrefix']);
+const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>([
+  'redisUrl',
+  'redisKeyPrefix',
+  'processing',
+  'queueRedisUrl',
+  'queueWorker',
+  'queueConcurrency',
+  'queueAttempts',
+  'queueBackoffMs',
+  'queueDeadLetterRetentionMs',
+  'queueShutdownTimeoutMs',
+  'queueLockDurationMs',
+]);
 
 /** `PAYMENT_` for the default account, `PAYMENT_EU_` for `eu` (upper-cased, other characters → `_`). */
 export function paymentEnvPrefix(account: string = DEFAULT_PAYMENT_ACCOUNT): string {
@@ -89,14 +111,22 @@ const NUMERIC_ENV_KEYS: PaymentEnvOptionKey[] = [
   'maxRetries',
   'webhookLeaseMs',
   'webhookRetentionMs',
+  'queueConcurrency',
+  'queueAttempts',
+  'queueBackoffMs',
+  'queueDeadLetterRetentionMs',
+  'queueShutdownTimeoutMs',
+  'queueLockDurationMs',
 ];
+
+const BOOLEAN_ENV_KEYS: PaymentEnvOptionKey[] = ['reconcile', 'queueWorker'];
 
 /** Converts the env strings to the option types; unparsable text is kept so validation reports it. */
 export function parsePaymentEnv(env: PaymentEnvValues): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, text] of Object.entries(env) as [PaymentEnvOptionKey, string][]) {
     if (NUMERIC_ENV_KEYS.includes(key)) out[key] = fromEnvNumber(text);
-    else if (key === 'reconcile') out[key] = fromEnvBoolean(text);
+    else if (BOOLEAN_ENV_KEYS.includes(key)) out[key] = fromEnvBoolean(text);
     else out[key] = text;
   }
   return out;

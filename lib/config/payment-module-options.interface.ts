@@ -4,6 +4,13 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 export type PaymentEnvironment = 'sandbox' | 'live';
 
 /**
+ * Where an account's handlers run: `'inline'` inside the webhook request, `'queue'` in a
+ * BullMQ worker after the route has acknowledged the event.
+ * @publicApi
+ */
+export type PaymentProcessingMode = 'inline' | 'queue';
+
+/**
  * Paths and parameter names the service does not publish. Every one is an
  * assumption listed in the README; override any of them here.
  * @publicApi
@@ -139,6 +146,44 @@ export interface PaymentModuleOptions {
   memoryStoreMaxEntries?: number;
   /** Read `GET /payment/status` before payment handlers run and attach `canonicalStatus`. Env: `PAYMENT_RECONCILE`. @default false */
   reconcile?: boolean;
+  // --- queue mode (BullMQ) ---
+  /**
+   * `'inline'`: handlers run inside the webhook request, which is answered once they
+   * completed. `'queue'`: the route answers as soon as Redis holds the event and a BullMQ
+   * worker runs the handlers, with quick retries and a dead-letter set (needs the optional
+   * peers `bullmq` and `ioredis`). Env: `PAYMENT_PROCESSING`. @default 'inline'
+   */
+  processing?: PaymentProcessingMode;
+  /**
+   * Redis of the queue. In queue mode without `redisUrl` or `store`, the event store uses
+   * it too. Env: `PAYMENT_QUEUE_REDIS_URL`. @default redisUrl
+   */
+  queueRedisUrl?: string;
+  /** Run a worker for this account in this instance; `false` on web-only instances. Env: `PAYMENT_QUEUE_WORKER`. @default true */
+  queueWorker?: boolean;
+  /** Events one worker handles at the same time. Env: `PAYMENT_QUEUE_CONCURRENCY`. @default 10 */
+  queueConcurrency?: number;
+  /** Attempts per event (first run included) before it becomes a dead letter. Env: `PAYMENT_QUEUE_ATTEMPTS`. @default 10 */
+  queueAttempts?: number;
+  /**
+   * Delay before the first retry; it doubles with every further attempt (up to 20 % shorter,
+   * at random). With the defaults the last retry comes about 8.5 minutes after the first
+   * run. Env: `PAYMENT_QUEUE_BACKOFF_MS`. @default 1000
+   */
+  queueBackoffMs?: number;
+  /** How long a dead letter is kept before it is dropped. Env: `PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS`. @default 2592000000 (30 days) */
+  queueDeadLetterRetentionMs?: number;
+  /**
+   * At shutdown, how long running handlers may take to finish; those still running then are
+   * left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
+   */
+  queueShutdownTimeoutMs?: number;
+  /**
+   * Lock of a running event, renewed every half of it. A worker that died mid-handler has its
+   * events taken over after 1 to 1.5 times this (or once its store lease lapsed, whichever is
+   * later). Keep it above the longest event-loop stall you expect. Env: `PAYMENT_QUEUE_LOCK_DURATION_MS`. @default 30000
+   */
+  queueLockDurationMs?: number;
 }
 
 /** Options after env merge, defaults and validation: what every provider reads. @publicApi */
@@ -171,4 +216,14 @@ export interface ResolvedPaymentOptions {
   webhookRetentionMs: number;
   memoryStoreMaxEntries: number;
   reconcile: boolean;
+  processing: PaymentProcessingMode;
+  /** `queueRedisUrl`, else `redisUrl`; always set in queue mode. */
+  queueRedisUrl?: string;
+  queueWorker: boolean;
+  queueConcurrency: number;
+  queueAttempts: number;
+  queueBackoffMs: number;
+  queueDeadLetterRetentionMs: number;
+  queueShutdownTimeoutMs: number;
+  queueLockDurationMs: number;
 }

@@ -22,6 +22,15 @@ export const PAYMENT_OPTION_DEFAULTS = {
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,
   memoryStoreMaxEntries: 100_000,
   reconcile: false,
+  // queue mode: retries within seconds to minutes (1 s doubling, 10 attempts ≈ 8.5 min), not the service's hours
+  processing: 'inline',
+  queueWorker: true,
+  queueConcurrency: 10,
+  queueAttempts: 10,
+  queueBackoffMs: 1000,
+  queueDeadLetterRetentionMs: 30 * 24 * 60 * 60 * 1000,
+  queueShutdownTimeoutMs: 10_000,
+  queueLockDurationMs: 30_000,
 } as const;
 
 export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {

@@ -10,6 +10,7 @@ export function withRedactedSecrets(options: ResolvedPaymentOptions): ResolvedPa
     clientSecret: options.clientSecret === undefined ? undefined : REDACTED,
     webhookSecrets: options.webhookSecrets.map(() => REDACTED),
     redisUrl: options.redisUrl === undefined ? undefined : redactRedisUrl(options.redisUrl),
+    queueRedisUrl: options.queueRedisUrl === undefined ? undefined : redactRedisUrl(options.queueRedisUrl),
     store: options.store ? options.store.constructor?.name ?? 'custom store' : undefined,
   });
   Object.defineProperty(options, 'toJSON', { value: redacted, enumerable: false });

@@ -54,6 +54,15 @@ export function resolvePaymentOptions(
     webhookRetentionMs: pick('webhookRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
     memoryStoreMaxEntries: pick('memoryStoreMaxEntries') ?? PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries,
     reconcile: pick('reconcile') ?? PAYMENT_OPTION_DEFAULTS.reconcile,
+    processing: pick('processing') ?? PAYMENT_OPTION_DEFAULTS.processing,
+    queueRedisUrl: pick('queueRedisUrl'),
+    queueWorker: pick('queueWorker') ?? PAYMENT_OPTION_DEFAULTS.queueWorker,
+    queueConcurrency: pick('queueConcurrency') ?? PAYMENT_OPTION_DEFAULTS.queueConcurrency,
+    queueAttempts: pick('queueAttempts') ?? PAYMENT_OPTION_DEFAULTS.queueAttempts,
+    queueBackoffMs: pick('queueBackoffMs') ?? PAYMENT_OPTION_DEFAULTS.queueBackoffMs,
+    queueDeadLetterRetentionMs: pick('queueDeadLetterRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.queueDeadLetterRetentionMs,
+    queueShutdownTimeoutMs: pick('queueShutdownTimeoutMs') ?? PAYMENT_OPTION_DEFAULTS.queueShutdownTimeoutMs,
+    queueLockDurationMs: pick('queueLockDurationMs') ?? PAYMENT_OPTION_DEFAULTS.queueLockDurationMs,
   } satisfies Record<PaymentOptionsSchemaKey, unknown>);
 
   const problems = validatePaymentOptions(schema, explicit, account);
@@ -99,6 +108,15 @@ export function resolvePaymentOptions(
     webhookRetentionMs: schema.webhookRetentionMs,
     memoryStoreMaxEntries: schema.memoryStoreMaxEntries,
     reconcile: schema.reconcile,
+    processing: schema.processing as ResolvedPaymentOptions['processing'],
+    queueRedisUrl: schema.queueRedisUrl ?? schema.redisUrl,
+    queueWorker: schema.queueWorker,
+    queueConcurrency: schema.queueConcurrency,
+    queueAttempts: schema.queueAttempts,
+    queueBackoffMs: schema.queueBackoffMs,
+    queueDeadLetterRetentionMs: schema.queueDeadLetterRetentionMs,
+    queueShutdownTimeoutMs: schema.queueShutdownTimeoutMs,
+    queueLockDurationMs: schema.queueLockDurationMs,
   });
 }
 

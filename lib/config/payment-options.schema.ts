@@ -97,6 +97,45 @@ export class PaymentOptionsSchema {
 
   @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })
   reconcile!: boolean;
+
+  @IsIn(['inline', 'queue'], { message: "must be 'inline' or 'queue'" })
+  processing!: string;
+
+  @IsOptional()
+  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  queueRedisUrl?: string;
+
+  @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })
+  queueWorker!: boolean;
+
+  @IsInt({ message: 'must be a whole number' })
+  @Min(1, { message: 'must be at least 1' })
+  @Max(1000, { message: 'must be at most 1000' })
+  queueConcurrency!: number;
+
+  @IsInt({ message: 'must be a whole number' })
+  @Min(1, { message: 'must be at least 1' })
+  @Max(100, { message: 'must be at most 100' })
+  queueAttempts!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(0, { message: 'must be 0 or more' })
+  @Max(3_600_000, { message: 'must be at most 3600000 ms (one hour)' })
+  queueBackoffMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms' })
+  queueDeadLetterRetentionMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(0, { message: 'must be 0 or more' })
+  @Max(600_000, { message: 'must be at most 600000 ms' })
+  queueShutdownTimeoutMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms' })
+  @Max(600_000, { message: 'must be at most 600000 ms' })
+  queueLockDurationMs!: number;
 }
 
 export type PaymentOptionsSchemaKey = keyof PaymentOptionsSchema;

@@ -102,6 +102,14 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
   if (typeof schema.redisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.redisUrl) && !URL.canParse(schema.redisUrl)) {
     problems.push(`${describe('redisUrl')} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
   }
+  if (typeof schema.queueRedisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.queueRedisUrl) && !URL.canParse(schema.queueRedisUrl)) {
+    problems.push(`${describe('queueRedisUrl')} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
+  }
+  if (schema.processing === 'queue' && schema.queueRedisUrl === undefined && schema.redisUrl === undefined) {
+    problems.push(
+      `${describe('queueRedisUrl')} or ${describe('redisUrl')} is required when processing is 'queue': the queue lives in Redis`,
+    );
+  }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }

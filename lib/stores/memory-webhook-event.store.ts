@@ -124,6 +124,13 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     if (entry && entry.token === claimToken) this.#entries.delete(key);
   }
 
+  /** Reads without touching the LRU order: a read is not a use. */
+  async isProcessed(key: string): Promise<boolean> {
+    assertKey(key);
+    const entry = this.#entries.get(key);
+    return entry !== undefined && entry.token === undefined && entry.expiresAt > this.#now();
+  }
+
   async close(): Promise<void> {
     this.#entries.clear();
     this.#cursor = this.#entries.entries();

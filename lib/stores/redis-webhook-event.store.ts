@@ -69,6 +69,9 @@ return 0`;
 // A round trip and nothing else (the key is not touched).
 const PING_SCRIPT = `return redis.call('PING')`;
 
+// Read-only: 1 when the key is marked processed.
+const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
+
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
@@ -202,6 +205,12 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   /** One round trip to Redis (health checks); rejects with `WebhookStoreUnavailableError` like every operation. */
   async ping(): Promise<void> {
     await this.#run('ping', PING_SCRIPT, `${this.keyPrefix}ping`);
+  }
+
+  /** Whether `key` is marked processed; never claims it. */
+  async isProcessed(key: string): Promise<boolean> {
+    assertKey(key);
+    return (await this.#run('read', IS_PROCESSED_SCRIPT, this.keyPrefix + key)) === 1;
   }
 
   /** Quits the connection if this store opened it; a client passed in is left open. */

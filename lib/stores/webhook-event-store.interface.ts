@@ -30,6 +30,12 @@ export interface WebhookEventStore {
    * cannot be reached. A store without it is reported up.
    */
   ping?(): Promise<unknown>;
+  /**
+   * Optional: whether `key` is recorded as processed, without claiming it (a live claim is
+   * not processed). Queue mode reads it to answer a copy of a handled event as a duplicate
+   * before queueing it; without it such copies are queued and the worker drops them.
+   */
+  isProcessed?(key: string): Promise<boolean>;
   /** Optional: close connections on module shutdown. */
   close?(): Promise<void>;
 }

@@ -13,12 +13,14 @@ const storesCreatedByModule = new WeakSet<WebhookEventStore>();
 
 /**
  * The store the options ask for: `store` wins, else `redisUrl` (on the app's shared
- * connection for that URL when `connections` is given), else memory.
+ * connection for that URL when `connections` is given), else, in queue mode, the queue's
+ * Redis (web and worker instances must share the claims), else memory.
  */
 export function createWebhookEventStore(options: ResolvedPaymentOptions, connections?: PaymentRedisConnections): WebhookEventStore {
   if (options.store) return options.store;
-  const store = options.redisUrl
-    ? new RedisWebhookEventStore(connections ? connections.client(options.redisUrl) : options.redisUrl, {
+  const redisUrl = options.redisUrl ?? (options.processing === 'queue' ? options.queueRedisUrl : undefined);
+  const store = redisUrl
+    ? new RedisWebhookEventStore(connections ? connections.client(redisUrl) : redisUrl, {
         keyPrefix: options.redisKeyPrefix,
       })
     : new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });

@@ -13,6 +13,7 @@ const OUTCOME_BY_CODE: Readonly<Record<string, PaymentWebhookOutcome>> = {
   [PaymentWebhookErrorCode.EVENT_IN_FLIGHT]: 'in_flight',
   [PaymentWebhookErrorCode.STORE_UNAVAILABLE]: 'unavailable',
   [PaymentWebhookErrorCode.RECONCILIATION_FAILED]: 'unavailable',
+  [PaymentWebhookErrorCode.QUEUE_UNAVAILABLE]: 'unavailable',
   [PaymentWebhookErrorCode.HANDLER_FAILED]: 'failed',
 };
 

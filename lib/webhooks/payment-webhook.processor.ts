@@ -1,11 +1,12 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher, prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
@@ -26,6 +27,8 @@ export interface PaymentWebhookAck {
   duplicate?: true;
   /** Signed for the other environment (a sandbox event on a live account, or the reverse): acknowledged, not dispatched. */
   ignored?: 'environment';
+  /** Queue mode: the event is in the queue; a worker runs the handlers. */
+  queued?: true;
 }
 
 const RECEIVED: PaymentWebhookAck = Object.freeze({ received: true });
@@ -42,7 +45,7 @@ const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
  * One account's webhook pipeline: verify → deduplicate → dispatch, in one call per delivery.
  * Every rejection is a `PaymentWebhookHttpException` carrying `{ statusCode, code, message }`,
  * thrown so the host's global exception filter sees it; 2xx only when the handlers completed
- * (or had completed for an earlier delivery).
+ * (or had completed for an earlier delivery), or in queue mode once Redis holds the event.
  */
 @Injectable()
 export class PaymentWebhookProcessor implements OnModuleDestroy {
@@ -59,6 +62,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     @Inject(PAYMENT_ACCOUNT_STORE) store: WebhookEventStore,
     private readonly dispatcher: PaymentEventDispatcher,
     accounts: PaymentAccountRegistry,
+    @Optional() @Inject(PAYMENT_ACCOUNT_QUEUE) private readonly queue?: PaymentEventQueue | null,
   ) {
     this.account = options.account;
     this.live = options.environment === 'live';
@@ -96,21 +100,26 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
    */
   private async answer(event: AnyPaymentEvent, startedAt: number, span?: Span): Promise<PaymentWebhookAck> {
     let outcome: PaymentWebhookOutcome;
+    let ack: PaymentWebhookAck;
     try {
       if (this.isFromOtherEnvironment(event)) {
         this.warnOtherEnvironment(event);
-        outcome = 'ignored';
+        [outcome, ack] = ['ignored', OTHER_ENVIRONMENT];
+      } else if (this.queue) {
+        // queue mode: answered once Redis holds the event; a worker runs the handlers
+        ack = await this.queue.enqueue(event);
+        outcome = ack.duplicate ? 'duplicate' : 'queued';
       } else {
         const key = webhookEventKey(this.account, event.eventId);
         const result = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
-        outcome = result === ALREADY_PROCESSED ? 'duplicate' : 'handled';
+        [outcome, ack] = result === ALREADY_PROCESSED ? ['duplicate', DUPLICATE] : ['handled', RECEIVED];
       }
     } catch (error) {
       this.telemetry.failed(event, error, startedAt, span);
       throw error;
     }
     this.telemetry.answered(event, outcome, startedAt, span);
-    return outcome === 'handled' ? RECEIVED : outcome === 'duplicate' ? DUPLICATE : OTHER_ENVIRONMENT;
+    return ack;
   }
 
   /**

@@ -17,7 +17,7 @@ export interface ThroughputSettings {
   warmupSeconds: number;
 }
 
-interface Round {
+export interface Round {
   rps: number;
   /** App-process user CPU time per answered request, in µs: capacity, insensitive to the load generator. */
   cpuPerRequest: number;
@@ -30,7 +30,7 @@ interface Round {
 let sequence = 0;
 
 /** A fresh, signed, unique event per request: the module route never sees a duplicate. */
-function signedEvent(): { body: string; signature: string } {
+export function signedEvent(): { body: string; signature: string } {
   sequence++;
   const body = JSON.stringify({
     eventId: `evt_bench_${process.pid}_${sequence}`,
@@ -51,7 +51,7 @@ function signedEvent(): { body: string; signature: string } {
   return { body, signature: createWebhookSignatureHeader(body, BENCH_WEBHOOK_SECRET) };
 }
 
-async function load(url: string, path: string, seconds: number, connections: number): Promise<Round> {
+export async function load(url: string, path: string, seconds: number, connections: number): Promise<Round> {
   // Both routes get the same client-side work (new body + signature per request).
   const result = await autocannon({
     url,

@@ -10,18 +10,29 @@ export interface TestRedisServer {
   /** `redis://127.0.0.1:<port>` */
   url: string;
   port: number;
-  /** Stops the server (no data is kept). Safe to call twice. */
+  /** Stops the server (its data is kept only with `appendOnly`). Safe to call twice. */
   stop(): Promise<void>;
-  /** Starts it again on the same port, empty, after `stop()`. */
+  /** Starts it again on the same port after `stop()`: empty, or with its data when started with `appendOnly`. */
   restart(): Promise<void>;
+}
+
+export interface TestRedisServerOptions {
+  /**
+   * Persist every write to an append-only file (`appendfsync always`) kept across
+   * `stop()`/`restart()`, so a restarted server has its data back. @default false
+   */
+  appendOnly?: boolean;
 }
 
 const READY_TIMEOUT_MS = 15_000;
 
 // Servers a test forgot to stop must not outlive the test process.
 const running = new Set<ChildProcess>();
+// Data dirs of append-only servers outlive stop() (restart reads them back).
+const persistentDirs = new Set<string>();
 process.once('exit', () => {
   for (const proc of running) proc.kill('SIGKILL');
+  for (const dir of persistentDirs) rmSync(dir, { recursive: true, force: true });
 });
 
 function findRedisServerBinary(): string {
@@ -80,24 +91,26 @@ function ping(port: number): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function startRedisServer(): Promise<TestRedisServer> {
+export async function startRedisServer(options: TestRedisServerOptions = {}): Promise<TestRedisServer> {
   const binary = findRedisServerBinary();
   const port = await freeLoopbackPort();
+  const persistentDir = options.appendOnly ? mkdtempSync(join(tmpdir(), 'pg-redis-aof-')) : undefined;
+  if (persistentDir) persistentDirs.add(persistentDir);
   let dir: string | undefined;
   let child: ChildProcess | undefined;
   let output = '';
 
   const launch = async (): Promise<void> => {
     output = '';
-    // a fresh scratch dir per run, removed on stop (nothing is persisted anyway)
-    dir = mkdtempSync(join(tmpdir(), 'pg-redis-'));
+    // a fresh scratch dir per run, removed on stop (nothing is persisted), unless append-only
+    dir = persistentDir ?? mkdtempSync(join(tmpdir(), 'pg-redis-'));
     const proc = spawn(
       binary,
       [
         '--port', String(port),
         '--bind', '127.0.0.1',
         '--save', '',
-        '--appendonly', 'no',
+        ...(persistentDir ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
         '--dir', dir,
         '--daemonize', 'no',
         '--loglevel', 'warning',
@@ -136,7 +149,7 @@ export async function startRedisServer(): Promise<TestRedisServer> {
         proc.kill('SIGTERM');
       });
     }
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
     dir = undefined;
   };
 

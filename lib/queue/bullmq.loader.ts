@@ -1,0 +1,97 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { BullMqMissingError } from './payment-queue.errors.js';
+
+/*
+ * The part of BullMQ the queue mode uses, typed structurally: `bullmq` is an optional peer,
+ * so the package's declarations must not depend on its types.
+ */
+
+/** Options of one job (see BullMQ's `JobsOptions`). */
+export interface BullJobOptions {
+  jobId?: string;
+  attempts?: number;
+  backoff?: { type: 'exponential' | 'fixed'; delay: number; jitter?: number };
+  removeOnComplete?: boolean | number | { age?: number; count?: number };
+  removeOnFail?: boolean | number | { age?: number; count?: number };
+  stackTraceLimit?: number;
+}
+
+export interface BullJob<T> {
+  readonly id?: string;
+  readonly name: string;
+  readonly data: T;
+  readonly opts: BullJobOptions;
+  /** Finished attempts (failed ones, plus the completing one). */
+  readonly attemptsMade: number;
+  readonly failedReason?: string;
+  /** Time the job was added, epoch ms. */
+  readonly timestamp: number;
+  /** Set when the job reached the completed or failed set. */
+  readonly finishedOn?: number;
+  getState(): Promise<string>;
+  retry(state?: 'failed' | 'completed', opts?: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean }): Promise<void>;
+  remove(): Promise<void>;
+  /** Puts the running job back in the delayed set without using an attempt. */
+  moveToDelayed(timestamp: number, token?: string): Promise<void>;
+}
+
+export interface BullQueue<T> {
+  readonly name: string;
+  add(name: string, data: T, opts?: BullJobOptions): Promise<BullJob<T>>;
+  getJob(jobId: string): Promise<BullJob<T> | undefined>;
+  /** Failed jobs, newest first; `end` inclusive. */
+  getFailed(start?: number, end?: number): Promise<Array<BullJob<T> | undefined>>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  close(): Promise<void>;
+}
+
+export interface BullWorker<T> {
+  on(event: 'completed', listener: (job: BullJob<T>) => void): unknown;
+  on(event: 'failed', listener: (job: BullJob<T> | undefined, error: Error) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Stops fetching; without `doNotWaitActive`, resolves once running jobs finished (and the blocking connection is back). */
+  pause(doNotWaitActive?: boolean): Promise<void>;
+  /** `force`: return at once, leaving running jobs to the stalled-job check of other workers. */
+  close(force?: boolean): Promise<void>;
+}
+
+export type BullProcessor<T> = (job: BullJob<T>, token?: string) => Promise<unknown>;
+
+export interface BullMqModule {
+  Queue: new <T>(name: string, opts: Record<string, unknown>) => BullQueue<T>;
+  Worker: new <T>(name: string, processor: BullProcessor<T>, opts: Record<string, unknown>) => BullWorker<T>;
+  /** Thrown by a processor that moved its job to the delayed set itself. */
+  DelayedError: new (message?: string) => Error;
+}
+
+/**
+ * Loads `bullmq` (and checks for `ioredis`, an optional peer of bullmq 6 it needs) only
+ * when an account runs in queue mode, so the inline mode works without either. The
+ * compiled package is CommonJS (`require` exists); the ESM test run has no `require`, so
+ * it falls back to resolving from the working directory.
+ * @internal `moduleNames` is for tests
+ */
+export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { bullmq: 'bullmq', ioredis: 'ioredis' }): BullMqModule {
+  const load: NodeJS.Require = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
+  const missing: string[] = [];
+  let cause: unknown;
+  let mod: any;
+  for (const name of [moduleNames.ioredis, moduleNames.bullmq]) {
+    try {
+      if (name === moduleNames.ioredis) load.resolve(name);
+      else mod = load(name);
+    } catch (error) {
+      // only the package itself missing; a broken install inside it surfaces as is
+      const notFound = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
+      if (!notFound || !String((error as Error).message).includes(`'${name}'`)) throw error;
+      missing.push(name);
+      cause ??= error;
+    }
+  }
+  if (missing.length > 0) throw new BullMqMissingError(missing, { cause });
+  if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function') {
+    throw new BullMqMissingError([moduleNames.bullmq]);
+  }
+  return mod as BullMqModule;
+}

@@ -1,0 +1,43 @@
+import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
+import { PAYMENT_EVENT_NAMESPACE } from '../payment.constants.js';
+
+/**
+ * Name of the EventEmitter2 event emitted (with a `PaymentDeadLetter`) when an event used
+ * its last attempt and became a dead letter, in the worker process that ran that attempt.
+ * @publicApi
+ */
+export const PAYMENT_DEAD_LETTER_EVENT = `${PAYMENT_EVENT_NAMESPACE}.dead-letter`;
+
+/**
+ * An event whose handlers failed on every attempt in queue mode. It is kept, payload
+ * included, until it is replayed, discarded, or older than `queueDeadLetterRetentionMs`.
+ * @publicApi
+ */
+export interface PaymentDeadLetter {
+  /** The merchant account that received the event. */
+  account: string;
+  eventId: string;
+  eventType: string;
+  /** The verified webhook body as received (without the fields the module sets). */
+  event: PaymentEventEnvelope;
+  /** Attempts made, the first run included. */
+  attempts: number;
+  /** Message of the error of the last attempt. */
+  lastError: string;
+  /** When the webhook route accepted the event. */
+  receivedAt: Date;
+  /** When the last attempt failed. */
+  failedAt: Date;
+  /** When the dead letter is dropped unless replayed or discarded before. */
+  expiresAt: Date;
+}
+
+/** Which dead letters `PaymentDeadLetterService.list()` returns, newest first. @publicApi */
+export interface PaymentDeadLetterListOptions {
+  /** The merchant account. @default 'default' */
+  account?: string;
+  /** Dead letters skipped from the newest. @default 0 */
+  offset?: number;
+  /** Most dead letters returned, 1 to 1000. @default 50 */
+  limit?: number;
+}

@@ -1,0 +1,100 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
+import type { PaymentEventQueue } from './payment-event-queue.js';
+import { deadLetterRetentionMs, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
+import { PaymentQueueRegistry } from './payment-queue.registry.js';
+
+const DEFAULT_LIST_LIMIT = 50;
+const MAX_LIST_LIMIT = 1000;
+const MAX_EVENT_ID_LENGTH = 512;
+
+/**
+ * The dead letters of queue-mode accounts: events whose handlers failed on every attempt.
+ * Inject it anywhere `PaymentModule` is imported, e.g. behind an admin route or from a REPL
+ * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method takes the account
+ * last (default: the default account); an account without `processing: 'queue'` is a
+ * `PaymentConfigurationError`. Methods reject with the Redis client's error when Redis
+ * cannot be reached.
+ * @publicApi
+ */
+@Injectable()
+export class PaymentDeadLetterService {
+  private readonly logger = new Logger('PaymentQueue');
+
+  constructor(private readonly queues: PaymentQueueRegistry) {}
+
+  /** Dead letters of one account, newest first. */
+  async list(options: PaymentDeadLetterListOptions = {}): Promise<PaymentDeadLetter[]> {
+    const offset = options.offset ?? 0;
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError('PaymentDeadLetterService.list: offset must be a whole number, 0 or more');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new RangeError(`PaymentDeadLetterService.list: limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+    }
+    const queue = this.queues.require(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
+    const jobs = await queue.queue.getFailed(offset, offset + limit - 1);
+    const now = Date.now();
+    return jobs
+      .filter((job): job is PaymentEventJob => job !== undefined && isEventJob(job))
+      .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs))
+      .filter((letter) => letter.expiresAt.getTime() > now);
+  }
+
+  /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
+  async get(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentDeadLetter | undefined> {
+    const queue = this.queues.require(account);
+    const job = await this.deadJob(queue, eventId);
+    return job === undefined ? undefined : toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs);
+  }
+
+  /**
+   * Runs the event again through the queue, with a fresh set of attempts: a worker claims it
+   * and runs its handlers once (if they fail again, it becomes a dead letter again).
+   * Resolves `false` when `eventId` is not a dead letter (never was, already replayed,
+   * discarded or expired).
+   */
+  async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
+    const queue = this.queues.require(account);
+    const job = await this.deadJob(queue, eventId);
+    if (job === undefined) return false;
+    try {
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    } catch (error) {
+      // a concurrent replay or discard won the race
+      if ((await job.getState()) !== 'failed') return false;
+      throw error;
+    }
+    this.logger.log(`Dead letter ${eventId} (account ${account}) replayed: back in the queue`);
+    return true;
+  }
+
+  /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
+  async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
+    const queue = this.queues.require(account);
+    const job = await this.deadJob(queue, eventId);
+    if (job === undefined) return false;
+    await job.remove();
+    this.logger.log(`Dead letter ${eventId} (account ${account}) discarded`);
+    return true;
+  }
+
+  /** The failed, unexpired job of `eventId`. */
+  private async deadJob(queue: PaymentEventQueue, eventId: string): Promise<PaymentEventJob | undefined> {
+    if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID_LENGTH) {
+      throw new TypeError(`PaymentDeadLetterService: eventId must be a string of 1 to ${MAX_EVENT_ID_LENGTH} characters`);
+    }
+    const job = await queue.queue.getJob(queue.jobId(eventId));
+    if (job === undefined || !isEventJob(job) || job.data.event.eventId !== eventId) return undefined;
+    if ((await job.getState()) !== 'failed') return undefined;
+    const failedAt = job.finishedOn ?? job.timestamp;
+    if (failedAt + deadLetterRetentionMs(job, queue.options.queueDeadLetterRetentionMs) <= Date.now()) return undefined;
+    return job;
+  }
+}
+
+/** A job this module wrote (a foreign job in the same queue is never reported or moved). */
+function isEventJob(job: PaymentEventJob): boolean {
+  const data = job.data as Partial<PaymentEventJob['data']> | undefined;
+  return data?.v === 1 && typeof data.event?.eventId === 'string';
+}

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
+import type { AnyPaymentEvent, PaymentEventEnvelope } from '../events/payment-event.types.js';
+import type { BullJob } from './bullmq.loader.js';
+import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
+
+/** What one job carries: the verified event as received, and when and for whom it was received. */
+export interface PaymentEventJobData {
+  /** Layout version of this record, so a later release can read jobs queued by this one. */
+  v: 1;
+  account: string;
+  /** The verified webhook body (JSON) without module fields. */
+  event: PaymentEventEnvelope;
+  /** ISO 8601 time the route accepted the event. */
+  receivedAt: string;
+}
+
+export type PaymentEventJob = BullJob<PaymentEventJobData>;
+
+/**
+ * The job id of an event: the same for every copy of it, so a duplicate delivery finds the
+ * existing job instead of adding one. A hash of account and `eventId`: BullMQ refuses ids
+ * with ':' (but exactly two) and integer ids, and an `eventId` may be either.
+ */
+export function paymentEventJobId(account: string, eventId: string): string {
+  return `evt-${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
+}
+
+export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, receivedAt: Date): PaymentEventJobData {
+  return { v: 1, account, event, receivedAt: receivedAt.toISOString() };
+}
+
+/** The event handlers receive: a fresh copy of the stored body with the module fields set. */
+export function toReceivedPaymentEvent(data: PaymentEventJobData): AnyPaymentEvent {
+  const event = structuredClone(data.event) as AnyPaymentEvent;
+  return prepareReceivedEvent(event, data.account, new Date(data.receivedAt));
+}
+
+/** Milliseconds a failed job is kept: its own `removeOnFail` age, else `fallbackMs`. */
+export function deadLetterRetentionMs(job: PaymentEventJob, fallbackMs: number): number {
+  const removeOnFail = job.opts.removeOnFail;
+  const age = typeof removeOnFail === 'object' && removeOnFail !== null ? removeOnFail.age : undefined;
+  return typeof age === 'number' ? age * 1000 : fallbackMs;
+}
+
+export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): PaymentDeadLetter {
+  const data = job.data;
+  const failedAt = new Date(job.finishedOn ?? job.timestamp);
+  return {
+    account: data.account,
+    eventId: data.event.eventId,
+    eventType: data.event.eventType,
+    event: data.event,
+    attempts: job.attemptsMade,
+    lastError: job.failedReason ?? '',
+    receivedAt: new Date(data.receivedAt),
+    failedAt,
+    expiresAt: new Date(failedAt.getTime() + deadLetterRetentionMs(job, retentionMs)),
+  };
+}

@@ -1,0 +1,134 @@
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { redactRedisUrlIn } from '../config/redact-url.js';
+import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import type { RedisClientLike } from '../stores/redis-webhook-event.store.js';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
+import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
+import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
+import type { BullMqModule, BullQueue } from './bullmq.loader.js';
+import { type PaymentEventJobData, paymentEventJobId, toPaymentEventJobData } from './payment-event-job.js';
+import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
+import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
+
+const QUEUED: PaymentWebhookAck = Object.freeze({ received: true, queued: true });
+const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
+
+/**
+ * Longest time the route waits for Redis to hold an event (the processed-check included)
+ * before answering 503: the service then retries, and a late write is harmless because
+ * every copy of an event has the same job id.
+ */
+export const ENQUEUE_TIMEOUT_MS = 2000;
+
+/**
+ * One account's queue, producer side: the webhook route hands verified events to it, the
+ * dead-letter service reads and moves its failed jobs. Runs on the app's fail-fast Redis
+ * connection for the queue URL (no offline queue: a command fails at once while Redis is
+ * down), so an event is acknowledged only once Redis has it.
+ */
+export class PaymentEventQueue implements OnApplicationShutdown {
+  readonly account: string;
+  readonly queue: BullQueue<PaymentEventJobData>;
+  private readonly logger = new Logger('PaymentQueue');
+  private readonly redact: (text: string) => string;
+  private outageLogged = false;
+  private closed = false;
+
+  constructor(
+    bull: BullMqModule,
+    readonly options: ResolvedPaymentOptions,
+    private readonly store: WebhookEventStore,
+    connection: RedisClientLike,
+  ) {
+    this.account = options.account;
+    const url = options.queueRedisUrl ?? '';
+    this.redact = (text) => redactRedisUrlIn(text, url);
+    const layout = paymentQueueLayout(options);
+    this.queue = new bull.Queue<PaymentEventJobData>(layout.name, {
+      connection,
+      prefix: layout.prefix,
+      defaultJobOptions: paymentEventJobOptions(options),
+    });
+    // without a listener BullMQ prints every connection error; the route reports outages itself
+    this.queue.on('error', () => undefined);
+  }
+
+  /** The job id of `eventId` in this account's queue. */
+  jobId(eventId: string): string {
+    return paymentEventJobId(this.account, eventId);
+  }
+
+  /**
+   * Answers a verified delivery: `{ received, duplicate }` when the event store says it was
+   * processed, else `{ received, queued }` once Redis acknowledged the job (a copy of an
+   * event already queued finds its job and adds nothing).
+   * @throws PaymentWebhookHttpException 503 `WEBHOOK_QUEUE_UNAVAILABLE` when Redis did not
+   *   acknowledge within two seconds; nothing was accepted.
+   */
+  async enqueue(event: AnyPaymentEvent, receivedAt: Date = new Date()): Promise<PaymentWebhookAck> {
+    const deadline = Date.now() + ENQUEUE_TIMEOUT_MS;
+    if (await this.processedBefore(event.eventId)) return DUPLICATE;
+    const data = toPaymentEventJobData(this.account, event, receivedAt);
+    const add = this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not acknowledge the job within ${ENQUEUE_TIMEOUT_MS} ms`)),
+        Math.max(0, deadline - Date.now()),
+      );
+    });
+    try {
+      await Promise.race([add, timeout]);
+    } catch (error) {
+      this.reportOutage(error);
+      throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));
+    } finally {
+      clearTimeout(timer);
+    }
+    if (this.outageLogged) {
+      this.outageLogged = false;
+      this.logger.log(`The event queue of account ${this.account} accepts events again`);
+    }
+    return QUEUED;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      // the shared connection stays open: the module's connections close after this
+      await this.queue.close();
+    } catch (error) {
+      this.logger.warn(`Closing the event queue of account ${this.account} failed: ${this.describe(error)}`);
+    }
+  }
+
+  /**
+   * The store's non-claiming read. A store without it, or one that cannot answer, means
+   * "queue it": the worker claims the event before running handlers, so a copy of a handled
+   * event is dropped there.
+   */
+  private async processedBefore(eventId: string): Promise<boolean> {
+    if (this.store.isProcessed === undefined) return false;
+    try {
+      return await this.store.isProcessed(webhookEventKey(this.account, eventId));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Once per outage: a flood of deliveries must not flood the log. */
+  private reportOutage(error: unknown): void {
+    if (this.outageLogged) return;
+    this.outageLogged = true;
+    this.logger.error(
+      `The event queue of account ${this.account} is unavailable; webhooks are answered 503 (the service retries): ${this.describe(error)}`,
+    );
+  }
+
+  private describe(error: unknown): string {
+    return this.redact(error instanceof Error ? error.message : String(error));
+  }
+}

@@ -1,0 +1,236 @@
+import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import type { EventEmitter2 } from '@nestjs/event-emitter';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { redactRedisUrlIn } from '../config/redact-url.js';
+import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
+import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { type WebhookDeduplicationSettings, WebhookDeduplicator } from '../webhooks/webhook-deduplicator.js';
+import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
+import type { BullMqModule, BullWorker } from './bullmq.loader.js';
+import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
+import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
+import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
+
+/** Renewal of a running claim stops after 15 minutes, as on the inline route. */
+const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
+/** The same Redis error is logged at most this often while it lasts. */
+const ERROR_LOG_INTERVAL_MS = 30_000;
+
+/**
+ * One account's BullMQ worker, started at application bootstrap (after the handlers were
+ * discovered) where `queueWorker` is on. Each job runs the inline route's pipeline:
+ * claim the event in the `WebhookEventStore` (same key, same exactly-once contract) →
+ * reconciliation and handlers through the account's dispatcher → completion recorded.
+ *
+ * - Handlers failed: the claim is released and the attempt fails; BullMQ retries with
+ *   exponential backoff, and after the last attempt the job stays in the failed set: a dead
+ *   letter, logged and emitted as `payment-gateway.dead-letter` on the host's EventEmitter2.
+ * - Processed before: the job completes without running handlers.
+ * - Claimed elsewhere (a worker that died mid-handler, until its lease lapses; an inline
+ *   instance sharing the store): the job waits in the delayed set without using an attempt.
+ * - Worker killed: BullMQ's stalled-job check hands the job to another worker once the lock
+ *   lapsed; the store claim keeps the handlers single as long as they are idempotent by eventId.
+ */
+export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('PaymentQueue');
+  private readonly account: string;
+  private readonly deduplicator: WebhookDeduplicator;
+  private readonly claims: WebhookDeduplicationSettings;
+  private readonly inFlightDelayMs: number;
+  private readonly redact: (text: string) => string;
+  private readonly lastErrorLog = new Map<string, number>();
+  private worker: BullWorker<PaymentEventJobData> | undefined;
+  /**
+   * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
+   * 'completed' or 'failed') after the processor settled.
+   */
+  private readonly inFlight = new Map<string, { recorded: Promise<void>; resolve: () => void }>();
+  private stopped = false;
+
+  constructor(
+    private readonly bull: BullMqModule,
+    private readonly options: ResolvedPaymentOptions,
+    store: WebhookEventStore,
+    private readonly dispatcher: PaymentEventDispatcher,
+    private readonly eventEmitter?: EventEmitter2,
+  ) {
+    this.account = options.account;
+    this.deduplicator = new WebhookDeduplicator(store, this.logger);
+    this.claims = {
+      leaseMs: options.webhookLeaseMs,
+      retentionMs: options.webhookRetentionMs,
+      completeAttempts: 3,
+      maxLeaseRenewalMs: MAX_LEASE_RENEWAL_MS,
+    };
+    // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
+    this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
+    const url = options.queueRedisUrl ?? '';
+    this.redact = (text) => redactRedisUrlIn(text, url);
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.worker !== undefined || this.stopped) return;
+    const worker = new this.bull.Worker<PaymentEventJobData>(
+      paymentQueueLayout(this.options).name,
+      (job, token) => this.process(job, token),
+      paymentWorkerOptions(this.options),
+    );
+    worker.on('completed', (job) => this.recorded(job));
+    worker.on('failed', (job, error) => this.onFailed(job, error));
+    worker.on('error', (error) => this.onError(error));
+    this.worker = worker;
+  }
+
+  /**
+   * Stops taking jobs (a fetch already under way may still bring one, which runs like the
+   * others) and lets running ones finish for up to `queueShutdownTimeoutMs`, their outcome
+   * recorded. Jobs still running then are given up: their lock and their claim are no longer renewed,
+   * and another worker takes them over once both lapsed (so a handler that is still running
+   * here, in a process that does not exit, may run again elsewhere).
+   */
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker === undefined) return;
+    // Stop fetching at once (pause(false) and close(false) would also wait on the blocking
+    // connection, forever while Redis is down).
+    await worker.pause(true).catch(() => undefined);
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        resolve();
+      }, this.options.queueShutdownTimeoutMs);
+    });
+    // a job fetched just before the pause may start after the first look
+    while (this.inFlight.size > 0 && !timedOut) {
+      await Promise.race([Promise.all([...this.inFlight.values()].map((job) => job.recorded)), deadline]);
+    }
+    clearTimeout(timer);
+    if (timedOut) {
+      this.logger.warn(
+        `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
+          'leaving their events to another worker',
+      );
+    }
+    try {
+      // Forced: every outcome is recorded (or given up), so nothing is left to wait for.
+      await worker.close(true);
+    } catch (error) {
+      this.logger.warn(`Closing the worker of account ${this.account} failed: ${this.describe(error)}`);
+    }
+    // Claims of handlers left running are no longer renewed: this instance gives up their
+    // events, which another worker takes over once lock and lease lapsed.
+    this.deduplicator.close();
+  }
+
+  /** Runs one job, tracked until its outcome is recorded in Redis. */
+  private process(job: PaymentEventJob, token?: string): Promise<void> {
+    const id = job.id ?? '';
+    let resolve!: () => void;
+    const entry = { recorded: new Promise<void>((r) => (resolve = r)), resolve: () => resolve() };
+    this.inFlight.set(id, entry);
+    const run = this.run(job, token);
+    // BullMQ records an outcome within moments; one it could not record (its lock was lost)
+    // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
+    const forget = () => {
+      setTimeout(() => {
+        if (this.inFlight.get(id) === entry) this.recorded(job);
+      }, this.options.queueLockDurationMs).unref();
+    };
+    run.then(forget, forget);
+    return run;
+  }
+
+  /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
+  private recorded(job: PaymentEventJob | undefined): void {
+    const id = job?.id ?? '';
+    this.inFlight.get(id)?.resolve();
+    this.inFlight.delete(id);
+  }
+
+  private async run(job: PaymentEventJob, token?: string): Promise<void> {
+    const event = toReceivedPaymentEvent(job.data);
+    try {
+      await this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+    } catch (error) {
+      if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
+        await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
+        this.recorded(job);
+        throw new this.bull.DelayedError();
+      }
+      throw attemptError(error);
+    }
+  }
+
+  private onFailed(job: PaymentEventJob | undefined, error: Error): void {
+    this.recorded(job);
+    if (job === undefined) return;
+    const { eventId, eventType } = job.data.event;
+    const attempts = job.opts.attempts ?? 1;
+    if (typeof job.finishedOn !== 'number') {
+      this.logger.warn(
+        `Attempt ${job.attemptsMade} of ${attempts} of ${eventType} event ${eventId} (account ${this.account}) failed; ` +
+          `it will be retried: ${error.message}`,
+      );
+      return;
+    }
+    const deadLetter = toPaymentDeadLetter(job, this.options.queueDeadLetterRetentionMs);
+    this.logger.error(
+      `${eventType} event ${eventId} (account ${this.account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
+        `kept until ${deadLetter.expiresAt.toISOString()}: ${deadLetter.lastError}. ` +
+        `Replay it with PaymentDeadLetterService.replay(${JSON.stringify(eventId)}${this.account === 'default' ? '' : `, ${JSON.stringify(this.account)}`}).`,
+    );
+    if (this.eventEmitter === undefined) return;
+    try {
+      this.eventEmitter.emitAsync(PAYMENT_DEAD_LETTER_EVENT, deadLetter).catch((listenerError: unknown) => {
+        this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${this.describe(listenerError)}`);
+      });
+    } catch (listenerError) {
+      this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${this.describe(listenerError)}`);
+    }
+  }
+
+  /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */
+  private onError(error: Error): void {
+    const message = this.describe(error);
+    const now = Date.now();
+    const last = this.lastErrorLog.get(message);
+    if (last !== undefined && now - last < ERROR_LOG_INTERVAL_MS) return;
+    if (this.lastErrorLog.size > 100) this.lastErrorLog.clear();
+    this.lastErrorLog.set(message, now);
+    this.logger.warn(`Worker of account ${this.account}: ${message}`);
+  }
+
+  private describe(error: unknown): string {
+    return this.redact(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * The error a failed attempt is recorded with (the dead letter's `lastError`): handler
+ * failures name each handler with its error, other errors add their cause's message.
+ */
+function attemptError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  let message: string | undefined;
+  if (error instanceof PaymentEventHandlerError) {
+    const details = error.failures.map((f) => `${f.handler}: ${messageOf(f.error)}`).join('; ');
+    message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
+  } else if (error.cause !== undefined) {
+    message = `${error.message} (${messageOf(error.cause)})`;
+  }
+  if (message === undefined) return error;
+  const wrapped = new Error(message, { cause: error });
+  wrapped.name = error.name;
+  return wrapped;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,57 @@
+import type { Provider } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_ACCOUNT_WORKER } from '../payment.constants.js';
+import { PaymentRedisConnections } from '../stores/redis-connections.js';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { loadBullMq } from './bullmq.loader.js';
+import { PaymentEventQueue } from './payment-event-queue.js';
+import { PaymentEventWorker } from './payment-event.worker.js';
+import { PaymentQueueRegistry } from './payment-queue.registry.js';
+
+/**
+ * One account's queue-mode providers. The processing mode is only known once the options
+ * (env included) are resolved, so they are always registered and are `null` unless the
+ * account runs with `processing: 'queue'`; only then is `bullmq` loaded (a missing one stops
+ * the boot with `BullMqMissingError`). The worker exists only where `queueWorker` is on.
+ */
+export function createPaymentQueueProviders(): Provider[] {
+  return [
+    {
+      provide: PAYMENT_ACCOUNT_QUEUE,
+      inject: [PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE, PaymentRedisConnections, PaymentQueueRegistry],
+      useFactory: (
+        options: ResolvedPaymentOptions,
+        store: WebhookEventStore,
+        connections: PaymentRedisConnections,
+        queues: PaymentQueueRegistry,
+      ): PaymentEventQueue | null => {
+        if (options.processing !== 'queue') return null;
+        // validation guarantees a URL in queue mode
+        const queue = new PaymentEventQueue(loadBullMq(), options, store, connections.client(options.queueRedisUrl!));
+        queues.register(queue);
+        return queue;
+      },
+    },
+    {
+      provide: PAYMENT_ACCOUNT_WORKER,
+      inject: [
+        PAYMENT_ACCOUNT_OPTIONS,
+        PAYMENT_ACCOUNT_STORE,
+        PaymentEventDispatcher,
+        // the worker stops before the producer side closes
+        PAYMENT_ACCOUNT_QUEUE,
+        { token: EventEmitter2, optional: true },
+      ],
+      useFactory: (
+        options: ResolvedPaymentOptions,
+        store: WebhookEventStore,
+        dispatcher: PaymentEventDispatcher,
+        queue: PaymentEventQueue | null,
+        eventEmitter?: EventEmitter2,
+      ): PaymentEventWorker | null =>
+        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, eventEmitter) : null,
+    },
+  ];
+}

@@ -1,0 +1,70 @@
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
+import type { BullJobOptions } from './bullmq.loader.js';
+
+/*
+ * Where an account's queue lives in Redis and how its jobs are retried, derived from the
+ * account's resolved options. Shared by the producer, the worker and the dead-letter service.
+ */
+
+/** Random share taken off each backoff delay, so failed events do not all retry at the same instant. */
+const BACKOFF_JITTER = 0.2;
+/** Completed jobs kept for inspection; the event store, not the queue, remembers processed events. */
+const KEEP_COMPLETED = { age: 3600, count: 1000 };
+/** Error stacks kept per job (one per failed attempt), newest last. */
+const STACK_TRACE_LIMIT = 5;
+/**
+ * Times a job may be found without a live lock (its worker died) before it is failed
+ * rather than retried; the claim in the event store keeps re-runs single, so a worker
+ * crash or a forced shutdown may happen twice before the event becomes a dead letter.
+ */
+const MAX_STALLED_COUNT = 2;
+
+export interface PaymentQueueLayout {
+  /** Queue name: the account name (account names never contain ':'). */
+  name: string;
+  /**
+   * BullMQ key prefix: `<redisKeyPrefix>_queue` (`payment-gateway:sandbox:_queue`). No account
+   * name starts with '_', so these keys never meet the event store's `<prefix><account>:…`.
+   */
+  prefix: string;
+}
+
+export function paymentQueueLayout(options: ResolvedPaymentOptions): PaymentQueueLayout {
+  return { name: options.account, prefix: `${options.redisKeyPrefix}_queue` };
+}
+
+/** Options of every job of the account (fixed when the job is added). */
+export function paymentEventJobOptions(options: ResolvedPaymentOptions): BullJobOptions {
+  return {
+    attempts: options.queueAttempts,
+    backoff: { type: 'exponential', delay: options.queueBackoffMs, jitter: BACKOFF_JITTER },
+    removeOnComplete: KEEP_COMPLETED,
+    // age in seconds; trimmed lazily by BullMQ, so readers also skip expired dead letters
+    removeOnFail: { age: Math.ceil(options.queueDeadLetterRetentionMs / 1000) },
+    stackTraceLimit: STACK_TRACE_LIMIT,
+  };
+}
+
+/**
+ * Options of the account's BullMQ worker. The stalled-job check runs every half lock, so a
+ * job whose worker died is taken over 1 to 1.5 locks after its last renewal. BullMQ makes
+ * the worker's own connections from the URL (its blocking one needs `maxRetriesPerRequest:
+ * null`, which the fail-fast producer connection must not have).
+ */
+export function paymentWorkerOptions(options: ResolvedPaymentOptions): Record<string, unknown> {
+  const lockDuration = options.queueLockDurationMs;
+  return {
+    prefix: paymentQueueLayout(options).prefix,
+    connection: {
+      url: options.queueRedisUrl,
+      // reconnect quickly after an outage (BullMQ's default backs off to 20 s)
+      retryStrategy: (times: number) => Math.min(times * 500, 5000),
+    },
+    concurrency: options.queueConcurrency,
+    lockDuration,
+    stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
+    maxStalledCount: MAX_STALLED_COUNT,
+    // wait after a Redis error before the worker's loop tries again (BullMQ's default is 15 s)
+    runRetryDelay: 2000,
+  };
+}

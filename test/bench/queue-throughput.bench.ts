@@ -1,0 +1,178 @@
+// Benchmark 5: queue mode. (a) The webhook route of a web-only instance (signature, envelope,
+// processed-check, job added to Redis) against a bare JSON route of the same app, with
+// autocannon. (b) End to end: 10,000 signed events through that route (a web-only instance on
+// Fastify), drained by two worker processes; the rate counts from the first request to the last
+// handler run, and every event must have been handled exactly once.
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type BenchRow, fmt, interleave, median, sleep } from './bench-util.js';
+import { load, type Round, signedEvent } from './webhook-throughput.bench.js';
+
+export interface QueueBenchSettings {
+  adapters: Array<'express' | 'fastify'>;
+  connections: number;
+  roundSeconds: number;
+  pairs: number;
+  warmupSeconds: number;
+  /** Events of the end-to-end drain. */
+  events: number;
+  workers: number;
+}
+
+interface Stats {
+  handled: number;
+  duplicates: number;
+  /** User CPU time of the process so far. */
+  cpuMicros: number;
+  /** System CPU time of the process so far (mostly socket calls to Redis and HTTP). */
+  systemMicros: number;
+}
+
+const cpuOf = (s: Stats) => s.cpuMicros + s.systemMicros;
+
+function startApp(args: string[], redisUrl: string, keyPrefix: string): Promise<{ child: ChildProcess; url?: string }> {
+  const child = fork(join(__dirname, 'queue-bench-app.js'), args, {
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_REDIS_URL: redisUrl, BENCH_KEY_PREFIX: keyPrefix },
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /READY (\S+)/.exec(out);
+      if (match) resolve({ child, url: match[1] === 'worker' ? undefined : `http://127.0.0.1:${match[1]}` });
+    });
+    child.once('exit', (code) => reject(new Error(`queue bench app exited early (${code})`)));
+  });
+}
+
+function ask<T>(child: ChildProcess, type: 'stats' | 'ids'): Promise<T> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { type?: string }) => {
+      if (m?.type !== type) return;
+      child.off('message', onMessage);
+      resolve(m as T);
+    };
+    child.on('message', onMessage);
+    child.send({ type });
+  });
+}
+
+async function measured(child: ChildProcess, url: string, path: string, s: QueueBenchSettings): Promise<Round> {
+  const before = await ask<Stats>(child, 'stats');
+  const round = await load(url, path, s.roundSeconds, s.connections);
+  const after = await ask<Stats>(child, 'stats');
+  round.cpuPerRequest = (after.cpuMicros - before.cpuMicros) / Math.max(1, round.total2xx + round.non2xx);
+  return round;
+}
+
+async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisServer, s: QueueBenchSettings): Promise<BenchRow> {
+  const { child, url } = await startApp(['web', adapter], redis.url, `bench-ack-${adapter}:`);
+  try {
+    await load(url!, '/payments/webhook', s.warmupSeconds, s.connections);
+    await load(url!, '/bare', s.warmupSeconds, s.connections);
+    const rounds = await interleave(
+      s.pairs,
+      () => measured(child, url!, '/payments/webhook', s),
+      () => measured(child, url!, '/bare', s),
+    );
+    const ratio = median(rounds.a.map((r, i) => r.rps / rounds.b[i]!.rps));
+    const failures = [...rounds.a, ...rounds.b].reduce((n, r) => n + r.non2xx + r.errors, 0);
+    const check = failures === 0 ? '' : ` (non-2xx/errors ${failures})`;
+    return {
+      benchmark: `5. queue ack req/s, ${adapter}`,
+      measured:
+        `queue route ${fmt(median(rounds.a.map((r) => r.rps)))} vs bare ${fmt(median(rounds.b.map((r) => r.rps)))} req/s, ` +
+        `${s.connections} conns; app user CPU/request ${fmt(median(rounds.a.map((r) => r.cpuPerRequest)))} vs ` +
+        `${fmt(median(rounds.b.map((r) => r.cpuPerRequest)))} µs; p99 ${fmt(median(rounds.a.map((r) => r.p99)), 2)} vs ` +
+        `${fmt(median(rounds.b.map((r) => r.p99)), 2)} ms${check}`,
+      figure: ratio.toFixed(3),
+      target: '≥ 0.50',
+      pass: ratio >= 0.5 && check === '',
+    };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function drain(redis: TestRedisServer, s: QueueBenchSettings): Promise<BenchRow> {
+  const prefix = 'bench-drain:';
+  const apps = await Promise.all([
+    startApp(['web', 'fastify'], redis.url, prefix),
+    ...Array.from({ length: s.workers }, () => startApp(['worker'], redis.url, prefix)),
+  ]);
+  const web = apps[0]!;
+  const workers = apps.slice(1).map((a) => a.child);
+  try {
+    await sleep(500); // workers connected and polling
+    const cpuBefore = await Promise.all(apps.map((a) => ask<Stats>(a.child, 'stats')));
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    const result = await autocannon({
+      url: web.url!,
+      connections: s.connections,
+      amount: s.events,
+      requests: [
+        {
+          method: 'POST',
+          path: '/payments/webhook',
+          setupRequest: (request) => {
+            const event = signedEvent();
+            return {
+              ...request,
+              body: event.body,
+              headers: { 'content-type': 'application/json', 'x-service-signature': event.signature },
+            };
+          },
+        },
+      ],
+    });
+    const acknowledgedIn = seconds();
+    let handled = 0;
+    const deadline = Date.now() + 120_000;
+    while (handled < result['2xx'] && Date.now() < deadline) {
+      await sleep(20);
+      handled = (await Promise.all(workers.map((w) => ask<Stats>(w, 'stats')))).reduce((n, st) => n + st.handled, 0);
+    }
+    const drainedIn = seconds();
+    const stats = await Promise.all(workers.map((w) => ask<Stats>(w, 'stats')));
+    const webStats = await ask<Stats>(web.child, 'stats');
+    const webCpu = (cpuOf(webStats) - cpuOf(cpuBefore[0]!)) / s.events;
+    const workerCpu = stats.reduce((n, st, i) => n + cpuOf(st) - cpuOf(cpuBefore[i + 1]!), 0) / s.events;
+    const ids = await Promise.all(workers.map((w) => ask<{ ids: string[] }>(w, 'ids')));
+    const distinct = new Set(ids.flatMap((x) => x.ids)).size;
+    const runs = stats.reduce((n, st) => n + st.handled, 0);
+    const once = result['2xx'] === s.events && runs === s.events && distinct === s.events && stats.every((st) => st.duplicates === 0);
+    const rate = runs / drainedIn;
+    return {
+      benchmark: `5. queue end to end, ${s.workers} workers`,
+      measured:
+        `${fmt(s.events)} events: all acknowledged after ${fmt(acknowledgedIn, 2)} s (${fmt(result['2xx'] / acknowledgedIn)} acks/s), ` +
+        `all handled after ${fmt(drainedIn, 2)} s; per worker ${stats.map((st) => fmt(st.handled)).join(' + ')}; ` +
+        `CPU (user + system) per event: web ${fmt(webCpu)} µs, workers ${fmt(workerCpu)} µs; ` +
+        `handled once each: ${once ? 'yes' : `NO (2xx ${result['2xx']}, runs ${runs}, distinct ${distinct})`}`,
+      figure: `${fmt(rate)} events/s`,
+      target: '≥ 1,000 events/s',
+      pass: rate >= 1000 && once,
+    };
+  } finally {
+    for (const app of apps) app.child.kill('SIGKILL');
+  }
+}
+
+export async function queueThroughput(s: QueueBenchSettings): Promise<BenchRow[]> {
+  const redis = await startRedisServer();
+  try {
+    const rows: BenchRow[] = [];
+    for (const adapter of s.adapters) {
+      rows.push(await acknowledgement(adapter, redis, s));
+      await redis.restart(); // empty again: the acknowledged jobs are never worked
+    }
+    rows.push(await drain(redis, s));
+    return rows;
+  } finally {
+    await redis.stop();
+  }
+}

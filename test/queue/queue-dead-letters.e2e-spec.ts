@@ -1,0 +1,137 @@
+import 'reflect-metadata';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+describe('queue mode: dead letters', () => {
+  let redis: TestRedisServer;
+  let q: QueueApp;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    q = await startQueueApp(redis.url, { namedAccount: 'eu', eventEmitter: true });
+  });
+  afterAll(async () => {
+    await q?.close();
+    await redis?.stop();
+  });
+
+  /** Posts an event whose handler always fails and waits until it is a dead letter. */
+  async function deadLetterOf(account = 'default') {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    q.handlers.failing.add(id);
+    const path = account === 'default' ? 'payments/webhook' : `payments/${account}/webhook`;
+    expect(await postWebhook(q.url, event, { path })).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await waitFor(`${id} is a dead letter`, async () => (await q.deadLetters.get(id, account)) !== undefined);
+    return { event, id };
+  }
+
+  it('keeps an always-failing event with its payload and error after the last attempt, and announces it', async () => {
+    const before = Date.now();
+    const { event, id } = await deadLetterOf();
+    expect(q.handlers.count('entered', id)).toBe(3);
+    expect(q.handlers.count('done', id)).toBe(0);
+    const letter = (await q.deadLetters.get(id))!;
+    expect(letter).toMatchObject({ account: 'default', eventId: id, eventType: 'payment.succeeded', attempts: 3, event });
+    expect(letter.lastError).toContain('downstream always failing');
+    expect(letter.lastError).toContain('QueueHandlers.handle');
+    expect(letter.receivedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(letter.failedAt.getTime()).toBeGreaterThanOrEqual(letter.receivedAt.getTime());
+    expect(letter.expiresAt.getTime() - letter.failedAt.getTime()).toBe(30 * 24 * 3600 * 1000);
+    expect((await q.deadLetters.list()).map((l) => l.eventId)).toContain(id);
+    await waitFor('the dead-letter event was emitted', () => q.listener!.received.some((l) => l.eventId === id));
+    expect(q.listener!.received.filter((l) => l.eventId === id)).toEqual([expect.objectContaining({ eventId: id, attempts: 3 })]);
+    // a copy delivered later finds the dead letter and adds nothing
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await sleep(200);
+    expect(q.handlers.count('entered', id)).toBe(3);
+  });
+
+  it('replay after the fix runs the handlers once and empties the dead letter', async () => {
+    const { event, id } = await deadLetterOf();
+    q.handlers.failing.delete(id);
+    expect(await q.deadLetters.replay(id)).toBe(true);
+    await waitFor('the replayed event was handled', () => q.handlers.count('done', id) === 1);
+    await sleep(200);
+    expect(q.handlers.count('entered', id)).toBe(4);
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+    expect((await q.deadLetters.list()).map((l) => l.eventId)).not.toContain(id);
+    expect(await q.deadLetters.replay(id)).toBe(false);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(q.handlers.count('done', id)).toBe(1);
+  });
+
+  it('a replayed event that fails again gets a fresh set of attempts and becomes a dead letter again', async () => {
+    const { id } = await deadLetterOf();
+    const announced = q.listener!.received.length;
+    expect(await q.deadLetters.replay(id)).toBe(true);
+    await waitFor('the event is a dead letter again', () => q.listener!.received.length > announced);
+    expect(q.handlers.count('entered', id)).toBe(6);
+    expect(await q.deadLetters.get(id)).toMatchObject({ attempts: 3 });
+  });
+
+  it('discard removes a dead letter without running it', async () => {
+    const { id } = await deadLetterOf();
+    expect(await q.deadLetters.discard(id)).toBe(true);
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+    expect((await q.deadLetters.list()).map((l) => l.eventId)).not.toContain(id);
+    expect(await q.deadLetters.discard(id)).toBe(false);
+    expect(await q.deadLetters.replay(id)).toBe(false);
+    await sleep(200);
+    expect(q.handlers.count('entered', id)).toBe(3);
+  });
+
+  it('keeps each account apart: a named account has its own dead letters', async () => {
+    const { id } = await deadLetterOf('eu');
+    expect(q.handlers.accounts.get(id)).toBe('eu');
+    expect(await q.deadLetters.get(id, 'eu')).toMatchObject({ account: 'eu', eventId: id });
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+    expect((await q.deadLetters.list({ account: 'eu' })).map((l) => l.eventId)).toEqual([id]);
+    expect(q.listener!.received.find((l) => l.eventId === id)).toMatchObject({ account: 'eu' });
+    q.handlers.failing.delete(id);
+    expect(await q.deadLetters.replay(id)).toBe(false); // wrong account
+    expect(await q.deadLetters.replay(id, 'eu')).toBe(true);
+    await waitFor('the replayed event was handled', () => q.handlers.count('done', id) === 1);
+  });
+
+  it('lists newest first with offset and limit; unknown ids, bad arguments and accounts are refused clearly', async () => {
+    const a = await deadLetterOf();
+    const b = await deadLetterOf();
+    const newest = await q.deadLetters.list({ limit: 2 });
+    expect(newest.map((l) => l.eventId)).toEqual([b.id, a.id]);
+    expect((await q.deadLetters.list({ offset: 1, limit: 1 })).map((l) => l.eventId)).toEqual([a.id]);
+    expect(await q.deadLetters.get('evt_never_seen')).toBeUndefined();
+    expect(await q.deadLetters.replay('evt_never_seen')).toBe(false);
+    await expect(q.deadLetters.list({ limit: 0 })).rejects.toThrow(RangeError);
+    await expect(q.deadLetters.list({ offset: -1 })).rejects.toThrow(RangeError);
+    await expect(q.deadLetters.get('')).rejects.toThrow(TypeError);
+    await expect(q.deadLetters.get(a.id, 'nope')).rejects.toThrow(PaymentConfigurationError);
+  });
+
+  it('hides a dead letter past its retention (Redis trims failed jobs lazily)', async () => {
+    // a second app with its own key prefix, so it has its own queue
+    const short = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'short-retention:', queueDeadLetterRetentionMs: 1000 } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      short.handlers.failing.add(id);
+      expect(await postWebhook(short.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      await waitFor('the event is a dead letter', async () => (await short.deadLetters.get(id)) !== undefined);
+      const letter = (await short.deadLetters.get(id))!;
+      expect(letter.expiresAt.getTime() - letter.failedAt.getTime()).toBe(1000);
+      await sleep(Math.max(0, letter.expiresAt.getTime() - Date.now()) + 50);
+      expect(await short.deadLetters.get(id)).toBeUndefined();
+      expect((await short.deadLetters.list()).map((l) => l.eventId)).not.toContain(id);
+      expect(await short.deadLetters.replay(id)).toBe(false);
+    } finally {
+      await short.close();
+    }
+  });
+
+  it('names the event emitted for a dead letter', () => {
+    expect(PAYMENT_DEAD_LETTER_EVENT).toBe('payment-gateway.dead-letter');
+  });
+});

@@ -1,0 +1,72 @@
+import 'reflect-metadata';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// A web-only instance (queueWorker: false) and a separate worker instance share one Redis
+// that keeps an append-only file, as an operator would run it.
+describe('queue mode: web-only instance, separate worker, Redis outage', () => {
+  let redis: TestRedisServer;
+  let web: QueueApp;
+  let worker: QueueApp | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedisServer({ appendOnly: true });
+    web = await startQueueApp(redis.url, { payment: { queueWorker: false } });
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await web?.close();
+    await redis?.stop();
+  });
+
+  const doneOnce = (app: QueueApp, ids: string[]) => ids.every((id) => app.handlers.count('done', id) === 1);
+
+  it('acknowledges without a worker, answers 503 while Redis is down, and loses nothing across the restart', async () => {
+    const queued = Array.from({ length: 10 }, () => envelope('payment.succeeded'));
+    for (const e of queued) expect(await postWebhook(web.url, e)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await sleep(200);
+    // web-only: nothing ran here
+    expect(queued.filter((e) => web.handlers.count('entered', e.eventId as string) > 0)).toEqual([]);
+
+    await redis.stop();
+    const refused = Array.from({ length: 5 }, () => envelope('payment.succeeded'));
+    for (const e of refused) {
+      const started = Date.now();
+      const r = await postWebhook(web.url, e);
+      expect(r.status).toBe(503);
+      expect(r.json).toEqual({ statusCode: 503, code: 'WEBHOOK_QUEUE_UNAVAILABLE', message: expect.any(String) });
+      expect(Date.now() - started).toBeLessThan(2500);
+    }
+
+    await redis.restart();
+    // the service retries what was refused; the web instance reconnects by itself
+    for (const e of refused) {
+      await waitFor(`${e.eventId as string} is accepted`, async () => (await postWebhook(web.url, e)).status === 200);
+    }
+    worker = await startQueueApp(redis.url);
+    const all = [...queued, ...refused].map((e) => e.eventId as string);
+    await waitFor('the worker handled every event', () => doneOnce(worker!, all));
+    await sleep(300);
+    expect(all.map((id) => worker!.handlers.count('entered', id))).toEqual(all.map(() => 1));
+    expect(all.filter((id) => web.handlers.count('entered', id) > 0)).toEqual([]);
+  });
+
+  it('a running worker resumes after Redis restarts', async () => {
+    const before = envelope('payment.succeeded');
+    expect(await postWebhook(web.url, before)).toMatchObject({ status: 200 });
+    await waitFor('handled before the outage', () => worker!.handlers.count('done', before.eventId as string) === 1);
+
+    await redis.stop();
+    await sleep(500);
+    await redis.restart();
+    const after = Array.from({ length: 5 }, () => envelope('payment.succeeded'));
+    for (const e of after) {
+      await waitFor(`${e.eventId as string} is accepted`, async () => (await postWebhook(web.url, e)).status === 200);
+    }
+    const ids = after.map((e) => e.eventId as string);
+    await waitFor('the worker handled the events queued after the restart', () => doneOnce(worker!, ids), 20_000);
+    // copies of handled events are still recognised after the restart (the store was persisted)
+    expect(await postWebhook(web.url, before)).toMatchObject({ status: 200, json: { duplicate: true } });
+  });
+});

@@ -1,0 +1,111 @@
+import 'reflect-metadata';
+import { PaymentQueueRegistry } from '../../lib/queue/payment-queue.registry.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// One app that receives and works (the default for processing: 'queue'), on a real Redis.
+describe('queue mode: acknowledgement, deduplication and retries', () => {
+  let redis: TestRedisServer;
+  let q: QueueApp;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    q = await startQueueApp(redis.url);
+  });
+  afterAll(async () => {
+    await q?.close();
+    await redis?.stop();
+  });
+
+  it('answers 200 {received, queued} before a 2 s handler has finished, then runs it', async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    q.handlers.slowMs.set(id, 2000);
+    const started = Date.now();
+    const response = await postWebhook(q.url, event);
+    const answeredAfter = Date.now() - started;
+    expect(response).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    expect(answeredAfter).toBeLessThan(1000);
+    await waitFor('the slow handler ran', () => q.handlers.count('entered', id) === 1);
+    expect(q.handlers.count('done', id)).toBe(0);
+    await waitFor('the slow handler finished', () => q.handlers.count('done', id) === 1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect(q.handlers.accounts.get(id)).toBe('default');
+  });
+
+  it('runs the handlers once for 10 concurrent copies of one event; later copies are duplicates', async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    const responses = await Promise.all(Array.from({ length: 10 }, () => postWebhook(q.url, event)));
+    for (const r of responses) {
+      expect(r.status).toBe(200);
+      expect([{ received: true, queued: true }, { received: true, duplicate: true }]).toContainEqual(r.json);
+    }
+    await waitFor('the event was handled', () => q.handlers.count('done', id) === 1);
+    await sleep(300);
+    expect(q.handlers.count('entered', id)).toBe(1);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    await sleep(100);
+    expect(q.handlers.count('entered', id)).toBe(1);
+  });
+
+  it('retries a handler that fails twice: the third attempt succeeds within seconds', async () => {
+    const event = envelope('payment.failed');
+    const id = event.eventId as string;
+    q.handlers.failTimes.set(id, 2);
+    const started = Date.now();
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the third attempt succeeded', () => q.handlers.count('done', id) === 1, 10_000);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(q.handlers.count('entered', id)).toBe(3);
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+  });
+
+  it('hands handlers the event as received, with the module fields set by the worker', async () => {
+    const event = envelope('refund.succeeded', { account: 'forged', receivedAt: 'forged' });
+    const id = event.eventId as string;
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the event was handled', () => q.handlers.count('done', id) === 1);
+    expect(q.handlers.accounts.get(id)).toBe('default');
+  });
+
+  it('queues events whose ids BullMQ would refuse as job ids (integers, colons)', async () => {
+    const events = ['12345', 'evt:a:b:c:d', 'evt:x'].map((eventId) => envelope('payment.succeeded', { eventId: `${eventId}-${Date.now()}` }));
+    events.push(envelope('payment.succeeded', { eventId: String(Date.now()) }));
+    for (const e of events) expect(await postWebhook(q.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('every event was handled', () => events.every((e) => q.handlers.count('done', e.eventId as string) === 1));
+  });
+
+  it('waits, without using attempts, while another instance holds the event (an inline instance on the same store)', async () => {
+    // e.g. during a migration from inline to queue mode: both share the store's claims
+    const inline = await startQueueApp(redis.url, { payment: { processing: 'inline', redisUrl: redis.url } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      inline.handlers.slowMs.set(id, 1500);
+      const inlineDelivery = postWebhook(inline.url, event);
+      await waitFor('the inline handler runs', () => inline.handlers.count('entered', id) === 1);
+      // the same event reaches the queue-mode instance while the inline handler holds the claim
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      expect(await inlineDelivery).toMatchObject({ status: 200, json: { received: true } });
+      // the worker polled the foreign claim (about 6 times, more than queueAttempts), then found it processed
+      const queue = q.app.get(PaymentQueueRegistry).require('default');
+      await waitFor('the job completed', async () => (await (await queue.queue.getJob(queue.jobId(id)))?.getState()) === 'completed');
+      expect(q.handlers.count('entered', id)).toBe(0);
+      expect(inline.handlers.count('done', id)).toBe(1);
+      expect(await q.deadLetters.get(id)).toBeUndefined();
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    } finally {
+      await inline.close();
+    }
+  });
+
+  it('still rejects bad signatures and envelopes before anything is queued', async () => {
+    const event = envelope('payment.succeeded');
+    expect(await postWebhook(q.url, event, { secret: 'whsec_wrong' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
+    expect(await postWebhook(q.url, { ...event, eventId: 42 })).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_ENVELOPE' } });
+    await sleep(200);
+    expect(q.handlers.count('entered', event.eventId as string)).toBe(0);
+  });
+});

@@ -1,0 +1,76 @@
+import 'reflect-metadata';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// app.close() stops taking jobs, lets running handlers finish up to queueShutdownTimeoutMs
+// (1 s here) and leaves the unfinished ones to another worker.
+describe('queue mode: graceful shutdown of a worker', () => {
+  let redis: TestRedisServer;
+  const running = new Set<QueueApp>();
+  const start = async () => {
+    const app = await startQueueApp(redis.url);
+    running.add(app);
+    return app;
+  };
+  const close = async (app: QueueApp) => {
+    running.delete(app);
+    await app.close();
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    for (const app of running) await close(app);
+    await redis?.stop();
+  });
+
+  it('lets a running handler finish before close() resolves, and stops taking new jobs meanwhile', async () => {
+    const first = await start();
+    const running = envelope('payment.succeeded');
+    const id = running.eventId as string;
+    first.handlers.slowMs.set(id, 600);
+    expect(await postWebhook(first.url, running)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler started', () => first.handlers.count('entered', id) === 1);
+    const closing = close(first);
+    await sleep(50);
+    // the HTTP server is still up while the worker drains: these are queued, not run here
+    // (but for at most one whose fetch was already under way when the worker paused)
+    const later = Array.from({ length: 3 }, () => envelope('payment.succeeded'));
+    for (const e of later) expect(await postWebhook(first.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+    await closing;
+    expect(first.handlers.count('done', id)).toBe(1);
+    const laterIds = later.map((e) => e.eventId as string);
+    expect(laterIds.filter((l) => first.handlers.count('entered', l) > 0).length).toBeLessThanOrEqual(1);
+
+    const second = await start();
+    const total = (l: string) => first.handlers.count('done', l) + second.handlers.count('done', l);
+    await waitFor('the next worker ran the events queued during shutdown', () => laterIds.every((l) => total(l) === 1));
+    // the finished one was recorded: a copy is a duplicate and nothing runs again
+    expect(await postWebhook(second.url, running)).toMatchObject({ status: 200, json: { duplicate: true } });
+    await sleep(200);
+    expect(second.handlers.count('entered', id)).toBe(0);
+    expect(laterIds.map(total)).toEqual([1, 1, 1]);
+    await close(second);
+  });
+
+  it('gives up a handler still running after the time-out: close() returns and another worker runs the event', async () => {
+    const first = await start();
+    const stuck = envelope('payment.succeeded');
+    const id = stuck.eventId as string;
+    first.handlers.hang.add(id); // never finishes in this app (as if the process were about to exit)
+    expect(await postWebhook(first.url, stuck)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler started', () => first.handlers.count('entered', id) === 1);
+    const started = Date.now();
+    await close(first);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(900);
+    expect(took).toBeLessThan(4000);
+
+    const second = await start();
+    await waitFor('another worker ran the event', () => second.handlers.count('done', id) === 1, 15_000);
+    expect(second.handlers.count('entered', id)).toBe(1);
+    expect(await second.deadLetters.get(id)).toBeUndefined();
+  });
+});

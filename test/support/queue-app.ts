@@ -1,0 +1,132 @@
+// Helpers of the queue-mode suite (test/queue): a real app with PaymentModule.forRoot() in
+// queue mode (optionally a second, named account and the host's EventEmitterModule), a
+// handler whose behaviour each test sets per eventId, and a listener of dead-letter events.
+import 'reflect-metadata';
+import { Injectable, type INestApplication, type LoggerService, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { PAYMENT_DEAD_LETTER_EVENT, type PaymentDeadLetter } from '../../lib/queue/payment-dead-letter.interface.js';
+import { PaymentDeadLetterService } from '../../lib/queue/payment-dead-letter.service.js';
+import { WEBHOOK_SECRET } from './webhooks-app.js';
+
+/** Settings that keep the suite fast: retries after 50 ms, 100 ms; a dead worker's job is taken over within about 2 s. */
+export const FAST_QUEUE_OPTIONS: PaymentModuleOptions = {
+  processing: 'queue',
+  queueAttempts: 3,
+  queueBackoffMs: 50,
+  queueLockDurationMs: 1000,
+  webhookLeaseMs: 1000,
+  queueShutdownTimeoutMs: 1000,
+};
+
+/**
+ * Runs for every event. Per eventId a test may make it slow, fail a number of times, fail
+ * until told otherwise, or wait forever; `entered`/`done` count starts and successful runs.
+ */
+@Injectable()
+export class QueueHandlers {
+  readonly entered = new Map<string, number>();
+  readonly done = new Map<string, number>();
+  readonly accounts = new Map<string, string>();
+  readonly slowMs = new Map<string, number>();
+  readonly failTimes = new Map<string, number>();
+  readonly failing = new Set<string>();
+  readonly hang = new Set<string>();
+
+  @OnPaymentEvent('*')
+  async handle(event: AnyPaymentEvent): Promise<void> {
+    const id = event.eventId;
+    this.entered.set(id, (this.entered.get(id) ?? 0) + 1);
+    this.accounts.set(id, event.account);
+    if (this.hang.has(id)) await new Promise(() => undefined);
+    const slow = this.slowMs.get(id);
+    if (slow) await new Promise((resolve) => setTimeout(resolve, slow));
+    const failLeft = this.failTimes.get(id) ?? 0;
+    if (failLeft > 0) {
+      this.failTimes.set(id, failLeft - 1);
+      throw new Error(`flaky downstream (${failLeft} more failure(s) planned)`);
+    }
+    if (this.failing.has(id)) throw new Error('downstream always failing');
+    this.done.set(id, (this.done.get(id) ?? 0) + 1);
+  }
+
+  count(map: 'entered' | 'done', id: string): number {
+    return this[map].get(id) ?? 0;
+  }
+}
+
+/** Dead letters announced on the host's EventEmitter2. */
+@Injectable()
+export class DeadLetterListener {
+  readonly received: PaymentDeadLetter[] = [];
+
+  @OnEvent(PAYMENT_DEAD_LETTER_EVENT)
+  onDeadLetter(deadLetter: PaymentDeadLetter): void {
+    this.received.push(deadLetter);
+  }
+}
+
+export interface QueueAppOptions {
+  payment?: PaymentModuleOptions;
+  /** A second account of this name, with the same options and its own webhook path. */
+  namedAccount?: string;
+  /** Import the host's EventEmitterModule (dead-letter events). @default false */
+  eventEmitter?: boolean;
+  logger?: LoggerService | false;
+}
+
+export interface QueueApp {
+  app: INestApplication;
+  url: string;
+  handlers: QueueHandlers;
+  deadLetters: PaymentDeadLetterService;
+  listener?: DeadLetterListener;
+  close(): Promise<void>;
+}
+
+export async function startQueueApp(redisUrl: string, opts: QueueAppOptions = {}): Promise<QueueApp> {
+  const payment: PaymentModuleOptions = {
+    baseUrl: 'http://127.0.0.1:9',
+    webhookSecret: WEBHOOK_SECRET,
+    queueRedisUrl: redisUrl,
+    ...FAST_QUEUE_OPTIONS,
+    ...opts.payment,
+  };
+  @Module({
+    imports: [
+      ...(opts.eventEmitter ? [EventEmitterModule.forRoot()] : []),
+      PaymentModule.forRoot(payment),
+      ...(opts.namedAccount ? [PaymentModule.forRoot({ ...payment, account: opts.namedAccount })] : []),
+    ],
+    providers: [QueueHandlers, ...(opts.eventEmitter ? [DeadLetterListener] : [])],
+  })
+  class QueueAppModule {}
+
+  const app = await NestFactory.create(QueueAppModule, new ExpressAdapter(), { rawBody: true, logger: opts.logger ?? false });
+  await app.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  return {
+    app,
+    url,
+    handlers: app.get(QueueHandlers),
+    deadLetters: app.get(PaymentDeadLetterService),
+    listener: opts.eventEmitter ? app.get(DeadLetterListener) : undefined,
+    close: () => app.close(),
+  };
+}
+
+/** Polls `condition` every 20 ms; fails with `what` after `timeoutMs` (a hang guard, not a timing assertion). */
+export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
