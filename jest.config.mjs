@@ -33,13 +33,14 @@ const base = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform,
-  testTimeout: 30000,
 };
 
 const apart = ['/node_modules/', '<rootDir>/test/reliability/', '<rootDir>/test/compat/', '\\.load\\.spec\\.ts$'];
 
 export default {
   maxWorkers: 2,
+  // a global option (ignored inside a project): every test may take 30 s
+  testTimeout: 30000,
   projects: [
     { ...base, displayName: 'unit', roots: ['<rootDir>/test', '<rootDir>/lib'], testMatch: ['**/*.spec.ts'], testPathIgnorePatterns: apart },
     { ...base, displayName: 'e2e', roots: ['<rootDir>/test'], testMatch: ['**/*.e2e-spec.ts'], testPathIgnorePatterns: apart },

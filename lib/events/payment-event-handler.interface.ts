@@ -32,6 +32,9 @@ export interface PaymentEventHandler {
    * it is resolved per event, in a context id where the event is registered as REQUEST.
    */
   scoped: boolean;
-  /** Calls the method (and waits for a returned promise or observable to finish). */
-  invoke(event: AnyPaymentEvent, context: PaymentEventInvocationContext): Promise<unknown>;
+  /**
+   * Calls the method. Returns what it returned, or a promise when it returned a promise or an
+   * observable (run to its end); may throw synchronously. Synchronous handlers cost no promise.
+   */
+  invoke(event: AnyPaymentEvent, context: PaymentEventInvocationContext): unknown;
 }

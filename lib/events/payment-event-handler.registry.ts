@@ -18,10 +18,12 @@ const MAX_MEMOISED = 1024;
 export class PaymentEventHandlerRegistry {
   private readonly byPattern = new Map<string, Entry[]>();
   private readonly handlers: PaymentEventHandler[] = [];
-  private readonly matched = new Map<string, readonly PaymentEventHandler[]>();
+  /** Memoised answers of `match`, per account then per event type. */
+  private readonly matched = new Map<string, Map<string, readonly PaymentEventHandler[]>>();
+  private memoised = 0;
 
   add(handler: PaymentEventHandler): void {
-    this.matched.clear();
+    this.forget();
     this.handlers.push(handler);
     for (const binding of handler.bindings) {
       for (const pattern of binding.patterns) {
@@ -39,8 +41,8 @@ export class PaymentEventHandlerRegistry {
    * types of their family.
    */
   match(eventType: string, account: string): readonly PaymentEventHandler[] {
-    const memoKey = `${account}\u0000${eventType}`;
-    const cached = this.matched.get(memoKey);
+    let byType = this.matched.get(account);
+    const cached = byType?.get(eventType);
     if (cached !== undefined) return cached;
     const keys = isKnownPaymentEventType(eventType) ? [eventType, `${paymentEventFamilyOf(eventType)}.*`, '*'] : ['*'];
     const found = new Set<PaymentEventHandler>();
@@ -50,8 +52,17 @@ export class PaymentEventHandlerRegistry {
       }
     }
     const handlers: readonly PaymentEventHandler[] = Object.freeze([...found]);
-    if (this.matched.size < MAX_MEMOISED) this.matched.set(memoKey, handlers);
+    if (this.memoised < MAX_MEMOISED) {
+      if (byType === undefined) this.matched.set(account, (byType = new Map()));
+      byType.set(eventType, handlers);
+      this.memoised++;
+    }
     return handlers;
+  }
+
+  private forget(): void {
+    this.matched.clear();
+    this.memoised = 0;
   }
 
   /** Every registered handler. */
@@ -64,7 +75,7 @@ export class PaymentEventHandlerRegistry {
   }
 
   clear(): void {
-    this.matched.clear();
+    this.forget();
     this.byPattern.clear();
     this.handlers.length = 0;
   }

@@ -96,9 +96,11 @@ export class PaymentEventDispatcher {
     const emit = emitterName !== undefined && hasListeners(this.eventEmitter!, emitterName);
 
     if (handlers.length === 1 && !emit) {
+      // The common case, without Promise.allSettled: one handler, awaited only if it is async.
       const handler = handlers[0]!;
       try {
-        await this.invoke(handler, event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
+        const result = this.invoke(handler, event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
+        if (isThenable(result)) await result;
       } catch (error) {
         this.fail(event, [{ handler: handler.name, error }]);
       }
@@ -120,7 +122,7 @@ export class PaymentEventDispatcher {
     const runs: Promise<unknown>[] = [];
     for (const handler of handlers) {
       names.push(handler.name);
-      runs.push(this.invoke(handler, event, context));
+      runs.push(asPromise(() => this.invoke(handler, event, context)));
     }
     if (emit) {
       const listeners = `EventEmitter2:${emitterName}`;
@@ -140,7 +142,7 @@ export class PaymentEventDispatcher {
   }
 
   /** One handler's run, in a span of its own when the host traces (no closure otherwise). */
-  private invoke(handler: PaymentEventHandler, event: AnyPaymentEvent, context: PaymentEventInvocationContext): Promise<unknown> {
+  private invoke(handler: PaymentEventHandler, event: AnyPaymentEvent, context: PaymentEventInvocationContext): unknown {
     const tracer = paymentTelemetry.tracer();
     if (tracer === undefined) return handler.invoke(event, context);
     return traceHandler(tracer, handler.name, event, () => handler.invoke(event, context));
@@ -210,6 +212,19 @@ export class PaymentEventDispatcher {
       });
     }
     event.canonicalStatus = status;
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/** A handler's run as a promise, a synchronous throw included. */
+function asPromise(run: () => unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(run());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

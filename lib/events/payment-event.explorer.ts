@@ -105,8 +105,8 @@ export class PaymentEventExplorer implements OnModuleInit {
   }
 }
 
-/** Calls the method and waits for what it returns: a promise, or an observable to its end. */
-async function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): Promise<unknown> {
+/** Calls the method; an observable it returns becomes a promise of its end (a promise or value is returned as is). */
+function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): unknown {
   const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
   return isObservable(result) ? lastValueFrom(result, { defaultValue: undefined }) : result;
 }

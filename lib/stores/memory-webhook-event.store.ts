@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
@@ -55,6 +54,8 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
   readonly #entries = new Map<string, Entry>();
   readonly #now: () => number;
   #cursor: MapIterator<[string, Entry]> = this.#entries.entries();
+  /** Claim tokens only need to be unique within this store: a counter is enough (and cheaper than a UUID). */
+  #lastToken = 0;
 
   constructor(options: MemoryWebhookEventStoreOptions = {}) {
     const maxEntries = options.maxEntries ?? DEFAULT_MEMORY_STORE_MAX_ENTRIES;
@@ -79,7 +80,7 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
       this.#touch(key, entry);
       return entry.token === undefined ? PROCESSED : IN_FLIGHT;
     }
-    const claimToken = randomUUID();
+    const claimToken = `c${++this.#lastToken}`;
     this.#insert(key, new Entry(claimToken, now + leaseMs), now);
     return { outcome: 'claimed', claimToken };
   }

@@ -8,7 +8,7 @@ import { PaymentSpanAttribute } from './payment-telemetry.names.js';
  * route). A failure is recorded on the span (the handler's own exception) and rethrown.
  * Only called when the host registered a TracerProvider.
  */
-export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentEvent, invoke: () => Promise<unknown>): Promise<unknown> {
+export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentEvent, invoke: () => unknown): Promise<unknown> {
   const parent = context.active();
   const span = tracer.startSpan(
     `payment handler ${handler}`,
@@ -25,7 +25,7 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
   );
   let running: Promise<unknown>;
   try {
-    running = context.with(trace.setSpan(parent, span), invoke);
+    running = Promise.resolve(context.with(trace.setSpan(parent, span), invoke));
   } catch (error) {
     running = Promise.reject(error);
   }

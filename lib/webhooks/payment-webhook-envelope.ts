@@ -11,8 +11,7 @@ const MAX_ID_LENGTH = 512;
  */
 const EVENT_TYPE = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 
-// Fixed-shape patterns (no nested quantifiers), so no catastrophic backtracking.
-const API_VERSION = /^(\d{4})-(\d{2})-(\d{2})$/;
+// A fixed-shape pattern (no nested quantifiers), so no catastrophic backtracking.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/;
 
 /** A field delivered as received although it is not what the service documents. */
@@ -93,10 +92,7 @@ function checkDeliveredAsReceived(body: Record<string, unknown>, onAnomaly: (ano
   const apiVersion = body.apiVersion;
   if (apiVersion === undefined) onAnomaly({ field: 'apiVersion', kind: 'missing' });
   else if (typeof apiVersion !== 'string') onAnomaly({ field: 'apiVersion', kind: 'not-a-string' });
-  else {
-    const m = API_VERSION.exec(apiVersion);
-    if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) onAnomaly({ field: 'apiVersion', kind: 'malformed' });
-  }
+  else if (!isCalendarDate(apiVersion)) onAnomaly({ field: 'apiVersion', kind: 'malformed' });
 
   const createdAt = body.createdAt;
   if (createdAt === undefined) onAnomaly({ field: 'createdAt', kind: 'missing' });
@@ -109,10 +105,28 @@ function checkDeliveredAsReceived(body: Record<string, unknown>, onAnomaly: (ano
   else if (environment.trim().length === 0) onAnomaly({ field: 'environment', kind: 'malformed' });
 }
 
-function isCalendarDate(year: number, month: number, day: number): boolean {
-  if (month < 1 || month > 12 || day < 1) return false;
-  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  return day <= days;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** `YYYY-MM-DD` naming a real day (checked on every delivery, so without allocating). */
+function isCalendarDate(text: string): boolean {
+  if (text.length !== 10 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d) return false;
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 7);
+  const day = digitsAt(text, 8, 10);
+  if (year < 0 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!);
+}
+
+/** The decimal number of `text[from, to)`, or -1 when a character is not a digit. */
+function digitsAt(text: string, from: number, to: number): number {
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    value = value * 10 + c;
+  }
+  return value;
 }
 
 /**

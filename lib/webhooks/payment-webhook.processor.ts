@@ -79,14 +79,20 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     accounts.attachWebhooks(this.account, this, dispatcher);
   }
 
-  /** Verifies, deduplicates and dispatches one delivery; resolves with the 2xx body. */
-  async process(request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
+  /**
+   * Verifies, deduplicates and dispatches one delivery; resolves with the 2xx body. Not an
+   * async function itself: verification is synchronous, and a delivery costs one async frame
+   * (`answer`) instead of two.
+   */
+  process(request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
     const startedAt = performance.now();
     let event: AnyPaymentEvent;
     try {
       event = this.verifier.verify(request);
     } catch (error) {
-      throw this.telemetry.rejected(error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error, startedAt);
+      return Promise.reject(
+        this.telemetry.rejected(error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error, startedAt),
+      );
     }
     // No closure, no span when the host has no tracing.
     const tracer = this.telemetry.tracer();
@@ -104,15 +110,18 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     try {
       if (this.isFromOtherEnvironment(event)) {
         this.warnOtherEnvironment(event);
-        [outcome, ack] = ['ignored', OTHER_ENVIRONMENT];
+        outcome = 'ignored';
+        ack = OTHER_ENVIRONMENT;
       } else if (this.queue) {
         // queue mode: answered once Redis holds the event; a worker runs the handlers
         ack = await this.queue.enqueue(event);
         outcome = ack.duplicate ? 'duplicate' : 'queued';
       } else {
         const key = webhookEventKey(this.account, event.eventId);
-        const result = await this.deduplicator.run(key, this.dedupe, () => this.dispatch(event));
-        [outcome, ack] = result === ALREADY_PROCESSED ? ['duplicate', DUPLICATE] : ['handled', RECEIVED];
+        const result = await this.deduplicator.run(key, this.dedupe, this.dispatchEvent, event);
+        const duplicate = result === ALREADY_PROCESSED;
+        outcome = duplicate ? 'duplicate' : 'handled';
+        ack = duplicate ? DUPLICATE : RECEIVED;
       }
     } catch (error) {
       this.telemetry.failed(event, error, startedAt, span);
@@ -145,6 +154,9 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
   }
 
   /** Runs the handlers; maps their failure to the answer (logged with the delivery by `answer`). */
+  /** `dispatch`, bound once: the deduplicator calls it without a closure per delivery. */
+  private readonly dispatchEvent = (event: AnyPaymentEvent): Promise<void> => this.dispatch(event);
+
   private async dispatch(event: AnyPaymentEvent): Promise<void> {
     prepareReceivedEvent(event, this.account);
     try {

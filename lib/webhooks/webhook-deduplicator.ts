@@ -40,7 +40,13 @@ export class WebhookDeduplicator {
     private readonly options: { logClaimFailures?: boolean } = {},
   ) {}
 
-  async run<T>(key: string, settings: WebhookDeduplicationSettings, work: () => Promise<T>): Promise<T | typeof ALREADY_PROCESSED> {
+  /** Runs `work(arg)` at most once for `key` (the argument saves callers a closure per call). */
+  async run<T, A = undefined>(
+    key: string,
+    settings: WebhookDeduplicationSettings,
+    work: (arg: A) => Promise<T>,
+    arg?: A,
+  ): Promise<T | typeof ALREADY_PROCESSED> {
     let claim;
     try {
       claim = await this.store.claim(key, settings.leaseMs);
@@ -56,7 +62,7 @@ export class WebhookDeduplicator {
     const tracked = renewer.track(key, claim.claimToken);
     let result: T;
     try {
-      result = await work();
+      result = await work(arg as A);
     } catch (error) {
       renewer.untrack(tracked);
       await this.releaseQuietly(key, claim.claimToken);

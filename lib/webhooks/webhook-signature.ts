@@ -148,12 +148,20 @@ export function parseWebhookSignatureHeader(header: string | readonly string[] |
   return { timestampText, timestamp: Number(timestampText), signatures };
 }
 
-/**
- * Fast path for the exact form the service sends, `t=<1-12 digits>,v1=<64 chars>`, with no
- * per-part slicing. Returns `undefined` for anything else (including bad hex), which then
- * goes through the general parser and gets its precise error; results are identical.
- */
+/** The general parser's fast path for the canonical form (same results, no per-part slicing). */
 function parseCanonicalHeader(header: string): ParsedWebhookSignatureHeader | undefined {
+  const comma = canonicalHexHeaderComma(header);
+  if (comma === -1) return undefined;
+  const timestampText = header.slice(2, comma);
+  return { timestampText, timestamp: Number(timestampText), signatures: [Buffer.from(header.slice(comma + 4), 'hex')] };
+}
+
+/**
+ * The index of the comma when `header` is exactly `t=<1-12 digits>,v1=<64 hex digits>` (the
+ * form the service sends), else -1: anything else goes through the general parser and gets
+ * its precise error.
+ */
+function canonicalHexHeaderComma(header: string): number {
   const comma = header.indexOf(',');
   if (
     comma < 3 ||
@@ -165,17 +173,59 @@ function parseCanonicalHeader(header: string): ParsedWebhookSignatureHeader | un
     header.charCodeAt(comma + 2) !== 0x31 /* 1 */ ||
     header.charCodeAt(comma + 3) !== 0x3d /* = */
   ) {
-    return undefined;
+    return -1;
   }
   for (let i = 2; i < comma; i++) {
     const c = header.charCodeAt(i);
-    if (c < 48 || c > 57) return undefined;
+    if (c < 48 || c > 57) return -1;
   }
-  const digest = Buffer.allocUnsafe(DIGEST_BYTES);
-  // write() stops at the first non-hex character: fewer bytes means bad hex.
-  if (digest.write(header.slice(comma + 4), 'hex') !== DIGEST_BYTES) return undefined;
+  for (let i = comma + 4; i < header.length; i++) {
+    const c = header.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return -1;
+  }
+  return comma;
+}
+
+/**
+ * Verification of the canonical header without decoding anything into buffers: each
+ * expected digest (lower-case hex) is compared with the header's `v1` character by character,
+ * every character and every secret, with no early exit, so timing says nothing about
+ * how much matched or which secret did.
+ */
+function verifyCanonical(
+  rawBody: Buffer | string,
+  header: string,
+  comma: number,
+  secrets: string | readonly string[],
+  count: number,
+  toleranceSeconds: number,
+  options: VerifyWebhookSignatureOptions,
+): WebhookSignatureVerification {
   const timestampText = header.slice(2, comma);
-  return { timestampText, timestamp: Number(timestampText), signatures: [digest] };
+  const offset = comma + 4;
+  let secretIndex = -1;
+  for (let i = 0; i < count; i++) {
+    const expected = hmac(rawBody, typeof secrets === 'string' ? secrets : secrets[i]!, timestampText).digest('hex');
+    let diff = 0;
+    // `| 0x20` lower-cases A-F and leaves digits as they are (the characters were checked to be hex).
+    for (let k = 0; k < DIGEST_HEX_LENGTH; k++) diff |= expected.charCodeAt(k) ^ (header.charCodeAt(offset + k) | 0x20);
+    if (diff === 0 && secretIndex === -1) secretIndex = i;
+  }
+  if (secretIndex === -1) {
+    throw new WebhookSignatureMismatchError();
+  }
+  const timestamp = Number(timestampText);
+  assertWithinTolerance(timestamp, toleranceSeconds, options);
+  return { timestamp, secretIndex };
+}
+
+/** Refuses a genuine signature whose `t` is further from now than the tolerance (a replay, or a skewed clock). */
+function assertWithinTolerance(timestamp: number, toleranceSeconds: number, options: VerifyWebhookSignatureOptions): void {
+  const nowSeconds = (options.now ?? Date.now()) / 1000;
+  // Written as "not within" so a NaN clock rejects instead of passing.
+  if (!(Math.abs(nowSeconds - timestamp) <= toleranceSeconds)) {
+    throw new WebhookTimestampOutOfToleranceError(timestamp, toleranceSeconds);
+  }
 }
 
 function isDigits(value: string, maxLength: number): boolean {
@@ -218,6 +268,10 @@ export function verifyWebhookSignature(
   if (!(toleranceSeconds >= 0)) {
     throw new TypeError('toleranceSeconds must be a number >= 0');
   }
+  if (typeof header === 'string') {
+    const comma = canonicalHexHeaderComma(header);
+    if (comma !== -1) return verifyCanonical(rawBody, header, comma, secretList ?? (secrets as string), count, toleranceSeconds, options);
+  }
   const parsed = parseWebhookSignatureHeader(header);
   const signatures = parsed.signatures;
 
@@ -236,10 +290,6 @@ export function verifyWebhookSignature(
     throw new WebhookSignatureMismatchError();
   }
 
-  const nowSeconds = (options.now ?? Date.now()) / 1000;
-  // Written as "not within" so a NaN clock rejects instead of passing.
-  if (!(Math.abs(nowSeconds - parsed.timestamp) <= toleranceSeconds)) {
-    throw new WebhookTimestampOutOfToleranceError(parsed.timestamp, toleranceSeconds);
-  }
+  assertWithinTolerance(parsed.timestamp, toleranceSeconds, options);
   return { timestamp: parsed.timestamp, secretIndex };
 }
