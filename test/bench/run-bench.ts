@@ -31,7 +31,7 @@ async function main(): Promise<void> {
 
   const throughput = quick
     ? { connections: 10, roundSeconds: 2, pairs: 2, warmupSeconds: 1 }
-    : { connections: 10, roundSeconds: 4, pairs: 4, warmupSeconds: 2 };
+    : { connections: 10, roundSeconds: 3, pairs: 8, warmupSeconds: 2 };
   if (wanted('1')) {
     await step('webhook throughput (express)', () => webhookThroughput('express', throughput));
     await step('webhook throughput (fastify)', () => webhookThroughput('fastify', throughput));
