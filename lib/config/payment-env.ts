@@ -39,23 +39,37 @@ export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
 export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
 
 /**
- * Settings of the app's infrastructure rather than of a merchant account: a named account
- * without its own variable uses the default account's (one `PAYMENT_REDIS_URL` for all, one
- * `PAYMENT_QUEUE_WORKER=false` for a web-only instance).
+ * How each variable is read: as text, a whole number or a boolean; and whether it describes
+ * the app's infrastructure rather than a merchant account (`shared`): a named account
+ * without its own variable then uses the default account's (one `PAYMENT_REDIS_URL` for all).
+ * A `Record` over every option, so a new option cannot be left out.
  */
-const SHARED_ENV_OPTIONS: ReadonlySet<PaymentEnvOptionKey> = new Set<PaymentEnvOptionKey>([
-  'redisUrl',
-  'redisKeyPrefix',
-  'processing',
-  'queueRedisUrl',
-  'queueWorker',
-  'queueConcurrency',
-  'queueAttempts',
-  'queueBackoffMs',
-  'queueDeadLetterRetentionMs',
-  'queueShutdownTimeoutMs',
-  'queueLockDurationMs',
-]);
+const ENV_KINDS: Readonly<Record<PaymentEnvOptionKey, { type: 'text' | 'integer' | 'boolean'; shared?: true }>> = {
+  baseUrl: { type: 'text' },
+  environment: { type: 'text' },
+  clientId: { type: 'text' },
+  clientSecret: { type: 'text' },
+  webhookSecret: { type: 'text' },
+  webhookPath: { type: 'text' },
+  webhookToleranceSeconds: { type: 'integer' },
+  webhookMaxBodyBytes: { type: 'integer' },
+  httpTimeoutMs: { type: 'integer' },
+  maxRetries: { type: 'integer' },
+  redisUrl: { type: 'text', shared: true },
+  redisKeyPrefix: { type: 'text', shared: true },
+  webhookLeaseMs: { type: 'integer' },
+  webhookRetentionMs: { type: 'integer' },
+  reconcile: { type: 'boolean' },
+  processing: { type: 'text', shared: true },
+  queueRedisUrl: { type: 'text', shared: true },
+  queueWorker: { type: 'boolean', shared: true },
+  queueConcurrency: { type: 'integer', shared: true },
+  queueAttempts: { type: 'integer', shared: true },
+  queueBackoffMs: { type: 'integer', shared: true },
+  queueDeadLetterRetentionMs: { type: 'integer', shared: true },
+  queueShutdownTimeoutMs: { type: 'integer', shared: true },
+  queueLockDurationMs: { type: 'integer', shared: true },
+};
 
 /** `PAYMENT_` for the default account, `PAYMENT_EU_` for `eu` (upper-cased, other characters → `_`). */
 export function paymentEnvPrefix(account: string = DEFAULT_PAYMENT_ACCOUNT): string {
@@ -79,7 +93,7 @@ export function readPaymentEnv(
   const values: PaymentEnvValues = {};
   for (const option of Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]) {
     let text = envText(get(paymentEnvName(option, account)));
-    if (text === undefined && account !== DEFAULT_PAYMENT_ACCOUNT && SHARED_ENV_OPTIONS.has(option)) {
+    if (text === undefined && account !== DEFAULT_PAYMENT_ACCOUNT && ENV_KINDS[option].shared) {
       text = envText(get(PAYMENT_ENV_VARIABLES[option]));
     }
     if (text !== undefined) values[option] = text;
@@ -104,30 +118,12 @@ function fromEnvBoolean(text: string): boolean | string {
   return text;
 }
 
-const NUMERIC_ENV_KEYS: PaymentEnvOptionKey[] = [
-  'webhookToleranceSeconds',
-  'webhookMaxBodyBytes',
-  'httpTimeoutMs',
-  'maxRetries',
-  'webhookLeaseMs',
-  'webhookRetentionMs',
-  'queueConcurrency',
-  'queueAttempts',
-  'queueBackoffMs',
-  'queueDeadLetterRetentionMs',
-  'queueShutdownTimeoutMs',
-  'queueLockDurationMs',
-];
-
-const BOOLEAN_ENV_KEYS: PaymentEnvOptionKey[] = ['reconcile', 'queueWorker'];
-
 /** Converts the env strings to the option types; unparsable text is kept so validation reports it. */
 export function parsePaymentEnv(env: PaymentEnvValues): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, text] of Object.entries(env) as [PaymentEnvOptionKey, string][]) {
-    if (NUMERIC_ENV_KEYS.includes(key)) out[key] = fromEnvNumber(text);
-    else if (BOOLEAN_ENV_KEYS.includes(key)) out[key] = fromEnvBoolean(text);
-    else out[key] = text;
+    const { type } = ENV_KINDS[key];
+    out[key] = type === 'integer' ? fromEnvNumber(text) : type === 'boolean' ? fromEnvBoolean(text) : text;
   }
   return out;
 }

@@ -2,7 +2,7 @@
 // to is acknowledged but warned about once per type, and account-bound handlers hear only
 // their account. Real DI (Test module), real handlers; nothing of Nest is mocked.
 import 'reflect-metadata';
-import { Injectable, type LoggerService } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { delay, Observable, of, tap, throwError } from 'rxjs';
@@ -11,17 +11,7 @@ import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatche
 import { PaymentEventHandlerError } from '../../lib/events/payment-event.errors.js';
 import type { AnyPaymentEvent, PaymentEventEnvelope } from '../../lib/events/payment-event.types.js';
 import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
-
-class CapturingLogger implements LoggerService {
-  readonly warnings: string[] = [];
-  log(): void {}
-  error(): void {}
-  debug(): void {}
-  verbose(): void {}
-  warn(message: unknown): void {
-    this.warnings.push(String(message));
-  }
-}
+import { CollectingLogger } from '../support/collecting-logger.js';
 
 @Injectable()
 class ObservableHandlers {
@@ -74,7 +64,7 @@ function envelope(eventType: string, account?: string): PaymentEventEnvelope & {
 describe('dispatch rules', () => {
   let moduleRef: TestingModule;
   let dispatcher: PaymentEventDispatcher;
-  const logger = new CapturingLogger();
+  const logger = new CollectingLogger();
 
   beforeAll(async () => {
     moduleRef = await Test.createTestingModule({
@@ -106,12 +96,13 @@ describe('dispatch rules', () => {
   });
 
   it('acknowledges an event type nobody listens to, warning once per type', async () => {
-    logger.warnings.length = 0;
+    const before = logger.lines.length;
     await expect(dispatcher.dispatch(envelope('split.settled'))).resolves.toBeUndefined();
     await expect(dispatcher.dispatch(envelope('split.settled'))).resolves.toBeUndefined();
     await expect(dispatcher.dispatch(envelope('dispute.created'))).resolves.toBeUndefined();
-    expect(logger.warnings.filter((w) => w.includes('split.settled'))).toHaveLength(1);
-    expect(logger.warnings.filter((w) => w.includes('dispute.created'))).toHaveLength(1);
+    const warnings = logger.lines.slice(before).filter((l) => l.level === 'warn').map((l) => l.message);
+    expect(warnings.filter((w) => w.includes('split.settled'))).toHaveLength(1);
+    expect(warnings.filter((w) => w.includes('dispute.created'))).toHaveLength(1);
   });
 
   it("runs an account-bound handler for that account's events only; unbound handlers for every account", async () => {

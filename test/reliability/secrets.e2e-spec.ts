@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { inspect } from 'node:util';
-import type { LoggerService } from '@nestjs/common';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { PaymentHttpClient } from '../../lib/client/payment-http.client.js';
 import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
@@ -12,6 +11,7 @@ import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.sto
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { createServer } from 'node:net';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
 
 const CLIENT_ID = 'rel-client';
@@ -20,21 +20,6 @@ const WRONG_CLIENT_SECRET = 'cs_rel_wrong_Hh3Jk5Lm7Nn9';
 const WEBHOOK_SECRET = 'whsec_rel_current_Qm4Rt6Yu8Io0';
 const OLD_WEBHOOK_SECRET = 'whsec_rel_previous_Za1Xs3Cd5Vf7';
 const ATTACKER_SECRET = 'whsec_rel_attacker_Bg2Nh4Mj6Ki8';
-
-/** A LoggerService that keeps every line at every level, with every argument rendered in full. */
-class CollectingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  private collect(level: string, message: unknown, params: unknown[]): void {
-    const render = (v: unknown) => (typeof v === 'string' ? v : v instanceof Error ? `${v.stack}\n${inspect(v, { depth: 6 })}` : inspect(v, { depth: 6 }));
-    this.lines.push(`${level} ${[message, ...params].map(render).join(' ')}`);
-  }
-  log(message: unknown, ...params: unknown[]) { this.collect('log', message, params); }
-  error(message: unknown, ...params: unknown[]) { this.collect('error', message, params); }
-  warn(message: unknown, ...params: unknown[]) { this.collect('warn', message, params); }
-  debug(message: unknown, ...params: unknown[]) { this.collect('debug', message, params); }
-  verbose(message: unknown, ...params: unknown[]) { this.collect('verbose', message, params); }
-  fatal(message: unknown, ...params: unknown[]) { this.collect('fatal', message, params); }
-}
 
 /** Every way an error could end up in a log or a response: message, stack, JSON, inspect. */
 function renderError(error: unknown): string {
@@ -134,8 +119,8 @@ describe('reliability: secrets never reach logs or errors', () => {
 
     // the evidence really covers errors at several levels and the debug stream
     expect(errors.length).toBeGreaterThanOrEqual(7);
-    expect(logger.lines.some((l) => l.startsWith('debug '))).toBe(true);
-    expect(logger.lines.some((l) => l.startsWith('error ') || l.startsWith('warn '))).toBe(true);
+    expect(logger.rendered.some((l) => l.startsWith('debug '))).toBe(true);
+    expect(logger.rendered.some((l) => l.startsWith('error ') || l.startsWith('warn '))).toBe(true);
 
     const tokens = new Set<string>();
     for (const r of sim.requests) {
@@ -147,7 +132,7 @@ describe('reliability: secrets never reach logs or errors', () => {
     const secrets = [CLIENT_SECRET, WRONG_CLIENT_SECRET, WEBHOOK_SECRET, OLD_WEBHOOK_SECRET, ATTACKER_SECRET, ...tokens];
 
     const haystacks: Array<[string, string]> = [
-      ...logger.lines.map((l, i): [string, string] => [`log line ${i}`, l]),
+      ...logger.rendered.map((l, i): [string, string] => [`log line ${i}`, l]),
       ...errors.map((e, i): [string, string] => [`error ${i} (${(e as Error)?.name})`, renderError(e)]),
       ...responses.map((r, i): [string, string] => [`webhook response ${i}`, r]),
       ['resolved options (JSON)', JSON.stringify(app.app.get(getPaymentOptionsToken()))],
@@ -205,7 +190,7 @@ describe('reliability: secrets never reach logs or errors', () => {
     const encoded = encodeURIComponent(password);
     const urls = [`redis://:${encoded}@127.0.0.1:${port}`, `redis://app:${encoded}@127.0.0.1:${port}/1`, `redis://127.0.0.1:${port}?password=${encoded}`];
     const texts: string[] = [];
-    const firstLine = logger.lines.length;
+    const firstLine = logger.rendered.length;
     for (const url of urls) {
       const store = new RedisWebhookEventStore(url, { operationTimeoutMs: 300 });
       try {
@@ -224,8 +209,8 @@ describe('reliability: secrets never reach logs or errors', () => {
     }
     expect((parseError as Error | undefined)?.name).toBe('TypeError');
     texts.push(renderError(parseError), inspect(parseError, { depth: 6, showHidden: true }));
-    texts.push(...logger.lines.slice(firstLine));
-    expect(logger.lines.length).toBeGreaterThan(firstLine); // the outage was logged
+    texts.push(...logger.rendered.slice(firstLine));
+    expect(logger.rendered.length).toBeGreaterThan(firstLine); // the outage was logged
     for (const text of texts) {
       for (const secret of [password, encoded, 'P@ss', 'w0rd']) expect(text).not.toContain(secret);
     }

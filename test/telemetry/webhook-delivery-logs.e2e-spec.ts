@@ -1,34 +1,15 @@
 import 'reflect-metadata';
 import { createServer } from 'node:net';
-import { ConsoleLogger, type LoggerService } from '@nestjs/common';
+import { ConsoleLogger } from '@nestjs/common';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
+import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
-interface LogLine {
-  level: string;
-  context: string;
-  message: string;
-}
 
-/** Every line the app logs, with its level and context. */
-class CollectingLogger implements LoggerService {
-  readonly lines: LogLine[] = [];
-  private collect(level: string, message: unknown, params: unknown[]) {
-    const context = typeof params[params.length - 1] === 'string' ? (params[params.length - 1] as string) : '';
-    this.lines.push({ level, context, message: String(message) });
-  }
-  log(message: unknown, ...params: unknown[]) { this.collect('log', message, params); }
-  warn(message: unknown, ...params: unknown[]) { this.collect('warn', message, params); }
-  error(message: unknown, ...params: unknown[]) { this.collect('error', message, params); }
-  debug(message: unknown, ...params: unknown[]) { this.collect('debug', message, params); }
-  verbose(message: unknown, ...params: unknown[]) { this.collect('verbose', message, params); }
-  fatal(message: unknown, ...params: unknown[]) { this.collect('fatal', message, params); }
-
-  /** Lines of the webhook pipeline about deliveries. */
-  deliveries(): LogLine[] {
-    return this.lines.filter((l) => l.context === 'PaymentWebhooks' && l.message.startsWith('Webhook delivery'));
-  }
+/** Lines of the webhook pipeline about deliveries. */
+function deliveries(logger: CollectingLogger): LogLine[] {
+  return logger.lines.filter((l) => l.context === 'PaymentWebhooks' && l.message.startsWith('Webhook delivery'));
 }
 
 /** A loopback port with nothing listening (connection refused). */
@@ -90,7 +71,7 @@ describe('webhook delivery log lines', () => {
     expect((await postWebhook(w.url, event, { signature: null })).status).toBe(400);
     expect((await postWebhook(w.url, event, { contentType: 'text/plain' })).status).toBe(415);
 
-    expect(logger.deliveries().map((l) => [l.level, l.message])).toEqual([
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
       ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 401 WEBHOOK_SIGNATURE_MISMATCH: account=default; /)],
       ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 400 WEBHOOK_SIGNATURE_MISSING: account=default; /)],
       ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 415 WEBHOOK_UNSUPPORTED_MEDIA_TYPE: account=default; /)],
@@ -106,7 +87,7 @@ describe('webhook delivery log lines', () => {
     const event = envelope('payment.failed');
     w.handlers.failNext = 1;
     expect((await postWebhook(w.url, event)).status).toBe(500);
-    expect(logger.deliveries()).toEqual([
+    expect(deliveries(logger)).toEqual([
       {
         level: 'error',
         context: 'PaymentWebhooks',
@@ -119,7 +100,7 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.filter((l) => l.context === 'PaymentEvents' && l.level === 'error')).toHaveLength(1);
     // the redelivery is handled and logs nothing
     expect((await postWebhook(w.url, event)).status).toBe(200);
-    expect(logger.deliveries()).toHaveLength(1);
+    expect(deliveries(logger)).toHaveLength(1);
   });
 
   it('a delivery of an event already in flight logs one warn line', async () => {
@@ -133,7 +114,7 @@ describe('webhook delivery log lines', () => {
     expect((await postWebhook(w.url, event)).status).toBe(409);
     release();
     expect((await first).status).toBe(200);
-    expect(logger.deliveries().map((l) => [l.level, l.message])).toEqual([
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
       ['warn', `Webhook delivery in_flight, answered 409 WEBHOOK_EVENT_IN_FLIGHT: eventId=${event.eventId} eventType=payment.succeeded account=default; This event is being processed by another delivery; retry later`],
     ]);
   });
@@ -147,7 +128,7 @@ describe('webhook delivery log lines', () => {
     const answer = await postWebhook(w.url, event);
     expect(answer.status).toBe(503);
     expect(answer.json.code).toBe('WEBHOOK_STORE_UNAVAILABLE');
-    const lines = logger.deliveries();
+    const lines = deliveries(logger);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 'error', context: 'PaymentWebhooks' });
     expect(lines[0]!.message).toMatch(

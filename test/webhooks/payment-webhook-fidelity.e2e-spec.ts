@@ -2,20 +2,10 @@
 // never shares a store key with another id, never carries fields only the module sets, and
 // is not dispatched to an account of the other environment.
 import 'reflect-metadata';
-import { Injectable, type LoggerService } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
-
-class CapturingLogger implements LoggerService {
-  readonly warnings: string[] = [];
-  log(): void {}
-  error(): void {}
-  debug(): void {}
-  verbose(): void {}
-  warn(message: unknown): void {
-    this.warnings.push(String(message));
-  }
-}
+import { CollectingLogger } from '../support/collecting-logger.js';
 
 /** Host wildcard listeners: a signed `payment.*` or `**` must never reach them. */
 @Injectable()
@@ -30,9 +20,9 @@ class WildcardListeners {
 
 describe.each(ADAPTERS)('signed-event fidelity on %s', (adapter) => {
   let w: WebhookApp;
-  let logger: CapturingLogger;
+  let logger: CollectingLogger;
   beforeAll(async () => {
-    logger = new CapturingLogger();
+    logger = new CollectingLogger();
     w = await startWebhookApp({
       adapter,
       logger,
@@ -61,9 +51,9 @@ describe.each(ADAPTERS)('signed-event fidelity on %s', (adapter) => {
     for (let i = 0; i < 3; i++) {
       expect((await postWebhook(w.url, envelope('payment.succeeded', { createdAt: '2024-03-01T10:00:00' }))).status).toBe(200);
     }
-    const createdAtWarnings = logger.warnings.filter((m) => m.includes('createdAt'));
+    const createdAtWarnings = logger.messages('warn').filter((m) => m.includes('createdAt'));
     expect(createdAtWarnings).toHaveLength(2); // 'malformed' (three deliveries) and 'missing' (the test above)
-    expect(logger.warnings.filter((m) => m.includes('with an unexpected format of createdAt'))).toHaveLength(1);
+    expect(logger.messages('warn').filter((m) => m.includes('with an unexpected format of createdAt'))).toHaveLength(1);
   });
 
   it.each(['payment.*', '*.succeeded', '**', 'payment.succeeded.*'])(
@@ -105,7 +95,7 @@ describe.each(ADAPTERS)('environment of signed events on %s', (adapter) => {
     ['sandbox', 'staging', false],
     ['live', undefined, false],
   ] as const)('a %s account given environment %j: ignored with 2xx = %s', async (environment, eventEnvironment, ignored) => {
-    const logger = new CapturingLogger();
+    const logger = new CollectingLogger();
     const w = await startWebhookApp({ adapter, logger, payment: { environment } });
     try {
       const body = envelope('payment.succeeded', { environment: eventEnvironment });
@@ -114,7 +104,7 @@ describe.each(ADAPTERS)('environment of signed events on %s', (adapter) => {
       if (ignored) {
         expect(answer.json).toEqual({ received: true, ignored: 'environment' });
         expect(w.handlers.calls).toHaveLength(0);
-        expect(logger.warnings.some((m) => m.includes(`Ignored payment.succeeded event ${body.eventId as string}`))).toBe(true);
+        expect(logger.messages('warn').some((m) => m.includes(`Ignored payment.succeeded event ${body.eventId as string}`))).toBe(true);
         // a retry of it is acknowledged the same way, never dispatched
         expect((await postWebhook(w.url, body)).json).toEqual({ received: true, ignored: 'environment' });
       } else {

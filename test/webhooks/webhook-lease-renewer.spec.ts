@@ -1,8 +1,8 @@
 // The renewal loop that keeps running handlers' claims alive, against the real memory store
 // (a subclass injects extend failures: the store's own logic is untouched) and real timers.
-import type { LoggerService } from '@nestjs/common';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { WebhookLeaseRenewer } from '../../lib/webhooks/webhook-lease-renewer.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 
 const LEASE_MS = 150;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -22,19 +22,6 @@ class FlakyExtendStore extends MemoryWebhookEventStore {
   }
 }
 
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log(message: unknown): void {
-    this.lines.push(String(message));
-  }
-  error(message: unknown): void {
-    this.lines.push(String(message));
-  }
-  warn(message: unknown): void {
-    this.lines.push(String(message));
-  }
-}
-
 async function claimed(store: MemoryWebhookEventStore, key: string): Promise<string> {
   const claim = await store.claim(key, LEASE_MS);
   if (claim.outcome !== 'claimed') throw new Error(`expected a claim, got ${claim.outcome}`);
@@ -44,7 +31,7 @@ async function claimed(store: MemoryWebhookEventStore, key: string): Promise<str
 describe('WebhookLeaseRenewer', () => {
   it('keeps a claim alive over many leases while its handlers run, then stops when untracked', async () => {
     const store = new FlakyExtendStore();
-    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CapturingLogger());
+    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CollectingLogger());
     const tracked = renewer.track('evt_1', await claimed(store, 'evt_1'));
     await sleep(LEASE_MS * 4);
     await expect(store.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
@@ -56,7 +43,7 @@ describe('WebhookLeaseRenewer', () => {
 
   it('keeps retrying after a failed renewal while the lease has not lapsed (one time-out does not end renewal)', async () => {
     const store = new FlakyExtendStore();
-    const logger = new CapturingLogger();
+    const logger = new CollectingLogger();
     const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
     store.failExtends = 1;
     const tracked = renewer.track('evt_2', await claimed(store, 'evt_2'));
@@ -64,8 +51,8 @@ describe('WebhookLeaseRenewer', () => {
     // the first renewal failed, the next ones went through: the claim never lapsed
     expect(store.extendCalls).toBeGreaterThanOrEqual(3);
     await expect(store.claim('evt_2', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
-    expect(logger.lines.filter((l) => l.includes('Could not renew'))).toHaveLength(1);
-    expect(logger.lines[0]).toContain('retrying');
+    expect(logger.messages().filter((l) => l.includes('Could not renew'))).toHaveLength(1);
+    expect(logger.messages()[0]).toContain('retrying');
     expect(renewer.size).toBe(1);
     renewer.untrack(tracked);
     renewer.close();
@@ -73,32 +60,32 @@ describe('WebhookLeaseRenewer', () => {
 
   it('gives up once the lease has lapsed without a successful renewal, and says so', async () => {
     const store = new FlakyExtendStore();
-    const logger = new CapturingLogger();
+    const logger = new CollectingLogger();
     const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
     store.failExtends = 1_000;
     renewer.track('evt_3', await claimed(store, 'evt_3'));
     await sleep(LEASE_MS * 3);
     expect(renewer.size).toBe(0);
-    expect(logger.lines.some((l) => l.includes('its lease has lapsed'))).toBe(true);
+    expect(logger.messages().some((l) => l.includes('its lease has lapsed'))).toBe(true);
     renewer.close();
   });
 
   it('stops renewing a claim it lost, and one that ran past maxRenewalMs', async () => {
     const store = new FlakyExtendStore();
-    const logger = new CapturingLogger();
+    const logger = new CollectingLogger();
     const lost = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
     lost.track('evt_4', 'not-the-owner');
     await store.claim('evt_4', LEASE_MS);
     await sleep(LEASE_MS);
     expect(lost.size).toBe(0);
-    expect(logger.lines.some((l) => l.includes('was lost'))).toBe(true);
+    expect(logger.messages().some((l) => l.includes('was lost'))).toBe(true);
     lost.close();
 
     const capped = new WebhookLeaseRenewer(store, LEASE_MS, LEASE_MS, logger);
     capped.track('evt_5', await claimed(store, 'evt_5'));
     await sleep(LEASE_MS * 2);
     expect(capped.size).toBe(0);
-    expect(logger.lines.some((l) => l.includes('no longer renewing'))).toBe(true);
+    expect(logger.messages().some((l) => l.includes('no longer renewing'))).toBe(true);
     capped.close();
   });
 });
