@@ -40,6 +40,10 @@ async function main(): Promise<void> {
   if (wanted('2')) await step('verifyWebhookSignature', () => verifySignature({ iterations: 4_000, pairs: quick ? 11 : 41 }));
   if (wanted('3')) await step('client overhead', () => clientOverhead({ concurrency: 8, opsPerRound: quick ? 1_000 : 3_000, pairs: quick ? 2 : 4 }));
   if (wanted('4')) await step('memory store', () => memoryStore({ ids: 1_000_000 }));
+  if (wanted('6')) {
+    await step('webhook throughput with the OpenTelemetry SDK (express)', () => webhookThroughput('express', throughput, { otelSdk: true }));
+    await step('webhook throughput with the OpenTelemetry SDK (fastify)', () => webhookThroughput('fastify', throughput, { otelSdk: true }));
+  }
   if (wanted('5')) {
     await step('queue mode (Redis, BullMQ)', () =>
       queueThroughput({ ...throughput, adapters: ['express', 'fastify'], events: 10_000, workers: 2 }),
@@ -62,13 +66,22 @@ async function main(): Promise<void> {
       '',
       renderMarkdown(rows),
       '',
-      'Each figure compares two things measured in the same run, in interleaved ABBA rounds (medians of',
-      'per-pair ratios), so machine noise hits both sides; absolute req/s and ops/s are not comparable',
-      'between runs. "app user CPU/request" is the server process\'s user-mode CPU per answered request, a',
-      'capacity figure that does not depend on how fast the load generator is (kernel time is left out: on',
-      'loopback it is dominated by waking the load generator).',
+      'Each figure compares things measured in the same run, in interleaved rounds (medians of per-round',
+      'ratios), so machine noise hits every side; absolute req/s and ops/s are not comparable between runs',
+      '(this machine\'s speed drifts by a factor of two over minutes). "app user CPU/request" is the server',
+      'process\'s user-mode CPU per answered request, a capacity figure that does not depend on how fast the',
+      'load generator is (kernel time is left out: on loopback it is dominated by waking the load generator).',
       '',
-      'Run: `npm run bench` (`-- --quick` for short rounds, `-- --only=1,3` to pick benchmarks, `-- --write` to',
+      'Benchmark 1 measures three routes of one app: the module\'s webhook route (signature, envelope,',
+      'memory-store claim and completion, one no-op `@OnPaymentEvent` handler), the "floor" (the least a Nest',
+      'controller can do for this job: check the HMAC, parse, remember ids in a `Set`, call the handler) and a',
+      'bare JSON route. Benchmark 6 runs the same app with the OpenTelemetry SDK registered (AsyncLocalStorage',
+      'context, batch span processor, periodic metric reader, in-memory exporters): its cost is the difference',
+      'to row 1 (the SDK\'s context manager slows the bare route too). Benchmark 5 is the queue mode: the',
+      'acknowledgement rate against the bare route, and 10,000 signed events through a web-only instance into',
+      'two worker processes, each checked handled once.',
+      '',
+      'Run: `npm run bench` (`-- --quick` for short rounds, `-- --only=1,6` to pick benchmarks, `-- --write` to',
       'refresh this file). `BENCH_CPU_PROF=<dir> npm run bench -- --only=1` writes a `--cpu-prof` profile of the',
       'webhook app per adapter.',
       '',
