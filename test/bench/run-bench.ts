@@ -9,6 +9,7 @@ import { clientOverhead } from './client-overhead.bench.js';
 import { memoryStore } from './memory-store.bench.js';
 import { queueThroughput } from './queue-throughput.bench.js';
 import { verifySignature } from './verify-signature.bench.js';
+import { webhookSteps } from './webhook-steps.bench.js';
 import { webhookThroughput } from './webhook-throughput.bench.js';
 
 async function main(): Promise<void> {
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
   if (wanted('2')) await step('verifyWebhookSignature', () => verifySignature({ iterations: 4_000, pairs: quick ? 11 : 41 }));
   if (wanted('3')) await step('client overhead', () => clientOverhead({ concurrency: 8, opsPerRound: quick ? 1_000 : 3_000, pairs: quick ? 2 : 4 }));
   if (wanted('4')) await step('memory store', () => memoryStore({ ids: 1_000_000 }));
+  if (wanted('7')) await step('webhook steps (in process)', () => webhookSteps({ deliveries: quick ? 10_000 : 30_000, rounds: quick ? 3 : 5 }));
   if (wanted('6')) {
     await step('webhook throughput with the OpenTelemetry SDK (express)', () => webhookThroughput('express', throughput, { otelSdk: true }));
     await step('webhook throughput with the OpenTelemetry SDK (fastify)', () => webhookThroughput('fastify', throughput, { otelSdk: true }));
@@ -79,7 +81,8 @@ async function main(): Promise<void> {
       'context, batch span processor, periodic metric reader, in-memory exporters): its cost is the difference',
       'to row 1 (the SDK\'s context manager slows the bare route too). Benchmark 5 is the queue mode: the',
       'acknowledgement rate against the bare route, and 10,000 signed events through a web-only instance into',
-      'two worker processes, each checked handled once.',
+      'two worker processes, each checked handled once. Benchmark 7 times each step of a delivery inside the',
+      'module, in process (no HTTP), for the per-step profile.',
       '',
       'Run: `npm run bench` (`-- --quick` for short rounds, `-- --only=1,6` to pick benchmarks, `-- --write` to',
       'refresh this file). `BENCH_CPU_PROF=<dir> npm run bench -- --only=1` writes a `--cpu-prof` profile of the',
