@@ -33,36 +33,38 @@ export function resolvePaymentOptions(
     const own = (explicit as Record<string, unknown>)[key];
     return own !== undefined ? own : envOptions[key];
   };
+  // One key per line below, so an option cannot fall back to another option's default.
+  const orDefault = <K extends keyof typeof PAYMENT_OPTION_DEFAULTS>(key: K): unknown => pick(key) ?? PAYMENT_OPTION_DEFAULTS[key];
 
   const schema = Object.assign(new PaymentOptionsSchema(), {
     baseUrl: pick('baseUrl'),
-    environment: pick('environment') ?? PAYMENT_OPTION_DEFAULTS.environment,
+    environment: orDefault('environment'),
     clientId: pick('clientId'),
     clientSecret: pick('clientSecret'),
     webhookSecret: splitSecrets(pick('webhookSecret')) ?? [],
     webhookPath: pick('webhookPath') ?? defaultWebhookPath(account),
-    webhookToleranceSeconds: pick('webhookToleranceSeconds') ?? PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds,
-    webhookMaxBodyBytes: pick('webhookMaxBodyBytes') ?? PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes,
-    httpTimeoutMs: pick('httpTimeoutMs') ?? PAYMENT_OPTION_DEFAULTS.httpTimeoutMs,
-    maxRetries: pick('maxRetries') ?? PAYMENT_OPTION_DEFAULTS.maxRetries,
-    retryBaseDelayMs: pick('retryBaseDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryBaseDelayMs,
-    retryMaxDelayMs: pick('retryMaxDelayMs') ?? PAYMENT_OPTION_DEFAULTS.retryMaxDelayMs,
-    maxRetryAfterMs: pick('maxRetryAfterMs') ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs,
+    webhookToleranceSeconds: orDefault('webhookToleranceSeconds'),
+    webhookMaxBodyBytes: orDefault('webhookMaxBodyBytes'),
+    httpTimeoutMs: orDefault('httpTimeoutMs'),
+    maxRetries: orDefault('maxRetries'),
+    retryBaseDelayMs: orDefault('retryBaseDelayMs'),
+    retryMaxDelayMs: orDefault('retryMaxDelayMs'),
+    maxRetryAfterMs: orDefault('maxRetryAfterMs'),
     redisUrl: pick('redisUrl'),
     redisKeyPrefix: pick('redisKeyPrefix'),
-    webhookLeaseMs: pick('webhookLeaseMs') ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
-    webhookRetentionMs: pick('webhookRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
-    memoryStoreMaxEntries: pick('memoryStoreMaxEntries') ?? PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries,
-    reconcile: pick('reconcile') ?? PAYMENT_OPTION_DEFAULTS.reconcile,
-    processing: pick('processing') ?? PAYMENT_OPTION_DEFAULTS.processing,
+    webhookLeaseMs: orDefault('webhookLeaseMs'),
+    webhookRetentionMs: orDefault('webhookRetentionMs'),
+    memoryStoreMaxEntries: orDefault('memoryStoreMaxEntries'),
+    reconcile: orDefault('reconcile'),
+    processing: orDefault('processing'),
     queueRedisUrl: pick('queueRedisUrl'),
-    queueWorker: pick('queueWorker') ?? PAYMENT_OPTION_DEFAULTS.queueWorker,
-    queueConcurrency: pick('queueConcurrency') ?? PAYMENT_OPTION_DEFAULTS.queueConcurrency,
-    queueAttempts: pick('queueAttempts') ?? PAYMENT_OPTION_DEFAULTS.queueAttempts,
-    queueBackoffMs: pick('queueBackoffMs') ?? PAYMENT_OPTION_DEFAULTS.queueBackoffMs,
-    queueDeadLetterRetentionMs: pick('queueDeadLetterRetentionMs') ?? PAYMENT_OPTION_DEFAULTS.queueDeadLetterRetentionMs,
-    queueShutdownTimeoutMs: pick('queueShutdownTimeoutMs') ?? PAYMENT_OPTION_DEFAULTS.queueShutdownTimeoutMs,
-    queueLockDurationMs: pick('queueLockDurationMs') ?? PAYMENT_OPTION_DEFAULTS.queueLockDurationMs,
+    queueWorker: orDefault('queueWorker'),
+    queueConcurrency: orDefault('queueConcurrency'),
+    queueAttempts: orDefault('queueAttempts'),
+    queueBackoffMs: orDefault('queueBackoffMs'),
+    queueDeadLetterRetentionMs: orDefault('queueDeadLetterRetentionMs'),
+    queueShutdownTimeoutMs: orDefault('queueShutdownTimeoutMs'),
+    queueLockDurationMs: orDefault('queueLockDurationMs'),
   } satisfies Record<PaymentOptionsSchemaKey, unknown>);
 
   const problems = validatePaymentOptions(schema, explicit, account);

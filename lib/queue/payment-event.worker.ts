@@ -7,15 +7,17 @@ import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
-import { type WebhookDeduplicationSettings, WebhookDeduplicator } from '../webhooks/webhook-deduplicator.js';
+import {
+  accountDeduplicationSettings,
+  type WebhookDeduplicationSettings,
+  WebhookDeduplicator,
+} from '../webhooks/webhook-deduplicator.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
 
-/** Renewal of a running claim stops after 15 minutes, as on the inline route. */
-const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -59,12 +61,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   ) {
     this.account = options.account;
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
-    this.claims = {
-      leaseMs: options.webhookLeaseMs,
-      retentionMs: options.webhookRetentionMs,
-      completeAttempts: 3,
-      maxLeaseRenewalMs: MAX_LEASE_RENEWAL_MS,
-    };
+    // the inline route's settings: same lease, retention and renewal limit
+    this.claims = accountDeduplicationSettings(options);
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';

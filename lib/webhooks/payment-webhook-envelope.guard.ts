@@ -9,8 +9,8 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
 
 /**
  * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the
- * adapter's parsed body, so handlers see exactly what was signed) as the envelope of
- * the service's envelope and keeps the event on the request, where the idempotency interceptor
+ * adapter's parsed body, so handlers see exactly what was signed) as the service's
+ * envelope and keeps the event on the request, where the idempotency interceptor
  * finds its `eventId` before any handler runs.
  * @publicApi
  */

@@ -16,7 +16,13 @@ import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
-import { ALREADY_PROCESSED, type WebhookDeduplicationSettings, WebhookDeduplicator } from './webhook-deduplicator.js';
+import {
+  ALREADY_PROCESSED,
+  DEFAULT_COMPLETE_ATTEMPTS,
+  DEFAULT_MAX_LEASE_RENEWAL_MS,
+  type WebhookDeduplicationSettings,
+  WebhookDeduplicator,
+} from './webhook-deduplicator.js';
 import type { WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
 
@@ -25,8 +31,6 @@ interface RouteSettings {
   duplicateResponse: (request: any) => unknown;
   dedupe: WebhookDeduplicationSettings;
 }
-
-const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 
 const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: true });
 
@@ -97,7 +101,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         dedupe: {
           leaseMs: merged.leaseMs ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
           retentionMs: merged.retentionMs ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
-          completeAttempts: merged.completeAttempts ?? 3,
+          completeAttempts: merged.completeAttempts ?? DEFAULT_COMPLETE_ATTEMPTS,
           maxLeaseRenewalMs: merged.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS,
         },
       });

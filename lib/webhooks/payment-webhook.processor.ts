@@ -14,7 +14,12 @@ import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js
 import { PaymentWebhookError, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
-import { ALREADY_PROCESSED, type WebhookDeduplicationSettings, WebhookDeduplicator } from './webhook-deduplicator.js';
+import {
+  accountDeduplicationSettings,
+  ALREADY_PROCESSED,
+  type WebhookDeduplicationSettings,
+  WebhookDeduplicator,
+} from './webhook-deduplicator.js';
 import { webhookEventKey } from './webhook-store-keys.js';
 
 /**
@@ -37,9 +42,6 @@ const OTHER_ENVIRONMENT: PaymentWebhookAck = Object.freeze({ received: true, ign
 
 /** The `environment` value of live events; sandbox events use any other value. */
 const LIVE_EVENT_ENVIRONMENT = 'production';
-
-/** Renewal of a running claim stops after 15 minutes, so a hung handler cannot block its event for good. */
-const MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 
 /**
  * One account's webhook pipeline: verify → deduplicate → dispatch, in one call per delivery.
@@ -70,12 +72,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     // The delivery's one log line (with the event) says when the store is down.
     this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
     this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, options.redisUrl);
-    this.dedupe = {
-      leaseMs: options.webhookLeaseMs,
-      retentionMs: options.webhookRetentionMs,
-      completeAttempts: 3,
-      maxLeaseRenewalMs: MAX_LEASE_RENEWAL_MS,
-    };
+    this.dedupe = accountDeduplicationSettings(options);
     accounts.attachWebhooks(this.account, this, dispatcher);
   }
 
@@ -153,10 +150,10 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     this.deduplicator.close();
   }
 
-  /** Runs the handlers; maps their failure to the answer (logged with the delivery by `answer`). */
   /** `dispatch`, bound once: the deduplicator calls it without a closure per delivery. */
   private readonly dispatchEvent = (event: AnyPaymentEvent): Promise<void> => this.dispatch(event);
 
+  /** Runs the handlers; maps their failure to the answer (logged with the delivery by `answer`). */
   private async dispatch(event: AnyPaymentEvent): Promise<void> {
     prepareReceivedEvent(event, this.account);
     try {

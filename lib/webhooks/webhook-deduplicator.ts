@@ -16,6 +16,25 @@ export interface WebhookDeduplicationSettings {
   maxLeaseRenewalMs: number;
 }
 
+/** Renewal of a running claim stops after 15 minutes, so a hung handler cannot block its event for good. */
+export const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
+
+/** Attempts at recording completion before answering anyway (a retry would run the work again). */
+export const DEFAULT_COMPLETE_ATTEMPTS = 3;
+
+/** An account's deduplication: its lease and retention, the defaults for the rest (inline route and queue worker alike). */
+export function accountDeduplicationSettings(options: {
+  webhookLeaseMs: number;
+  webhookRetentionMs: number;
+}): WebhookDeduplicationSettings {
+  return {
+    leaseMs: options.webhookLeaseMs,
+    retentionMs: options.webhookRetentionMs,
+    completeAttempts: DEFAULT_COMPLETE_ATTEMPTS,
+    maxLeaseRenewalMs: DEFAULT_MAX_LEASE_RENEWAL_MS,
+  };
+}
+
 /** What `run` returns when the key was processed before: the work did not run. */
 export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:already-processed');
 
