@@ -5,6 +5,7 @@ import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
 import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import { MemoryWebhookEventStore } from '../stores/memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from '../stores/redis-webhook-event.store.js';
+import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentHealthProbes } from './payment-health-probe.registry.js';
 import type { PaymentHealthProbe } from './payment-health.interface.js';
@@ -14,10 +15,14 @@ import type { PaymentHealthProbe } from './payment-health.interface.js';
  * the URL without its password), the store's own `ping()` for a custom store that has one;
  * a memory store, or a custom one without `ping()`, is up.
  */
-export function webhookStoreProbe(account: string, store: WebhookEventStore, options: Pick<ResolvedPaymentOptions, 'redisUrl' | 'store'>): PaymentHealthProbe {
+export function webhookStoreProbe(
+  account: string,
+  store: WebhookEventStore,
+  options: Pick<ResolvedPaymentOptions, 'redisUrl' | 'store' | 'processing' | 'queueRedisUrl'>,
+): PaymentHealthProbe {
   const kind = store instanceof RedisWebhookEventStore ? 'redis' : store instanceof MemoryWebhookEventStore ? 'memory' : 'custom';
   // The URL is shown only when the module built the store from it.
-  const url = options.store === undefined && options.redisUrl ? options.redisUrl : undefined;
+  const url = webhookStoreRedisUrl(options);
   const details: Record<string, unknown> = { kind };
   if (url !== undefined) details.url = redactRedisUrl(url);
   if (kind === 'custom' && typeof store.ping !== 'function') details.pinged = false;
@@ -28,7 +33,7 @@ export function webhookStoreProbe(account: string, store: WebhookEventStore, opt
     check: async () => {
       await store.ping?.();
     },
-    redact: (text) => (options.redisUrl ? redactRedisUrlIn(text, options.redisUrl) : text),
+    redact: (text) => (url ? redactRedisUrlIn(text, url) : text),
   };
 }
 

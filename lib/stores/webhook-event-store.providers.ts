@@ -12,13 +12,25 @@ import type { WebhookEventStore } from './webhook-event-store.interface.js';
 const storesCreatedByModule = new WeakSet<WebhookEventStore>();
 
 /**
+ * The Redis URL of the store the module builds: `redisUrl`, else, in queue mode, the queue's
+ * Redis (web and worker instances must share the claims); undefined for a memory or custom store.
+ * Health details and the redaction of error texts use the same answer.
+ */
+export function webhookStoreRedisUrl(
+  options: Pick<ResolvedPaymentOptions, 'store' | 'redisUrl' | 'processing' | 'queueRedisUrl'>,
+): string | undefined {
+  if (options.store) return undefined;
+  return options.redisUrl ?? (options.processing === 'queue' ? options.queueRedisUrl : undefined);
+}
+
+/**
  * The store the options ask for: `store` wins, else `redisUrl` (on the app's shared
  * connection for that URL when `connections` is given), else, in queue mode, the queue's
  * Redis (web and worker instances must share the claims), else memory.
  */
 export function createWebhookEventStore(options: ResolvedPaymentOptions, connections?: PaymentRedisConnections): WebhookEventStore {
   if (options.store) return options.store;
-  const redisUrl = options.redisUrl ?? (options.processing === 'queue' ? options.queueRedisUrl : undefined);
+  const redisUrl = webhookStoreRedisUrl(options);
   const store = redisUrl
     ? new RedisWebhookEventStore(connections ? connections.client(redisUrl) : redisUrl, {
         keyPrefix: options.redisKeyPrefix,

@@ -8,6 +8,7 @@ import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
@@ -71,7 +72,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
     // The delivery's one log line (with the event) says when the store is down.
     this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
-    this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, options.redisUrl);
+    this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, webhookStoreRedisUrl(options));
     this.dedupe = accountDeduplicationSettings(options);
     accounts.attachWebhooks(this.account, this, dispatcher);
   }

@@ -137,6 +137,16 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
     expect(JSON.stringify(down.body)).not.toContain(password);
   });
 
+  it('in queue mode with only the queue URL, names that URL (redacted) for the store built on it', async () => {
+    const password = 'qu3ue-only-pa55word';
+    const port = await closedPort();
+    w = await healthApp({ processing: 'queue', queueWorker: false, queueRedisUrl: `redis://:${password}@127.0.0.1:${port}` });
+    const down = await getHealth(w);
+    expect(down.status).toBe(503);
+    expect(down.body.error.payments.accounts.default.store).toMatchObject({ status: 'down', kind: 'redis', url: `redis://:[redacted]@127.0.0.1:${port}` });
+    expect(JSON.stringify(down.body)).not.toContain(password);
+  });
+
   describe('authentication (on request) against the simulator', () => {
     let sim: PaymentServiceSimulator;
     beforeAll(async () => {
