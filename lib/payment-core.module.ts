@@ -7,7 +7,6 @@ import { PaymentEventExplorer } from './events/payment-event.explorer.js';
 import { PaymentHealthProbes } from './health/payment-health-probe.registry.js';
 import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
-import { PaymentQueueRegistry } from './queue/payment-queue.registry.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
@@ -15,7 +14,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
  * calls: the account registry, the handler registry and the explorer that fills it, and
  * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`;
- * in queue mode, the accounts' queues and the public `PaymentDeadLetterService`. Imported (and re-exported) by each account's module.
+ * and the public `PaymentDeadLetterService` for queue-mode accounts. Imported (and re-exported) by each account's module.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -29,8 +28,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     // health: the probes every account registers, and the public indicator that runs them
     PaymentHealthProbes,
     PaymentHealthIndicator,
-    // queue mode: the accounts' queues and the public dead-letter service
-    PaymentQueueRegistry,
+    // queue mode: the public dead-letter service (the accounts' queues are in the account registry)
     PaymentDeadLetterService,
   ],
   exports: [
@@ -40,7 +38,6 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentWebhookReceiver,
     PaymentHealthProbes,
     PaymentHealthIndicator,
-    PaymentQueueRegistry,
     PaymentDeadLetterService,
   ],
 })

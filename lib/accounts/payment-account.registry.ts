@@ -3,6 +3,7 @@ import { paymentEnvPrefix } from '../config/payment-env.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { PaymentWebhookProcessor } from '../webhooks/payment-webhook.processor.js';
 
 /** One account as the rest of the app sees it. */
@@ -15,6 +16,8 @@ export interface RegisteredPaymentAccount {
   dispatcher?: PaymentEventDispatcher;
   /** Path of the module's own route, when it registered one. */
   webhookPath?: string;
+  /** Producer side of the account's event queue, in queue mode (dead letters live there). */
+  queue?: PaymentEventQueue;
 }
 
 /**
@@ -66,6 +69,26 @@ export class PaymentAccountRegistry {
     const account = this.require(name);
     account.webhooks = webhooks;
     account.dispatcher = dispatcher;
+  }
+
+  attachQueue(name: string, queue: PaymentEventQueue): void {
+    this.require(name).queue = queue;
+  }
+
+  /** The account's event queue, or a configuration error naming the accounts that have one. */
+  requireQueue(name: string): PaymentEventQueue {
+    const queue = this.accounts.get(name)?.queue;
+    if (queue === undefined) {
+      const names = [...this.accounts.values()].filter((a) => a.queue !== undefined).map((a) => a.name);
+      throw new PaymentConfigurationError(
+        [
+          `account '${name}' has no event queue: dead letters exist only for accounts with processing: 'queue' ` +
+            `(queue-mode accounts: ${names.join(', ') || 'none'})`,
+        ],
+        name,
+      );
+    }
+    return queue;
   }
 
   get(name: string): RegisteredPaymentAccount | undefined {

@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
-import { deadLetterRetentionMs, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
-import { PaymentQueueRegistry } from './payment-queue.registry.js';
+import { deadLetterExpiresAt, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
@@ -22,7 +22,7 @@ const MAX_EVENT_ID_LENGTH = 512;
 export class PaymentDeadLetterService {
   private readonly logger = new Logger('PaymentQueue');
 
-  constructor(private readonly queues: PaymentQueueRegistry) {}
+  constructor(private readonly accounts: PaymentAccountRegistry) {}
 
   /** Dead letters of one account, newest first. */
   async list(options: PaymentDeadLetterListOptions = {}): Promise<PaymentDeadLetter[]> {
@@ -32,7 +32,7 @@ export class PaymentDeadLetterService {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new RangeError(`PaymentDeadLetterService.list: limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
     }
-    const queue = this.queues.require(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
+    const queue = this.accounts.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
     const jobs = await queue.queue.getFailed(offset, offset + limit - 1);
     const now = Date.now();
     return jobs
@@ -43,7 +43,7 @@ export class PaymentDeadLetterService {
 
   /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
   async get(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentDeadLetter | undefined> {
-    const queue = this.queues.require(account);
+    const queue = this.accounts.requireQueue(account);
     const job = await this.deadJob(queue, eventId);
     return job === undefined ? undefined : toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs);
   }
@@ -55,7 +55,7 @@ export class PaymentDeadLetterService {
    * discarded or expired).
    */
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    const queue = this.queues.require(account);
+    const queue = this.accounts.requireQueue(account);
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
     try {
@@ -71,7 +71,7 @@ export class PaymentDeadLetterService {
 
   /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
   async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    const queue = this.queues.require(account);
+    const queue = this.accounts.requireQueue(account);
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
     await job.remove();
@@ -87,8 +87,7 @@ export class PaymentDeadLetterService {
     const job = await queue.queue.getJob(queue.jobId(eventId));
     if (job === undefined || !isEventJob(job) || job.data.event.eventId !== eventId) return undefined;
     if ((await job.getState()) !== 'failed') return undefined;
-    const failedAt = job.finishedOn ?? job.timestamp;
-    if (failedAt + deadLetterRetentionMs(job, queue.options.queueDeadLetterRetentionMs) <= Date.now()) return undefined;
+    if (deadLetterExpiresAt(job, queue.options.queueDeadLetterRetentionMs) <= Date.now()) return undefined;
     return job;
   }
 }

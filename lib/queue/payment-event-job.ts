@@ -36,16 +36,23 @@ export function toReceivedPaymentEvent(data: PaymentEventJobData): AnyPaymentEve
   return prepareReceivedEvent(event, data.account, new Date(data.receivedAt));
 }
 
-/** Milliseconds a failed job is kept: its own `removeOnFail` age, else `fallbackMs`. */
-export function deadLetterRetentionMs(job: PaymentEventJob, fallbackMs: number): number {
+/**
+ * When a failed job stops being a dead letter: its failure time plus its own `removeOnFail`
+ * age (the retention it was added with), else `fallbackRetentionMs`.
+ */
+export function deadLetterExpiresAt(job: PaymentEventJob, fallbackRetentionMs: number): number {
   const removeOnFail = job.opts.removeOnFail;
   const age = typeof removeOnFail === 'object' && removeOnFail !== null ? removeOnFail.age : undefined;
-  return typeof age === 'number' ? age * 1000 : fallbackMs;
+  return deadLetterFailedAt(job) + (typeof age === 'number' ? age * 1000 : fallbackRetentionMs);
+}
+
+function deadLetterFailedAt(job: PaymentEventJob): number {
+  return job.finishedOn ?? job.timestamp;
 }
 
 export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): PaymentDeadLetter {
   const data = job.data;
-  const failedAt = new Date(job.finishedOn ?? job.timestamp);
+  const failedAt = new Date(deadLetterFailedAt(job));
   return {
     account: data.account,
     eventId: data.event.eventId,
@@ -55,6 +62,6 @@ export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): 
     lastError: job.failedReason ?? '',
     receivedAt: new Date(data.receivedAt),
     failedAt,
-    expiresAt: new Date(failedAt.getTime() + deadLetterRetentionMs(job, retentionMs)),
+    expiresAt: new Date(deadLetterExpiresAt(job, retentionMs)),
   };
 }

@@ -1,5 +1,6 @@
 import type { Provider } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_ACCOUNT_WORKER } from '../payment.constants.js';
@@ -8,7 +9,6 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { loadBullMq } from './bullmq.loader.js';
 import { PaymentEventQueue } from './payment-event-queue.js';
 import { PaymentEventWorker } from './payment-event.worker.js';
-import { PaymentQueueRegistry } from './payment-queue.registry.js';
 
 /**
  * One account's queue-mode providers. The processing mode is only known once the options
@@ -20,17 +20,17 @@ export function createPaymentQueueProviders(): Provider[] {
   return [
     {
       provide: PAYMENT_ACCOUNT_QUEUE,
-      inject: [PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE, PaymentRedisConnections, PaymentQueueRegistry],
+      inject: [PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE, PaymentRedisConnections, PaymentAccountRegistry],
       useFactory: (
         options: ResolvedPaymentOptions,
         store: WebhookEventStore,
         connections: PaymentRedisConnections,
-        queues: PaymentQueueRegistry,
+        accounts: PaymentAccountRegistry,
       ): PaymentEventQueue | null => {
         if (options.processing !== 'queue') return null;
         // validation guarantees a URL in queue mode
         const queue = new PaymentEventQueue(loadBullMq(), options, store, connections.client(options.queueRedisUrl!));
-        queues.register(queue);
+        accounts.attachQueue(options.account, queue);
         return queue;
       },
     },

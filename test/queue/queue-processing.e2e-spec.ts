@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { PaymentQueueRegistry } from '../../lib/queue/payment-queue.registry.js';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -90,7 +90,7 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
       expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
       expect(await inlineDelivery).toMatchObject({ status: 200, json: { received: true } });
       // the worker polled the foreign claim (about 6 times, more than queueAttempts), then found it processed
-      const queue = q.app.get(PaymentQueueRegistry).require('default');
+      const queue = q.app.get(PaymentAccountRegistry).requireQueue('default');
       await waitFor('the job completed', async () => (await (await queue.queue.getJob(queue.jobId(id)))?.getState()) === 'completed');
       expect(q.handlers.count('entered', id)).toBe(0);
       expect(inline.handlers.count('done', id)).toBe(1);
