@@ -131,7 +131,8 @@ export type { WebhookClaimResult } from './stores/webhook-event-store.interface.
 export { MemoryWebhookEventStore } from './stores/memory-webhook-event.store.js';
 export type { MemoryWebhookEventStoreOptions } from './stores/memory-webhook-event.store.js';
 export { RedisWebhookEventStore } from './stores/redis-webhook-event.store.js';
-export type { RedisClientLike, RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
+export type { RedisClientLike } from './stores/redis-client.js';
+export type { RedisWebhookEventStoreOptions } from './stores/redis-webhook-event.store.js';
 export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/webhook-event-store.errors.js';
 
 // observability: OpenTelemetry names and the terminus-shaped health indicator

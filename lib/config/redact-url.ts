@@ -1,3 +1,5 @@
+import { errorMessage } from '../common/error-message.util.js';
+
 /** What a secret part of a URL is replaced with. */
 export const REDACTED_URL_PART = '[redacted]';
 
@@ -45,6 +47,11 @@ export function redactRedisUrlIn(text: string, url: string): string {
   let out = text.split(url).join(redactRedisUrl(url));
   for (const secret of redisUrlSecrets(url)) out = out.split(secret).join(REDACTED_URL_PART);
   return out;
+}
+
+/** Describes errors of a client of `url` (its message, without the URL's secrets), for logs. */
+export function redisErrorDescriber(url: string): (error: unknown) => string {
+  return (error) => redactRedisUrlIn(errorMessage(error), url);
 }
 
 function redisUrlSecrets(url: string): string[] {

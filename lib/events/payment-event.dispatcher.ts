@@ -3,6 +3,7 @@ import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
+import { errorMessage } from '../common/error-message.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import {
   DEFAULT_PAYMENT_ACCOUNT,
@@ -167,7 +168,7 @@ export class PaymentEventDispatcher {
       const error = failure.error;
       this.logger.error(
         `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` +
-          (error instanceof Error ? error.message : String(error)),
+          errorMessage(error),
         error instanceof Error ? error.stack : undefined,
       );
     }

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { errorMessage } from '../common/error-message.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
 import { PaymentHealthProbes } from './payment-health-probe.registry.js';
 import type {
   PaymentHealthCheckOptions,
@@ -67,25 +69,12 @@ export class PaymentHealthIndicator {
 async function runProbe(probe: PaymentHealthProbe, timeoutMs: number): Promise<PaymentHealthComponentState> {
   const startedAt = performance.now();
   try {
-    const details = await withTimeout(probe.check(), timeoutMs, probe.component);
+    const details = await withTimeout(probe.check(), timeoutMs, () => new Error(`${probe.component} check did not finish within ${timeoutMs} ms`));
     return { status: 'up', ...probe.details, ...(details ?? {}), latencyMs: Math.round(performance.now() - startedAt) };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     const code = (error as { code?: unknown } | null)?.code;
     const reason = probe.redact ? probe.redact(message) : message;
     return { status: 'down', ...probe.details, ...(typeof code === 'string' ? { code } : {}), reason };
-  }
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number, component: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${component} check did not finish within ${ms} ms`)), ms);
-    timer.unref?.();
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -1,8 +1,9 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { redactRedisUrlIn } from '../config/redact-url.js';
+import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import type { RedisClientLike } from '../stores/redis-webhook-event.store.js';
+import type { RedisClientLike } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
@@ -22,6 +23,8 @@ const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: 
  */
 export const ENQUEUE_TIMEOUT_MS = 2000;
 
+const notAcknowledged = (): Error => new Error(`Redis did not acknowledge the job within ${ENQUEUE_TIMEOUT_MS} ms`);
+
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
  * dead-letter service reads and moves its failed jobs. Runs on the app's fail-fast Redis
@@ -32,7 +35,8 @@ export class PaymentEventQueue implements OnApplicationShutdown {
   readonly account: string;
   readonly queue: BullQueue<PaymentEventJobData>;
   private readonly logger = new Logger('PaymentQueue');
-  private readonly redact: (text: string) => string;
+  /** An error's message without the queue URL's secrets. */
+  private readonly describe: (error: unknown) => string;
   private outageLogged = false;
   private closed = false;
 
@@ -44,7 +48,7 @@ export class PaymentEventQueue implements OnApplicationShutdown {
   ) {
     this.account = options.account;
     const url = options.queueRedisUrl ?? '';
-    this.redact = (text) => redactRedisUrlIn(text, url);
+    this.describe = redisErrorDescriber(url);
     const layout = paymentQueueLayout(options);
     this.queue = new bull.Queue<PaymentEventJobData>(layout.name, {
       connection,
@@ -72,20 +76,11 @@ export class PaymentEventQueue implements OnApplicationShutdown {
     if (await this.processedBefore(event.eventId)) return DUPLICATE;
     const data = toPaymentEventJobData(this.account, event, receivedAt);
     const add = this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis did not acknowledge the job within ${ENQUEUE_TIMEOUT_MS} ms`)),
-        Math.max(0, deadline - Date.now()),
-      );
-    });
     try {
-      await Promise.race([add, timeout]);
+      await withTimeout(add, Math.max(0, deadline - Date.now()), notAcknowledged);
     } catch (error) {
       this.reportOutage(error);
       throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));
-    } finally {
-      clearTimeout(timer);
     }
     if (this.outageLogged) {
       this.outageLogged = false;
@@ -126,9 +121,5 @@ export class PaymentEventQueue implements OnApplicationShutdown {
     this.logger.error(
       `The event queue of account ${this.account} is unavailable; webhooks are answered 503 (the service retries): ${this.describe(error)}`,
     );
-  }
-
-  private describe(error: unknown): string {
-    return this.redact(error instanceof Error ? error.message : String(error));
   }
 }

@@ -1,7 +1,8 @@
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { redactRedisUrlIn } from '../config/redact-url.js';
+import { errorMessage } from '../common/error-message.util.js';
+import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
@@ -42,7 +43,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly deduplicator: WebhookDeduplicator;
   private readonly claims: WebhookDeduplicationSettings;
   private readonly inFlightDelayMs: number;
-  private readonly redact: (text: string) => string;
+  /** An error's message without the queue URL's secrets. */
+  private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
   private worker: BullWorker<PaymentEventJobData> | undefined;
   /**
@@ -66,7 +68,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';
-    this.redact = (text) => redactRedisUrlIn(text, url);
+    this.describe = redisErrorDescriber(url);
   }
 
   onApplicationBootstrap(): void {
@@ -204,10 +206,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.lastErrorLog.set(message, now);
     this.logger.warn(`Worker of account ${this.account}: ${message}`);
   }
-
-  private describe(error: unknown): string {
-    return this.redact(error instanceof Error ? error.message : String(error));
-  }
 }
 
 /**
@@ -218,17 +216,13 @@ function attemptError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   let message: string | undefined;
   if (error instanceof PaymentEventHandlerError) {
-    const details = error.failures.map((f) => `${f.handler}: ${messageOf(f.error)}`).join('; ');
+    const details = error.failures.map((f) => `${f.handler}: ${errorMessage(f.error)}`).join('; ');
     message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
   } else if (error.cause !== undefined) {
-    message = `${error.message} (${messageOf(error.cause)})`;
+    message = `${error.message} (${errorMessage(error.cause)})`;
   }
   if (message === undefined) return error;
   const wrapped = new Error(message, { cause: error });
   wrapped.name = error.name;
   return wrapped;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

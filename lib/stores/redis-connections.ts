@@ -1,5 +1,5 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { createFailFastRedisClient, type RedisClientLike } from './redis-webhook-event.store.js';
+import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
 /**
  * The app's Redis connections for the webhook event stores, one per URL: accounts on the
@@ -27,18 +27,6 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     const clients = [...this.clients.values()];
     this.clients.clear();
-    await Promise.all(
-      clients.map(async (client) => {
-        if (client.status === 'ready') {
-          try {
-            await client.quit();
-            return;
-          } catch {
-            // fall through: drop the socket instead
-          }
-        }
-        client.disconnect();
-      }),
-    );
+    await Promise.all(clients.map((client) => closeRedisClient(client)));
   }
 }

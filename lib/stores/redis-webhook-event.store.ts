@@ -1,27 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
-import { RedisClientMissingError, WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
+import { errorMessage } from '../common/error-message.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
+import { redactRedisUrlIn } from '../config/redact-url.js';
+import { closeRedisClient, createFailFastRedisClient, DEFAULT_REDIS_OPERATION_TIMEOUT_MS, type RedisClientLike } from './redis-client.js';
+import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
-
-/**
- * The part of an ioredis client this store uses. Typed structurally so the
- * package's declarations do not depend on `ioredis`, an optional peer.
- * @publicApi
- */
-export interface RedisClientLike {
-  readonly status: string;
-  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
-  connect?(): Promise<unknown>;
-  quit(): Promise<unknown>;
-  disconnect(): void;
-  once(event: string, listener: (...args: any[]) => void): unknown;
-  on(event: string, listener: (...args: any[]) => void): unknown;
-  removeListener(event: string, listener: (...args: any[]) => void): unknown;
-}
 
 /** @publicApi */
 export interface RedisWebhookEventStoreOptions {
@@ -35,7 +20,6 @@ export interface RedisWebhookEventStoreOptions {
 }
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'payment-gateway:webhook:';
-const DEFAULT_OPERATION_TIMEOUT_MS = 2000;
 const PROCESSED_VALUE = 'processed';
 
 // Claim in one round trip: take the key if free, else say who holds it.
@@ -72,55 +56,6 @@ const PING_SCRIPT = `return redis.call('PING')`;
 // Read-only: 1 when the key is marked processed.
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
 
-type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
-
-/**
- * An ioredis client for the store: commands fail fast while Redis is down (no offline
- * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
- * background, at most every 2 s, so the store heals by itself.
- * @internal also used by the module's shared connections
- */
-export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_OPERATION_TIMEOUT_MS): RedisClientLike {
-  const Redis = loadRedisConstructor();
-  try {
-    return new Redis(url, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: timeoutMs,
-      commandTimeout: timeoutMs,
-      retryStrategy: (times: number) => Math.min(times * 100, 2000),
-    });
-  } catch (error) {
-    // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
-    throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redactRedisUrlIn(describe(error), url)}`);
-  }
-}
-
-/**
- * Loads ioredis only when a store is built from a URL, so the package works
- * without it. The compiled package is CommonJS (`require` exists); the ESM test
- * run has no `require`, so it falls back to resolving from the working directory.
- * @internal exported for tests
- */
-export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
-  const load: NodeJS.Require =
-    typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
-  let mod: any;
-  try {
-    mod = load(moduleName);
-  } catch (error) {
-    // only ioredis itself missing; a broken install inside it surfaces as is
-    const missing = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
-    if (missing && String((error as Error).message).includes(`'${moduleName}'`)) {
-      throw new RedisClientMissingError({ cause: error });
-    }
-    throw error;
-  }
-  const ctor = mod?.Redis ?? mod?.default ?? mod;
-  if (typeof ctor !== 'function') throw new RedisClientMissingError();
-  return ctor as RedisConstructor;
-}
-
 /**
  * Store shared by every instance of an app, in Redis. Claims are atomic
  * (`SET NX PX` inside a script), complete/release are owner-checked scripts, and
@@ -153,7 +88,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
    */
   constructor(connection: string | RedisClientLike, options: RedisWebhookEventStoreOptions = {}) {
     this.keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
-    this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
+    this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_REDIS_OPERATION_TIMEOUT_MS;
     assertDuration('operationTimeoutMs', this.#timeoutMs);
     if (typeof connection === 'string') {
       if (connection.length === 0) throw new TypeError('RedisWebhookEventStore: the Redis URL is empty');
@@ -222,15 +157,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       this.#client.removeListener('error', this.#onError);
       return;
     }
-    if (this.#client.status === 'ready') {
-      try {
-        await withTimeout(this.#client.quit(), this.#timeoutMs);
-        return;
-      } catch {
-        // fall through: drop the socket instead
-      }
-    }
-    this.#client.disconnect();
+    await closeRedisClient(this.#client, this.#timeoutMs);
   }
 
   /** Never exposes the URL (it may carry a password). */
@@ -238,15 +165,17 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     return { store: 'redis', keyPrefix: this.keyPrefix, status: this.#client.status };
   }
 
+  readonly #timedOut = (): Error => new WebhookStoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`);
+
   async #run(op: string, script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
     if (this.#closed) throw new WebhookStoreUnavailableError('The Redis webhook event store is closed');
     try {
       await this.#ensureConnected();
-      return await withTimeout(this.#client.eval(script, 1, key, ...args), this.#timeoutMs);
+      return await withTimeout(this.#client.eval(script, 1, key, ...args), this.#timeoutMs, this.#timedOut);
     } catch (error) {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(
-        `Redis webhook event store could not ${op}: ${this.#redact(describe(error))}`,
+        `Redis webhook event store could not ${op}: ${this.#redact(errorMessage(error))}`,
         { cause: error },
       );
     }
@@ -285,7 +214,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
       // a refused first connection fails now rather than after the whole time-out
       const onError = (cause: unknown) =>
-        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#redact(describe(cause))}`, { cause }));
+        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#redact(errorMessage(cause))}`, { cause }));
       const timer = setTimeout(
         () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
         this.#timeoutMs,
@@ -307,23 +236,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #onError = (error: unknown): void => {
     if (this.#outageLogged || this.#closed) return;
     this.#outageLogged = true;
-    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#redact(describe(error))}`);
+    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#redact(errorMessage(error))}`);
   };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new WebhookStoreUnavailableError(`Redis did not answer within ${ms} ms`)), ms);
-    timer.unref?.();
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

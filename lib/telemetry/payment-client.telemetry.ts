@@ -1,4 +1,5 @@
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { errorMessage } from '../common/error-message.util.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { type PaymentClientOperation, type PaymentClientOutcome, PaymentSpanAttribute } from './payment-telemetry.names.js';
@@ -98,7 +99,7 @@ export class PaymentClientCallTelemetry {
       span.setAttribute(PaymentSpanAttribute.CODE, code);
       // The client's errors carry no token or secret: their text is redacted when built.
       span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
     }
     span.end();
   }

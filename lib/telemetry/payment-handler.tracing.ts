@@ -1,4 +1,5 @@
 import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { errorMessage } from '../common/error-message.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentSpanAttribute } from './payment-telemetry.names.js';
 
@@ -36,7 +37,7 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
     },
     (error: unknown) => {
       span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
       span.end();
       throw error;
     },

@@ -2,11 +2,8 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import {
-  DEFAULT_REDIS_KEY_PREFIX,
-  loadRedisConstructor,
-  RedisWebhookEventStore,
-} from '../../lib/stores/redis-webhook-event.store.js';
+import { loadRedisConstructor } from '../../lib/stores/redis-client.js';
+import { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { RedisClientMissingError, WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
 import type { WebhookClaimResult } from '../../lib/stores/webhook-event-store.interface.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';

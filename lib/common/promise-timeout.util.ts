@@ -1,0 +1,17 @@
+/**
+ * `promise`, or a rejection with `timeoutError()` when it has not settled within `ms`. The
+ * timer never keeps the process alive and is cleared as soon as the race is decided; the
+ * losing promise is left to settle on its own.
+ */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError()), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,95 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { errorMessage } from '../common/error-message.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
+import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
+import { RedisClientMissingError } from './webhook-event-store.errors.js';
+
+/*
+ * The module's ioredis clients: loaded only when a Redis URL is configured (ioredis is an
+ * optional peer), created fail-fast, and closed politely when possible.
+ */
+
+/** Longest wait for one command (and for a connection) on the module's clients. */
+export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
+
+/**
+ * The part of an ioredis client this store uses. Typed structurally so the
+ * package's declarations do not depend on `ioredis`, an optional peer.
+ * @publicApi
+ */
+export interface RedisClientLike {
+  readonly status: string;
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  connect?(): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  once(event: string, listener: (...args: any[]) => void): unknown;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  removeListener(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
+
+/**
+ * An ioredis client for the store: commands fail fast while Redis is down (no offline
+ * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
+ * background, at most every 2 s, so the store heals by itself.
+ * @internal also used by the module's shared connections
+ */
+export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_REDIS_OPERATION_TIMEOUT_MS): RedisClientLike {
+  const Redis = loadRedisConstructor();
+  try {
+    return new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      retryStrategy: (times: number) => Math.min(times * 100, 2000),
+    });
+  } catch (error) {
+    // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
+    throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redactRedisUrlIn(errorMessage(error), url)}`);
+  }
+}
+
+/**
+ * Loads ioredis only when a store is built from a URL, so the package works
+ * without it. The compiled package is CommonJS (`require` exists); the ESM test
+ * run has no `require`, so it falls back to resolving from the working directory.
+ * @internal exported for tests
+ */
+export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
+  const load: NodeJS.Require =
+    typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
+  let mod: any;
+  try {
+    mod = load(moduleName);
+  } catch (error) {
+    // only ioredis itself missing; a broken install inside it surfaces as is
+    const missing = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
+    if (missing && String((error as Error).message).includes(`'${moduleName}'`)) {
+      throw new RedisClientMissingError({ cause: error });
+    }
+    throw error;
+  }
+  const ctor = mod?.Redis ?? mod?.default ?? mod;
+  if (typeof ctor !== 'function') throw new RedisClientMissingError();
+  return ctor as RedisConstructor;
+}
+
+/**
+ * QUIT when connected (pending replies arrive first), within `timeoutMs`; otherwise, or when
+ * QUIT fails, drops the socket.
+ */
+export async function closeRedisClient(client: RedisClientLike, timeoutMs: number = DEFAULT_REDIS_OPERATION_TIMEOUT_MS): Promise<void> {
+  if (client.status === 'ready') {
+    try {
+      await withTimeout(client.quit(), timeoutMs, () => new Error(`Redis QUIT did not finish within ${timeoutMs} ms`));
+      return;
+    } catch {
+      // fall through: drop the socket instead
+    }
+  }
+  client.disconnect();
+}
