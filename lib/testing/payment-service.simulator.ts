@@ -3,7 +3,7 @@ import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import { SimulatorClock } from './simulator.clock.js';
-import { DEFAULT_MERCHANT } from './simulator.constants.js';
+import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
 import { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
 import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
@@ -53,6 +53,7 @@ export class PaymentServiceSimulator {
   private readonly faults = new SimulatorFaults();
   private readonly paymentsHandler: SimulatorPaymentsHandler;
   private readonly payoutsHandler: SimulatorPayoutsHandler;
+  private readonly router: SimulatorRouter;
   private readonly server: SimulatorServer;
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
@@ -76,12 +77,12 @@ export class PaymentServiceSimulator {
     this.publisher = new SimulatorEventPublisher(this.state, this.clock, this.deliverer);
     const { state, clock, publisher: events, limiter } = this;
     const auth = new SimulatorAuthHandler(state, clock, limiter);
-    const subaccounts = new SimulatorSubaccountsHandler(state, events, auth, limiter);
-    this.paymentsHandler = new SimulatorPaymentsHandler(state, clock, events, auth, limiter, subaccounts, options);
-    this.payoutsHandler = new SimulatorPayoutsHandler(state, clock, events, auth, limiter);
-    const refunds = new SimulatorRefundsHandler(state, clock, events, auth, limiter);
-    const router = new SimulatorRouter({ auth, payments: this.paymentsHandler, refunds, payouts: this.payoutsHandler, subaccounts });
-    this.server = new SimulatorServer(options, clock, this.faults, router);
+    const subaccounts = new SimulatorSubaccountsHandler(state, events, auth);
+    this.paymentsHandler = new SimulatorPaymentsHandler(state, clock, events, auth, subaccounts, options);
+    this.payoutsHandler = new SimulatorPayoutsHandler(state, clock, events, auth);
+    const refunds = new SimulatorRefundsHandler(state, clock, events, auth);
+    this.router = new SimulatorRouter({ auth, payments: this.paymentsHandler, refunds, payouts: this.payoutsHandler, subaccounts });
+    this.server = new SimulatorServer(options, clock, this.faults, this.router);
   }
 
   /** Listens on loopback (a free port unless `port` is set). */
@@ -105,7 +106,7 @@ export class PaymentServiceSimulator {
 
   /** `url` + `/sandbox/api/v1` or `/api/v1`. */
   apiUrl(mode: SimulatedMode = 'sandbox'): string {
-    return `${this.url}${mode === 'sandbox' ? '/sandbox/api/v1' : '/api/v1'}`;
+    return `${this.url}${BASE_PATHS.find(([, m]) => m === mode)![0]}`;
   }
 
   /** Simulator time in ms (base clock + `advanceTime` offsets). */
@@ -116,7 +117,7 @@ export class PaymentServiceSimulator {
   /** Moves the simulator clock forward: token expiry, rate-limit windows, timestamps. */
   advanceTime(ms: number): void {
     this.clock.advance(ms);
-    this.paymentsHandler.expireStaleSessions();
+    this.router.catchUp();
   }
 
   /** Forgets every rate-limit window. */
@@ -268,7 +269,7 @@ export class PaymentServiceSimulator {
 
   /** Emits any event (e.g. `dispute.created`) for a merchant through the normal delivery path. */
   sendEvent(merchantId: number, type: string, data: Record<string, unknown>): PaymentEventEnvelope {
-    this.state.merchant(merchantId);
+    // an unknown merchant throws in publish, before anything is logged or delivered
     return this.publisher.publish(merchantId, type, data, `${type}:${String(data.trxId ?? data.refundUid ?? data.payoutUid ?? '')}`);
   }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { SimulatorClock } from './simulator.clock.js';
 import { SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
-import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
+import type { SimulatorRateLimiter, SimulatorRateLimits } from './simulator-rate-limiter.js';
 import { readJsonObject, success, throwIfInvalid, type FieldErrors, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
 import type { MerchantRecord, SimulatorState } from './simulator.state.js';
 
@@ -37,6 +37,16 @@ export class SimulatorAuthHandler {
     const token = `sim_${randomBytes(24).toString('hex')}`;
     this.state.tokens.set(token, { merchantId: merchant.settings.merchantId, mode: req.mode, issuedAt: this.clock.now() });
     return success(200, { access_token: token, token_type: 'Bearer', expires_in: SIMULATOR_TOKEN_TTL_MS / 1000 });
+  }
+
+  /**
+   * `authenticate`, then counts the call against the `scope` limit: money movement per
+   * client id (the merchant), every other scope per access token.
+   */
+  authorize(req: SimulatorRequest, scope: Exclude<keyof SimulatorRateLimits, 'tokenPerMinute'>): AuthenticatedCaller {
+    const caller = this.authenticate(req);
+    this.limiter.enforce(scope, scope === 'moneyMovementPerMinute' ? caller.merchant.settings.clientId : caller.token);
+    return caller;
   }
 
   /** The merchant of the request's bearer token, or the matching `PAY_1xxx` / `PAY_2003` / `PAY_6001` error. */

@@ -5,7 +5,6 @@ import type { SimulatorClock } from './simulator.clock.js';
 import { SIMULATED_GATEWAYS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
-import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
 import {
   checkCountry,
   checkCurrency,
@@ -43,7 +42,6 @@ export class SimulatorPaymentsHandler {
     private readonly clock: SimulatorClock,
     private readonly events: SimulatorEventPublisher,
     private readonly auth: SimulatorAuthHandler,
-    private readonly limiter: SimulatorRateLimiter,
     private readonly subaccounts: SimulatorSubaccountsHandler,
     private readonly behaviour: PaymentBehaviour,
   ) {}
@@ -59,8 +57,7 @@ export class SimulatorPaymentsHandler {
   }
 
   create(req: SimulatorRequest): SimulatorAnswer {
-    const { merchant, token } = this.auth.authenticate(req);
-    this.limiter.enforce('createPaymentPerMinute', token);
+    const { merchant } = this.auth.authorize(req, 'createPaymentPerMinute');
     const body = readJsonObject(req);
     const errors: FieldErrors = {};
     const amount = requireAmount(body.amount, 'amount', errors);
@@ -121,16 +118,14 @@ export class SimulatorPaymentsHandler {
   }
 
   status(req: SimulatorRequest): SimulatorAnswer {
-    const { merchant, token } = this.auth.authenticate(req);
-    this.limiter.enforce('readsPerMinute', token);
+    const { merchant } = this.auth.authorize(req, 'readsPerMinute');
     const trxId = req.query.trx_id;
     if (!trxId) throw new SimulatorHttpError('PAY_4000', undefined, { trx_id: ['The trx_id field is required.'] });
     return success(200, paymentWire(ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001')));
   }
 
   gateways(req: SimulatorRequest): SimulatorAnswer {
-    const { token } = this.auth.authenticate(req);
-    this.limiter.enforce('readsPerMinute', token);
+    this.auth.authorize(req, 'readsPerMinute');
     return success(200, SIMULATED_GATEWAYS.map((g) => ({ ...g })));
   }
 

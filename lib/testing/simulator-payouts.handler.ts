@@ -3,7 +3,6 @@ import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import type { SimulatorClock } from './simulator.clock.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
-import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
 import {
   checkCountry,
   checkCurrency,
@@ -33,12 +32,10 @@ export class SimulatorPayoutsHandler {
     private readonly clock: SimulatorClock,
     private readonly events: SimulatorEventPublisher,
     private readonly auth: SimulatorAuthHandler,
-    private readonly limiter: SimulatorRateLimiter,
   ) {}
 
   create(req: SimulatorRequest): SimulatorAnswer {
-    const { merchant } = this.auth.authenticate(req);
-    this.limiter.enforce('moneyMovementPerMinute', merchant.settings.clientId);
+    const { merchant } = this.auth.authorize(req, 'moneyMovementPerMinute');
     const body = readJsonObject(req);
     const errors: FieldErrors = {};
     const amount = requireAmount(body.amount, 'amount', errors);
@@ -81,8 +78,7 @@ export class SimulatorPayoutsHandler {
   }
 
   lookup(req: SimulatorRequest, payoutUid: string): SimulatorAnswer {
-    const { merchant } = this.auth.authenticate(req);
-    this.limiter.enforce('moneyMovementPerMinute', merchant.settings.clientId);
+    const { merchant } = this.auth.authorize(req, 'moneyMovementPerMinute');
     return success(200, payoutWire(ownedBy(this.state.payouts.get(payoutUid), merchant.settings.merchantId, 'PAY_3002')));
   }
 

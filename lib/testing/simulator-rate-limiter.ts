@@ -43,7 +43,7 @@ export class SimulatorRateLimiter {
   }
 
   /** Records a hit and returns 0, or returns the whole seconds to wait when `limit` is reached. */
-  take(key: string, limit: number): number {
+  private take(key: string, limit: number): number {
     const now = this.now();
     const list = (this.hits.get(key) ?? []).filter((t) => t > now - WINDOW_MS);
     if (list.length >= limit) {

@@ -4,7 +4,6 @@ import type { SimulatorClock } from './simulator.clock.js';
 import { SIMULATED_GATEWAYS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
-import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
 import {
   ownedBy,
   readJsonObject,
@@ -28,12 +27,10 @@ export class SimulatorRefundsHandler {
     private readonly clock: SimulatorClock,
     private readonly events: SimulatorEventPublisher,
     private readonly auth: SimulatorAuthHandler,
-    private readonly limiter: SimulatorRateLimiter,
   ) {}
 
   create(req: SimulatorRequest, trxId: string): SimulatorAnswer {
-    const { merchant } = this.auth.authenticate(req);
-    this.limiter.enforce('moneyMovementPerMinute', merchant.settings.clientId);
+    const { merchant } = this.auth.authorize(req, 'moneyMovementPerMinute');
     const body = readJsonObject(req);
     const p = ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001');
     if (p.status !== 'SUCCESS') throw new SimulatorHttpError('PAY_2004');
@@ -69,8 +66,7 @@ export class SimulatorRefundsHandler {
   }
 
   lookup(req: SimulatorRequest, refundUid: string): SimulatorAnswer {
-    const { merchant } = this.auth.authenticate(req);
-    this.limiter.enforce('moneyMovementPerMinute', merchant.settings.clientId);
+    const { merchant } = this.auth.authorize(req, 'moneyMovementPerMinute');
     return success(200, { ...ownedBy(this.state.refunds.get(refundUid), merchant.settings.merchantId, 'PAY_2005') });
   }
 }

@@ -23,8 +23,8 @@ export interface SimulatorAnswer {
   headers?: Record<string, string>;
 }
 
-export const ISO_CURRENCY = /^[A-Z]{3}$/;
-export const ISO_COUNTRY = /^[A-Z]{2}$/;
+const ISO_CURRENCY = /^[A-Z]{3}$/;
+const ISO_COUNTRY = /^[A-Z]{2}$/;
 
 /** A success answer: the payload goes in `data`. */
 export function success(status: number, data: unknown): SimulatorAnswer {

@@ -1,13 +1,12 @@
 import { formatAmount, parseAmount } from './simulator.amounts.js';
 import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
-import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
 import { requireAmount, success, type FieldErrors, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
 import type { MerchantRecord, SimulatorState } from './simulator.state.js';
 import type { SimulatedPayment, SimulatedSubaccountPayout } from './simulator.types.js';
 
 /** One allocation of a payment to a subaccount. */
-export type SplitAllocation = { subaccountId: string; amount: string };
+export type SplitAllocation = SimulatedPayment['splits'][number];
 
 /**
  * Subaccounts: `GET /subaccounts`, the `splits` of payment creation, and what happens
@@ -18,12 +17,10 @@ export class SimulatorSubaccountsHandler {
     private readonly state: SimulatorState,
     private readonly events: SimulatorEventPublisher,
     private readonly auth: SimulatorAuthHandler,
-    private readonly limiter: SimulatorRateLimiter,
   ) {}
 
   list(req: SimulatorRequest): SimulatorAnswer {
-    const { merchant } = this.auth.authenticate(req);
-    this.limiter.enforce('moneyMovementPerMinute', merchant.settings.clientId);
+    const { merchant } = this.auth.authorize(req, 'moneyMovementPerMinute');
     return success(
       200,
       [...merchant.subaccounts.values()].map((s) => ({ subaccountId: s.subaccountId, balance: formatAmount(s.balance) })),

@@ -22,7 +22,7 @@ export interface SimulatorHandlers {
 export class SimulatorRouter {
   constructor(private readonly handlers: SimulatorHandlers) {}
 
-  /** Brings time-driven state up to date before a request is looked at. */
+  /** Brings time-driven state up to date: before a request is looked at, and after `advanceTime`. */
   catchUp(): void {
     this.handlers.payments.expireStaleSessions();
   }
