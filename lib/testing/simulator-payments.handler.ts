@@ -202,8 +202,8 @@ export class SimulatorPaymentsHandler {
   }
 }
 
-/** A payment as the API answers it. */
-function paymentWire(p: SimulatedPayment): Record<string, unknown> {
+/** What the API answer and the event `data` of a payment both carry. */
+function paymentFields(p: SimulatedPayment): Record<string, unknown> {
   return {
     trxId: p.trxId,
     token: p.token,
@@ -212,9 +212,16 @@ function paymentWire(p: SimulatedPayment): Record<string, unknown> {
     status: p.status,
     ...(p.custom !== undefined ? { custom: p.custom } : {}),
     merchantId: p.merchantId,
+    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
+  };
+}
+
+/** A payment as the API answers it. */
+function paymentWire(p: SimulatedPayment): Record<string, unknown> {
+  return {
+    ...paymentFields(p),
     gateway: p.gateway,
     ...(p.country !== undefined ? { country: p.country } : {}),
-    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
     refundedAmount: p.refundedAmount,
     ...(p.splits.length ? { splits: p.splits.map((s) => ({ ...s })) } : {}),
     createdAt: p.createdAt,
@@ -223,15 +230,4 @@ function paymentWire(p: SimulatedPayment): Record<string, unknown> {
 }
 
 /** A payment as the `data` of a `payment.*` event. */
-function paymentEventData(p: SimulatedPayment): Record<string, unknown> {
-  return {
-    trxId: p.trxId,
-    token: p.token,
-    amount: p.amount,
-    currency: p.currency,
-    status: p.status,
-    ...(p.custom !== undefined ? { custom: p.custom } : {}),
-    merchantId: p.merchantId,
-    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
-  };
-}
+const paymentEventData = paymentFields;

@@ -116,8 +116,8 @@ export class SimulatorPayoutsHandler {
   }
 }
 
-/** A payout as the API answers it (the recipient is not echoed). */
-function payoutWire(p: SimulatedPayout): Record<string, unknown> {
+/** What the API answer and the event `data` of a payout both carry (never the recipient). */
+function payoutFields(p: SimulatedPayout): Record<string, unknown> {
   return {
     payoutUid: p.payoutUid,
     amount: p.amount,
@@ -125,19 +125,15 @@ function payoutWire(p: SimulatedPayout): Record<string, unknown> {
     status: p.status,
     ...(p.reference !== undefined ? { reference: p.reference } : {}),
     ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
-    createdAt: p.createdAt,
   };
+}
+
+/** A payout as the API answers it. */
+function payoutWire(p: SimulatedPayout): Record<string, unknown> {
+  return { ...payoutFields(p), createdAt: p.createdAt };
 }
 
 /** A payout as the `data` of a `payout.*` event. */
 function payoutEventData(p: SimulatedPayout): Record<string, unknown> {
-  return {
-    payoutUid: p.payoutUid,
-    amount: p.amount,
-    currency: p.currency,
-    status: p.status,
-    merchantId: p.merchantId,
-    ...(p.reference !== undefined ? { reference: p.reference } : {}),
-    ...(p.failureReason !== undefined ? { failureReason: p.failureReason } : {}),
-  };
+  return { ...payoutFields(p), merchantId: p.merchantId };
 }
