@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import { createServer } from 'node:net';
 import {
   PaymentNetworkError,
   PaymentProviderError,
@@ -9,19 +8,11 @@ import {
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { rejectionOf, SANDBOX_CLIENT, SimulatorClock, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 
 const CREATE = '/payment/create';
 const REFUND = /^\/payment\/[^/]+\/refund$/;
 const recipient = { account_number: '0123456789' };
-
-/** A loopback port with nothing listening (connection refused). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('PaymentGatewayService retries (against the simulator)', () => {
   let h: ClientHarness;
@@ -201,7 +192,7 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
 
     it('a non-idempotent POST is retried when the connection is refused (nothing was sent)', async () => {
       h = await startClientHarness();
-      const port = await closedPort();
+      const port = await unusedLoopbackPort();
       const options = resolvePaymentOptions({ baseUrl: `http://127.0.0.1:${port}`, ...SANDBOX_CLIENT, maxRetries: 2, retryBaseDelayMs: 10 });
       const clock = new SimulatorClock(h.sim);
       const offline = new PaymentGatewayService(options, { clock, random: () => 0.5 });

@@ -1,11 +1,11 @@
 import 'reflect-metadata';
-import { createServer } from 'node:net';
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { SANDBOX_CLIENT } from '../support/client-simulator.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
@@ -49,14 +49,6 @@ async function healthBecomes(w: WebhookApp, status: number, timeoutMs = 15_000):
     if (answer.status === status || Date.now() > deadline) return answer;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function healthApp(payment: Record<string, unknown>, extraImports: any[] = []): Promise<WebhookApp> {
@@ -129,7 +121,7 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
 
   it('never shows the Redis password: the URL is redacted in details and reasons', async () => {
     const password = 'h3alth-redis-pa55word';
-    const port = await closedPort();
+    const port = await unusedLoopbackPort();
     w = await healthApp({ redisUrl: `redis://:${password}@127.0.0.1:${port}` });
     const down = await getHealth(w);
     expect(down.status).toBe(503);
@@ -139,7 +131,7 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
 
   it('in queue mode with only the queue URL, names that URL (redacted) for the store built on it', async () => {
     const password = 'qu3ue-only-pa55word';
-    const port = await closedPort();
+    const port = await unusedLoopbackPort();
     w = await healthApp({ processing: 'queue', queueWorker: false, queueRedisUrl: `redis://:${password}@127.0.0.1:${port}` });
     const down = await getHealth(w);
     expect(down.status).toBe(503);

@@ -10,8 +10,8 @@ import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.token
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
-import { createServer } from 'node:net';
 import { CollectingLogger } from '../support/collecting-logger.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
 
 const CLIENT_ID = 'rel-client';
@@ -185,7 +185,7 @@ describe('reliability: secrets never reach logs or errors', () => {
   });
 
   it('a Redis URL password stays out of store errors and outage logs, whatever its form', async () => {
-    const port = await closedLoopbackPort();
+    const port = await unusedLoopbackPort();
     const password = 'rd:P@ss-w0rd';
     const encoded = encodeURIComponent(password);
     const urls = [`redis://:${encoded}@127.0.0.1:${port}`, `redis://app:${encoded}@127.0.0.1:${port}/1`, `redis://127.0.0.1:${port}?password=${encoded}`];
@@ -259,11 +259,3 @@ function jsonOf(value: unknown): string {
   }
 }
 
-/** A loopback port with nothing listening. */
-async function closedLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

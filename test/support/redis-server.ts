@@ -2,9 +2,10 @@
 // missing binary is an error, never a skip: CI installs it (.ci/run).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { unusedLoopbackPort } from './loopback-port.js';
 
 export interface TestRedisServer {
   /** `redis://127.0.0.1:<port>` */
@@ -57,19 +58,6 @@ function findRedisServerBinary(): string {
   );
 }
 
-async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Resolves when the server answers PING with +PONG. */
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -93,7 +81,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startRedisServer(options: TestRedisServerOptions = {}): Promise<TestRedisServer> {
   const binary = findRedisServerBinary();
-  const port = await freeLoopbackPort();
+  const port = await unusedLoopbackPort();
   const persistentDir = options.appendOnly ? mkdtempSync(join(tmpdir(), 'pg-redis-aof-')) : undefined;
   if (persistentDir) persistentDirs.add(persistentDir);
   let dir: string | undefined;

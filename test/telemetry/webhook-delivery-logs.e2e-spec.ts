@@ -1,24 +1,14 @@
 import 'reflect-metadata';
-import { createServer } from 'node:net';
 import { ConsoleLogger } from '@nestjs/common';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
-
 
 /** Lines of the webhook pipeline about deliveries. */
 function deliveries(logger: CollectingLogger): LogLine[] {
   return logger.lines.filter((l) => l.context === 'PaymentWebhooks' && l.message.startsWith('Webhook delivery'));
-}
-
-/** A loopback port with nothing listening (connection refused). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 // The README's recipe, verbatim: the payment module's lines only from `warn` up.
@@ -123,7 +113,7 @@ describe('webhook delivery log lines', () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
     const password = 'redis-pa55word-never-logged';
-    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: `redis://:${password}@127.0.0.1:${await closedPort()}` } });
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: `redis://:${password}@127.0.0.1:${await unusedLoopbackPort()}` } });
     const event = envelope();
     const answer = await postWebhook(w.url, event);
     expect(answer.status).toBe(503);
