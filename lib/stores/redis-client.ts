@@ -13,6 +13,9 @@ import { RedisClientMissingError } from './webhook-event-store.errors.js';
 /** Longest wait for one command (and for a connection) on the module's clients. */
 export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
 
+/** How long a closing socket may take to end before it is destroyed. */
+const CLOSE_GRACE_MS = 200;
+
 /**
  * The part of an ioredis client this store uses. Typed structurally so the
  * package's declarations do not depend on `ioredis`, an optional peer.
@@ -46,6 +49,9 @@ export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAU
       connectTimeout: timeoutMs,
       commandTimeout: timeoutMs,
       retryStrategy: (times: number) => Math.min(times * 100, 2000),
+      // a socket that does not close when told to is destroyed after this (ioredis keeps the
+      // process alive meanwhile, 2 s by default, even for a socket that died in an outage)
+      disconnectTimeout: CLOSE_GRACE_MS,
     });
   } catch (error) {
     // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included

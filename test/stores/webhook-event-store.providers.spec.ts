@@ -9,6 +9,7 @@ import { WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-sto
 import { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
 import { createWebhookEventStore, createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
 import { getWebhookEventStoreToken } from '../../lib/accounts/payment-account.tokens.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
 // Only the store-related fields matter here.
@@ -57,6 +58,21 @@ describe('webhook event store providers', () => {
     await expect(store.claim('evt_provider', 60_000)).resolves.toMatchObject({ outcome: 'claimed' });
     await moduleRef.close();
     await expect(store.claim('evt_other', 60_000)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+  });
+
+  it('closes at once while Redis is down: no timer of the dead socket keeps the process alive', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const before = timers();
+    const moduleRef = await compile(options({ redisUrl: `redis://127.0.0.1:${await unusedLoopbackPort()}` }));
+    const store = moduleRef.get<RedisWebhookEventStore>(WebhookEventStore);
+    await expect(store.claim('evt_down', 60_000)).rejects.toBeInstanceOf(WebhookStoreUnavailableError);
+    // the client now waits to reconnect, its last socket dead
+    while (store.toJSON().status !== 'reconnecting') await new Promise((resolve) => setTimeout(resolve, 10));
+    await moduleRef.close();
+    // ioredis's default keeps a 2 s timer for a socket that already died; ours is short
+    const deadline = Date.now() + 1000;
+    while (timers() > before && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    expect(timers()).toBeLessThanOrEqual(before);
   });
 
   it('prefers a given store over redisUrl, and leaves it open on shutdown', async () => {
