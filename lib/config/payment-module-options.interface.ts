@@ -47,7 +47,7 @@ export interface PaymentTokenResponseOptions {
   tokenFields: string[];
   /** Field of `data` holding the lifetime in seconds. @default 'expires_in' */
   expiresInField: string;
-  /** Lifetime assumed when the response has none (tokens live 10 minutes). @default 600 */
+  /** Lifetime assumed when the response has none (tokens live 10 minutes); at least 1. @default 600 */
   defaultExpiresInSeconds: number;
   /** A cached token is renewed this long before it expires. @default 60 */
   refreshMarginSeconds: number;
@@ -95,7 +95,8 @@ export interface PaymentModuleOptions {
   /**
    * Webhook signing secret(s). Several are accepted during a rotation. The webhook
    * route exists only when at least one is set. Env: `PAYMENT_WEBHOOK_SECRET`
-   * (comma-separated). Never logged.
+   * (comma-separated). A string given here is split on commas too; pass an array to keep
+   * a comma inside a secret. Never logged.
    */
   webhookSecret?: string | string[];
   /** Route of the webhook receiver. Env: `PAYMENT_WEBHOOK_PATH`. @default 'payments/webhook' */

@@ -31,7 +31,8 @@ export function resolvePaymentOptions(
   const envOptions = parsePaymentEnv(env);
   const pick = <K extends string>(key: K): unknown => {
     const own = (explicit as Record<string, unknown>)[key];
-    return own !== undefined ? own : envOptions[key];
+    // null counts as not given, like undefined: the env (or the default) still applies
+    return own ?? envOptions[key];
   };
   // One key per line below, so an option cannot fall back to another option's default.
   const orDefault = <K extends keyof typeof PAYMENT_OPTION_DEFAULTS>(key: K): unknown => pick(key) ?? PAYMENT_OPTION_DEFAULTS[key];
@@ -105,7 +106,7 @@ export function resolvePaymentOptions(
     rateLimits,
     redisUrl: schema.redisUrl,
     redisKeyPrefix: schema.redisKeyPrefix ?? `payment-gateway:${environment}:`,
-    store: explicit.store,
+    store: explicit.store ?? undefined,
     webhookLeaseMs: schema.webhookLeaseMs,
     webhookRetentionMs: schema.webhookRetentionMs,
     memoryStoreMaxEntries: schema.memoryStoreMaxEntries,

@@ -1,6 +1,6 @@
 import { validateSync, type ValidationError } from 'class-validator';
 import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey } from './payment-env.js';
-import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS } from './payment-options.defaults.js';
+import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import type { PaymentOptionsSchema } from './payment-options.schema.js';
 
@@ -8,7 +8,7 @@ function describeKey(key: string, explicit: PaymentModuleOptions, account: strin
   if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
   const envName = paymentEnvName(key as PaymentEnvOptionKey, account);
   // Name the place the value came from (or, when absent, the variable most users set).
-  const givenExplicitly = (explicit as Record<string, unknown>)[key] !== undefined;
+  const givenExplicitly = (explicit as Record<string, unknown>)[key] != null;
   return givenExplicitly ? `option '${key}' (env ${envName})` : `${envName} (option '${key}')`;
 }
 
@@ -16,15 +16,47 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
   return errors.map((e) => ({ key: e.property, messages: [...new Set(Object.values(e.constraints ?? {}))] }));
 }
 
-function checkPositiveInts(
-  group: string,
-  value: Record<string, unknown> | undefined,
-  problems: string[],
-): void {
-  for (const [key, v] of Object.entries(value ?? {})) {
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) {
-      problems.push(`option '${group}.${key}' must be a whole number, 0 or more`);
+/** What the module calls on a store; `extend`, `isProcessed`, `ping` and `close` are optional. */
+const STORE_METHODS = ['claim', 'complete', 'release'] as const;
+
+const isFieldName = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+/**
+ * How token answers are read: a lifetime of 0 would make every call fetch a token (and meet
+ * the token rate limit), an empty field list would fail every call, so both stop the boot.
+ */
+function checkTokenResponse(value: unknown, problems: string[]): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    problems.push(`option 'tokenResponse' must be an object`);
+    return;
+  }
+  const bad = (key: string, rule: string) => problems.push(`option 'tokenResponse.${key}' must be ${rule}`);
+  for (const [key, v] of Object.entries(value)) {
+    if (v === undefined) continue;
+    switch (key) {
+      case 'tokenFields':
+        if (!(Array.isArray(v) && v.length > 0 && v.every(isFieldName))) bad(key, "a non-empty list of field names, e.g. ['access_token']");
+        break;
+      case 'expiresInField':
+        if (!isFieldName(v)) bad(key, "a field name, e.g. 'expires_in'");
+        break;
+      case 'defaultExpiresInSeconds':
+        if (!(Number.isInteger(v) && (v as number) >= 1)) bad(key, 'a whole number of seconds, at least 1');
+        break;
+      case 'refreshMarginSeconds':
+        if (!(Number.isInteger(v) && (v as number) >= 0)) bad(key, 'a whole number of seconds, 0 or more');
+        break;
+      default:
+        problems.push(`option 'tokenResponse.${key}' is unknown; known: ${Object.keys(DEFAULT_TOKEN_RESPONSE).join(', ')}`);
     }
+  }
+}
+
+/** A string that looks like a Redis URL but does not parse (a bad port, an unencoded special character). */
+function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe: (key: string) => string, problems: string[]): void {
+  if (typeof url === 'string' && /^rediss?:\/\/\S+$/.test(url) && !URL.canParse(url)) {
+    problems.push(`${describe(key)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
   }
 }
 
@@ -99,12 +131,8 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
   if (schema.reconcile === true && schema.clientId === undefined) {
     problems.push(`${describe('reconcile')} needs clientId and clientSecret: reconciliation reads GET /payment/status`);
   }
-  if (typeof schema.redisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.redisUrl) && !URL.canParse(schema.redisUrl)) {
-    problems.push(`${describe('redisUrl')} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
-  }
-  if (typeof schema.queueRedisUrl === 'string' && /^rediss?:\/\/\S+$/.test(schema.queueRedisUrl) && !URL.canParse(schema.queueRedisUrl)) {
-    problems.push(`${describe('queueRedisUrl')} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
-  }
+  checkRedisUrl('redisUrl', schema.redisUrl, describe, problems);
+  checkRedisUrl('queueRedisUrl', schema.queueRedisUrl, describe, problems);
   if (schema.processing === 'queue' && schema.queueRedisUrl === undefined && schema.redisUrl === undefined) {
     problems.push(
       `${describe('queueRedisUrl')} or ${describe('redisUrl')} is required when processing is 'queue': the queue lives in Redis`,
@@ -114,14 +142,12 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
   checkEndpoints(explicit.endpoints, problems);
-  checkPositiveInts('tokenResponse', {
-    defaultExpiresInSeconds: explicit.tokenResponse?.defaultExpiresInSeconds,
-    refreshMarginSeconds: explicit.tokenResponse?.refreshMarginSeconds,
-  }, problems);
+  checkTokenResponse(explicit.tokenResponse, problems);
   checkRateLimits(explicit.rateLimits, problems);
   checkResponseFields(explicit.responseFields, problems);
-  if (explicit.store !== undefined && typeof (explicit.store as { claim?: unknown }).claim !== 'function') {
-    problems.push(`option 'store' must implement WebhookEventStore (claim, complete, release)`);
+  const store = explicit.store as unknown as Record<string, unknown> | null | undefined;
+  if (store != null && !STORE_METHODS.every((m) => typeof store[m] === 'function')) {
+    problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
   }
   return problems;
 }

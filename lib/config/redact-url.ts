@@ -3,8 +3,11 @@ import { errorMessage } from '../common/error-message.util.js';
 /** What a secret part of a URL is replaced with. */
 export const REDACTED_URL_PART = '[redacted]';
 
-/** Query parameters that carry a credential (ioredis reads every query parameter as an option). */
-const SECRET_QUERY_PARAM = /^(password|pass|pwd|secret|token|auth)$/i;
+/**
+ * Query parameters that carry a credential: ioredis reads every query parameter as an
+ * option, so any name containing one of these words counts (`sentinelPassword`, `authToken`).
+ */
+const SECRET_QUERY_PARAM = /password|pass|pwd|secret|token|auth/i;
 
 /**
  * A Redis URL safe to print: the password (in the user-info part or a `?password=`

@@ -116,6 +116,37 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems[0]).toContain(`rateLimits.${key}`);
   });
 
+  it('an explicit null counts as not given: the environment still applies and the pair rules still hold', () => {
+    const fromEnv = resolvePaymentOptions({ clientId: null, clientSecret: null } as never, {
+      baseUrl: 'https://pay.example.com',
+      clientId: 'env-client',
+      clientSecret: SECRET,
+    });
+    expect(fromEnv.clientId).toBe('env-client');
+    expect(fromEnv.clientSecret).toBe(SECRET);
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: 'id', clientSecret: null } as never));
+    expect(error.problems).toEqual([expect.stringContaining("PAYMENT_CLIENT_SECRET (option 'clientSecret') is required when clientId is set")]);
+  });
+
+  it.each([
+    ['a lifetime of 0 (a token per call)', { defaultExpiresInSeconds: 0 }, 'defaultExpiresInSeconds'],
+    ['no token field', { tokenFields: [] }, 'tokenFields'],
+    ['a blank token field', { tokenFields: ['access_token', ''] }, 'tokenFields'],
+    ['a lifetime field that is not a name', { expiresInField: 3600 }, 'expiresInField'],
+    ['a negative margin', { refreshMarginSeconds: -1 }, 'refreshMarginSeconds'],
+    ['an unknown key', { expiresIn: 600 }, 'expiresIn'],
+  ])('tokenResponse with %s is a boot error naming the key', (_label, tokenResponse, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', tokenResponse: tokenResponse as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`tokenResponse.${key}`);
+  });
+
+  it('a store without complete or release is a boot error, not a failure on the first webhook', () => {
+    const claimOnly = { claim: async () => ({ outcome: 'claimed', claimToken: 't' }) };
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: claimOnly as never }));
+    expect(error.problems).toEqual(["option 'store' must implement WebhookEventStore (claim, complete, release)"]);
+  });
+
   it.each([0, 999, -1000, 1500.5, 3_600_001, '60000'])('maxRetryAfterMs %p is a boot error naming the key', (bad) => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: bad as never }));
     expect(error.problems).toHaveLength(1);
@@ -181,6 +212,8 @@ describe('Redis URLs are redacted by parsing', () => {
     ['redis://user:pw-Xy7@cache.internal', 'pw-Xy7', 'redis://user:[redacted]@cache.internal'],
     ['rediss://default:s3cr:et@cache.internal:6380/2', 's3cr:et', 'rediss://default:[redacted]@cache.internal:6380/2'],
     ['redis://cache.internal:6379/0?password=q-Pw%40rd9&db=1', 'q-Pw@rd9', 'redis://cache.internal:6379/0?password=[redacted]&db=1'],
+    // ioredis takes every query parameter as an option: the sentinels' password too
+    ['redis://cache.internal:6379/0?sentinelPassword=s3nt-Pw9&db=1', 's3nt-Pw9', 'redis://cache.internal:6379/0?sentinelPassword=[redacted]&db=1'],
   ];
 
   it.each(forms)('redactRedisUrl(%s) drops the password and keeps the rest', (url, password, expected) => {
