@@ -10,7 +10,8 @@ export interface HttpAttempt {
   /** Path under the API base, already filled in and encoded. */
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
-  body?: unknown;
+  /** The JSON body, already written (see `PaymentRequestExecutor`). */
+  body?: string;
   bearerToken?: string;
   /** Extra headers (never logged, never copied into errors). */
   headers?: Record<string, string>;
@@ -77,7 +78,7 @@ export class PaymentHttpClient {
         method: attempt.method,
         url: attempt.path,
         params: attempt.query,
-        data: attempt.body === undefined ? undefined : JSON.stringify(attempt.body),
+        data: attempt.body,
         headers,
       });
     } catch (error) {

@@ -99,6 +99,10 @@ export class InputChecker {
       this.add(field, 'must be an object');
       return undefined;
     }
+    if (!isJsonWritable(value)) {
+      this.add(field, 'must be plain JSON data (no BigInt, no circular reference)');
+      return undefined;
+    }
     return value as Record<string, unknown>;
   }
 
@@ -114,6 +118,16 @@ export class InputChecker {
       clientSide: true,
       account: this.account,
     });
+  }
+}
+
+/** Whether `JSON.stringify` can write `value` (it throws on a BigInt or a circular reference). */
+export function isJsonWritable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
   }
 }
 

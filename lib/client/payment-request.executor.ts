@@ -12,6 +12,7 @@ import {
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
+  PaymentValidationError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
@@ -93,6 +94,7 @@ export class PaymentRequestExecutor {
   }
 
   private async attempts(call: ServiceCall, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
+    const body = this.writeBody(call);
     let token: string | undefined;
     let renewedToken = false;
     for (let retry = 0; ; ) {
@@ -109,7 +111,7 @@ export class PaymentRequestExecutor {
           method: call.method,
           path: call.path,
           query: call.query,
-          body: call.body,
+          body,
           bearerToken: token,
         });
       } catch (error) {
@@ -262,6 +264,29 @@ export class PaymentRequestExecutor {
       if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
     }
     return out;
+  }
+
+  /**
+   * The body as JSON, written once before anything is sent: a body that cannot be written
+   * is a client-side validation error, never a network error that "may have reached the
+   * service" (inputs are checked earlier; this covers `request()` bodies).
+   */
+  private writeBody(call: ServiceCall): string | undefined {
+    if (call.body === undefined) return undefined;
+    try {
+      return JSON.stringify(call.body);
+    } catch {
+      throw new PaymentValidationError({
+        code: PaymentErrorCode.VALIDATION_FAILED,
+        message: `${call.method} ${call.path} was not sent: its body is not plain JSON data (a BigInt or a circular reference)`,
+        errors: { body: ['must be plain JSON data (no BigInt, no circular reference)'] },
+        method: call.method,
+        path: call.path,
+        idempotencyKey: call.idempotencyKey,
+        account: this.options.account,
+        clientSide: true,
+      });
+    }
   }
 
   private scrub(error: unknown, call: ServiceCall): PaymentApiError {

@@ -116,6 +116,26 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests).toHaveLength(0);
   });
 
+  it('a body JSON cannot write (BigInt, circular) is a client-side validation error: nothing sent, never "may have reached the service"', async () => {
+    h = await startClientHarness();
+    const circular: Record<string, unknown> = { note: 'loop' };
+    circular.self = circular;
+    const cases: Array<[Promise<unknown>, string]> = [
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { big: 10n } }), 'extra'],
+      [h.client.refundPayment('trx_1', { amount: '1', extra: circular }), 'extra'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: 10n } }), 'recipient'],
+      [h.client.request({ method: 'POST', path: '/payment/trx_1/refund', body: { amount: 10n } }), 'body'],
+    ];
+    for (const [call, field] of cases) {
+      const error = await rejectionOf(call);
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(error.clientSide).toBe(true);
+      expect(Object.keys(error.errors)).toEqual([field]);
+    }
+    // refused before a token was even asked for
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
   it('keeps unknown response fields on results', async () => {
     h = await startClientHarness();
     h.sim.scriptNextPayment('succeed');
