@@ -14,9 +14,10 @@ import {
 
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
+  // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are
   @IsUrl(
-    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
-    { message: 'must be an absolute http(s) URL of the service, without /api/v1' },
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'], disallow_auth: true },
+    { message: 'must be an absolute http(s) URL of the service, without /api/v1 and without credentials' },
   )
   baseUrl!: string;
 

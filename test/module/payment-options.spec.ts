@@ -141,6 +141,12 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems[0]).toContain(`tokenResponse.${key}`);
   });
 
+  it('a base URL with credentials is a boot error that does not print them', () => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://shop:b4se-Pw9@pay.example.com' }));
+    expect(error.problems).toEqual([expect.stringContaining('without credentials')]);
+    expect(`${error.message}${JSON.stringify(error)}${inspect(error)}`).not.toContain('b4se-Pw9');
+  });
+
   it('a store without complete or release is a boot error, not a failure on the first webhook', () => {
     const claimOnly = { claim: async () => ({ outcome: 'claimed', claimToken: 't' }) };
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: claimOnly as never }));
