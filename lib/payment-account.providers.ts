@@ -13,7 +13,6 @@ import type { PaymentModuleExtras } from './payment.module-definition.js';
 import {
   DEFAULT_PAYMENT_ACCOUNT,
   PAYMENT_ACCOUNT_CLIENT,
-  PAYMENT_ACCOUNT_NAME,
   PAYMENT_ACCOUNT_OPTIONS,
   PAYMENT_CLIENT_RUNTIME,
   PAYMENT_MODULE_OPTIONS,
@@ -42,7 +41,6 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
   const clientToken = getPaymentGatewayToken(account);
   const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators);
   const providers: Provider[] = [
-    { provide: PAYMENT_ACCOUNT_NAME, useValue: account },
     {
       provide: optionsToken,
       inject: [PAYMENT_MODULE_OPTIONS, PaymentAccountRegistry, { token: ConfigService, optional: true }],

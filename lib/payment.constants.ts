@@ -13,8 +13,6 @@ export const PAYMENT_MODULE_OPTIONS = Symbol('nestjs-payment-gateway:module-opti
 
 // Tokens below are local to one account's module instance: every `forRoot()` provides its
 // own value under the same token and never exports it, so accounts cannot see each other's.
-/** @internal the account name of this module instance */
-export const PAYMENT_ACCOUNT_NAME = Symbol('nestjs-payment-gateway:account-name');
 /** @internal this account's resolved options */
 export const PAYMENT_ACCOUNT_OPTIONS = Symbol('nestjs-payment-gateway:account-options');
 /** @internal this account's `PaymentGatewayService` */

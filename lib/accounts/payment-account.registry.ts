@@ -91,10 +91,6 @@ export class PaymentAccountRegistry {
     return queue;
   }
 
-  get(name: string): RegisteredPaymentAccount | undefined {
-    return this.accounts.get(name);
-  }
-
   has(name: string): boolean {
     return this.accounts.has(name);
   }

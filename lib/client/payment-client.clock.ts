@@ -26,5 +26,3 @@ export interface PaymentClientRuntime {
   random: () => number;
 }
 
-/** Injection token of an optional `Partial<PaymentClientRuntime>`. */
-export { PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RESPONSE_FIELDS } from '../config/payment-options.defaults.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type {
@@ -48,7 +47,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
     @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
     @Optional() @Inject(PAYMENT_CLIENT_RUNTIME) runtime?: Partial<PaymentClientRuntime>,
   ) {
-    this.fields = options.responseFields ?? DEFAULT_RESPONSE_FIELDS;
+    this.fields = options.responseFields;
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);
     this.executor = new PaymentRequestExecutor(
       options,
@@ -258,7 +257,7 @@ export class PaymentGatewayService implements OnModuleDestroy {
 
   /** Subaccount operations share the refunds/payouts limit, reads included; other GETs are reads. */
   private defaultScope(method: string, path: unknown): PaymentRequestScope {
-    const prefix = this.options.endpoints.subaccountPrefix ?? DEFAULT_PAYMENT_ENDPOINTS.subaccountPrefix;
+    const prefix = this.options.endpoints.subaccountPrefix;
     if (typeof path === 'string' && path.startsWith(prefix)) return 'money-movement';
     return method === 'GET' ? 'read' : 'money-movement';
   }

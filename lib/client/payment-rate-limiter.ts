@@ -1,10 +1,9 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from './payment-client.inspect.js';
 
-/** Spec 8 windows are per minute. */
+/** The service's limits count requests per rolling minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Extra wait past a window's end, so a boundary request never lands inside the service's window. */
 const WINDOW_MARGIN_MS = 50;
@@ -108,25 +107,19 @@ export class SlidingWindowLimiter {
 export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
 
 /**
- * Client-side queue for every limit of the service (tokens 10/min per IP, creations 30/min per token, reads 60/min per token, refunds/payouts/subaccounts 30/min per client). Keys: `token` is one bucket per client
- * (the service counts per IP), `create-payment` and `read` one per access token,
- * `money-movement` one per client id.
+ * Client-side queue for every limit of the service (tokens 10/min per IP, creations 30/min
+ * per token, reads 60/min per token, refunds/payouts/subaccounts 30/min per client). The
+ * caller picks the bucket key of each call (the executor uses the client id for every
+ * scope). Limits come validated from the resolved options.
  */
 export class PaymentRateLimiter {
   private readonly limiters = new Map<string, SlidingWindowLimiter>();
 
-  /** Throws `PaymentConfigurationError` for a limit below 1 or not whole (its queue would never drain). */
   constructor(
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
     private readonly windowMs = RATE_LIMIT_WINDOW_MS,
-  ) {
-    if (limits === false) return;
-    const problems = Object.entries(limits)
-      .filter(([, limit]) => !(Number.isInteger(limit) && limit >= 1))
-      .map(([key]) => `option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
-    if (problems.length > 0) throw new PaymentConfigurationError(problems);
-  }
+  ) {}
 
   async acquire(scope: RateLimitScope, key: string): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);
@@ -141,7 +134,7 @@ export class PaymentRateLimiter {
     return limiter.acquire();
   }
 
-  /** Number of live buckets (tests check old tokens' buckets are dropped). */
+  /** Number of live buckets (idle ones are dropped). */
   get bucketCount(): number {
     return this.limiters.size;
   }
@@ -169,7 +162,7 @@ export class PaymentRateLimiter {
     }
   }
 
-  // Buckets of expired tokens would pile up otherwise.
+  // Buckets of keys no longer used would pile up otherwise.
   private dropIdle(): void {
     for (const [key, limiter] of this.limiters) {
       if (limiter.isIdle()) this.limiters.delete(key);

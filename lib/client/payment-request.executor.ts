@@ -1,7 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
 import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
 import {
@@ -28,7 +27,8 @@ const LATE_ARRIVAL_GRACE_MS = 5_000;
  * How a call may be retried:
  * - `safe`: reads; any network error, 5xx and 429.
  * - `keyed`: payment creation with an idempotency key; PAY_5001, PAY_5002, 429,
- *   network errors and bare 5xx from proxies; never PAY_5003 (a real provider answer).
+ *   network errors and bare 502/503/504 from proxies (no service code; a bare 500 is not
+ *   retried); never PAY_5003 (a real provider answer).
  * - `unsafe`: refunds, payouts, anything not idempotent; only when the service surely
  *   did not act: 429 and failures before the request was sent.
  * - `token`: the token call; harmless to repeat.
@@ -103,7 +103,7 @@ export class PaymentRequestExecutor {
       // Slot first, token second: a call may queue for minutes, and a token taken
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
-      const release = await this.limiter.acquire(call.limit, this.limitKey(call.limit));
+      const release = await this.limiter.acquire(call.limit, this.limitKey());
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       try {
         token ??= await this.tokenForCall(call);
@@ -148,7 +148,7 @@ export class PaymentRequestExecutor {
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
       const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
-      if (retryAfterMs !== undefined && retryAfterMs > this.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
+      if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
       observed?.retrying(failure.code, delayMs);
@@ -215,7 +215,7 @@ export class PaymentRequestExecutor {
    * anyway, and each creation has its own token) and lets a call take its token only
    * once its slot is granted.
    */
-  private limitKey(_scope: RateLimitScope): string {
+  private limitKey(): string {
     return this.options.clientId ?? '';
   }
 
@@ -225,9 +225,6 @@ export class PaymentRequestExecutor {
     return Math.floor(this.runtime.random() * ceiling);
   }
 
-  private get maxRetryAfterMs(): number {
-    return this.options.maxRetryAfterMs ?? PAYMENT_OPTION_DEFAULTS.maxRetryAfterMs;
-  }
 
   /**
    * A `Retry-After` is never cut short (an early retry is refused again and burns a
@@ -237,7 +234,7 @@ export class PaymentRequestExecutor {
     return new PaymentRateLimitError({
       account: this.options.account,
       code: failure.code,
-      message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${this.maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
+      message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${this.options.maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
       httpStatus: failure.httpStatus,
       errors: failure.errors,
       retryAfterSeconds: failure.retryAfterSeconds,

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
 import { PaymentModule } from '../../lib/payment.module.js';
-import { PAYMENT_CLIENT_RUNTIME } from '../../lib/client/payment-client.clock.js';
+import { PAYMENT_CLIENT_RUNTIME } from '../../lib/payment.constants.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
