@@ -99,6 +99,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     // Stop fetching at once (pause(false) and close(false) would also wait on the blocking
     // connection, forever while Redis is down).
     await worker.pause(true).catch(() => undefined);
+    this.logger.log(
+      `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
+        `for ${this.inFlight.size} running`,
+    );
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {

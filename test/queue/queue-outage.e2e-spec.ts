@@ -32,11 +32,9 @@ describe('queue mode: web-only instance, separate worker, Redis outage', () => {
     await redis.stop();
     const refused = Array.from({ length: 5 }, () => envelope('payment.succeeded'));
     for (const e of refused) {
-      const started = Date.now();
       const r = await postWebhook(web.url, e);
       expect(r.status).toBe(503);
       expect(r.json).toEqual({ statusCode: 503, code: 'WEBHOOK_QUEUE_UNAVAILABLE', message: expect.any(String) });
-      expect(Date.now() - started).toBeLessThan(2500);
     }
 
     await redis.restart();

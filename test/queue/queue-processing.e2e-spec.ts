@@ -18,19 +18,17 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     await redis?.stop();
   });
 
-  it('answers 200 {received, queued} before a 2 s handler has finished, then runs it', async () => {
+  it('answers 200 {received, queued} while the handler has not finished, then runs it', async () => {
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
-    q.handlers.slowMs.set(id, 2000);
-    const started = Date.now();
+    const release = q.handlers.hold(id);
+    // the handler waits for release(): the answer cannot have waited for it
     const response = await postWebhook(q.url, event);
-    const answeredAfter = Date.now() - started;
     expect(response).toMatchObject({ status: 200, json: { received: true, queued: true } });
-    expect(answeredAfter).toBeLessThan(1000);
-    await waitFor('the slow handler ran', () => q.handlers.count('entered', id) === 1);
+    await waitFor('the held handler ran', () => q.handlers.count('entered', id) === 1);
     expect(q.handlers.count('done', id)).toBe(0);
-    await waitFor('the slow handler finished', () => q.handlers.count('done', id) === 1);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    release();
+    await waitFor('the handler finished', () => q.handlers.count('done', id) === 1);
     expect(q.handlers.accounts.get(id)).toBe('default');
   });
 
@@ -54,10 +52,9 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     const event = envelope('payment.failed');
     const id = event.eventId as string;
     q.handlers.failTimes.set(id, 2);
-    const started = Date.now();
     expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    // backoff of 50 ms then 100 ms here (FAST_QUEUE_OPTIONS); the guard only bounds a hang
     await waitFor('the third attempt succeeded', () => q.handlers.count('done', id) === 1, 10_000);
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(q.handlers.count('entered', id)).toBe(3);
     expect(await q.deadLetters.get(id)).toBeUndefined();
   });

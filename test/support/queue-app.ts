@@ -37,6 +37,15 @@ export class QueueHandlers {
   readonly failTimes = new Map<string, number>();
   readonly failing = new Set<string>();
   readonly hang = new Set<string>();
+  /** Handlers of these events wait until the test releases them (see `hold`). */
+  private readonly gates = new Map<string, Promise<void>>();
+
+  /** Makes the handler of `eventId` wait, once entered, until the returned function is called. */
+  hold(eventId: string): () => void {
+    let release!: () => void;
+    this.gates.set(eventId, new Promise<void>((resolve) => (release = resolve)));
+    return () => release();
+  }
 
   @OnPaymentEvent('*')
   async handle(event: AnyPaymentEvent): Promise<void> {
@@ -44,6 +53,7 @@ export class QueueHandlers {
     this.entered.set(id, (this.entered.get(id) ?? 0) + 1);
     this.accounts.set(id, event.account);
     if (this.hang.has(id)) await new Promise(() => undefined);
+    await this.gates.get(id);
     const slow = this.slowMs.get(id);
     if (slow) await new Promise((resolve) => setTimeout(resolve, slow));
     const failLeft = this.failTimes.get(id) ?? 0;
