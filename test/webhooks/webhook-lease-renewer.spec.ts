@@ -1,11 +1,15 @@
 // The renewal loop that keeps running handlers' claims alive, against the real memory store
-// (a subclass injects extend failures: the store's own logic is untouched) and real timers.
+// (a subclass injects extend failures: the store's own logic is untouched). Time is jest's
+// fake clock, which the store's expiries and the renewer's interval both follow, so a busy
+// machine cannot make a lease lapse between two renewals.
+import { jest } from '@jest/globals';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { WebhookLeaseRenewer } from '../../lib/webhooks/webhook-lease-renewer.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 
 const LEASE_MS = 150;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Moves the fake clock on, running the timers (and the promises they start) that fall due. */
+const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
 /** The real store; `failExtends` makes that many renewals fail like a Redis time-out. */
 class FlakyExtendStore extends MemoryWebhookEventStore {
@@ -29,6 +33,9 @@ async function claimed(store: MemoryWebhookEventStore, key: string): Promise<str
 }
 
 describe('WebhookLeaseRenewer', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   it('keeps a claim alive over many leases while its handlers run, then stops when untracked', async () => {
     const store = new FlakyExtendStore();
     const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CollectingLogger());
