@@ -1,56 +1,23 @@
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type ChildApp, startChildApp } from '../support/child-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
-const ROOT = process.cwd();
-
-interface Child {
-  proc: ChildProcess;
-  output: () => string;
-}
-
-/** Starts test/queue/fixtures/queue-worker-process.ts in its own Node process (TypeScript through the suite's loader). */
-async function startWorkerProcess(redisUrl: string, effectsFile: string): Promise<Child> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', join(ROOT, 'test/support/reliability-ts-register.mjs'), join(ROOT, 'test/queue/fixtures/queue-worker-process.ts')],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env.PATH,
-        NODE_OPTIONS: '',
-        EFFECTS_FILE: effectsFile,
-        PAYMENT_BASE_URL: 'http://127.0.0.1:9',
-        PAYMENT_PROCESSING: 'queue',
-        PAYMENT_QUEUE_REDIS_URL: redisUrl,
-        PAYMENT_QUEUE_BACKOFF_MS: '50',
-        PAYMENT_QUEUE_LOCK_DURATION_MS: '1000',
-        PAYMENT_WEBHOOK_LEASE_MS: '1000',
-      },
-    },
-  );
-  let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  await waitFor('the worker process is ready', () => {
-    if (proc.exitCode !== null) throw new Error(`worker process exited (${proc.exitCode}):\n${out}`);
-    return out.includes('READY');
+/** Starts test/queue/fixtures/queue-worker-process.ts in its own Node process. */
+function startWorkerProcess(redisUrl: string, effectsFile: string): Promise<ChildApp> {
+  return startChildApp('test/queue/fixtures/queue-worker-process.ts', {
+    EFFECTS_FILE: effectsFile,
+    PAYMENT_BASE_URL: 'http://127.0.0.1:9',
+    PAYMENT_PROCESSING: 'queue',
+    PAYMENT_QUEUE_REDIS_URL: redisUrl,
+    PAYMENT_QUEUE_BACKOFF_MS: '50',
+    PAYMENT_QUEUE_LOCK_DURATION_MS: '1000',
+    PAYMENT_WEBHOOK_LEASE_MS: '1000',
   }, 60_000);
-  return { proc, output: () => out };
-}
-
-function kill(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.kill('SIGKILL');
-  });
 }
 
 // The worker runs in its own Node process (so it can be SIGKILLed mid-handler); the web-only
@@ -60,7 +27,7 @@ describe('queue mode across processes: a web-only instance and a worker process'
   let dir: string;
   let effectsFile: string;
   let web: QueueApp;
-  let workerProcess: Child;
+  let workerProcess: ChildApp | undefined;
   let takeover: QueueApp | undefined;
 
   const lines = () => readFileSync(effectsFile, 'utf8').split('\n').filter(Boolean);
@@ -74,13 +41,14 @@ describe('queue mode across processes: a web-only instance and a worker process'
     dir = mkdtempSync(join(tmpdir(), 'pg-queue-'));
     effectsFile = join(dir, 'effects.log');
     writeFileSync(effectsFile, '');
-    [web, workerProcess] = await Promise.all([
-      startQueueApp(redis.url, { payment: { queueWorker: false } }),
-      startWorkerProcess(redis.url, effectsFile),
+    // each assigned as soon as it is up, so afterAll stops it even if the other failed
+    await Promise.all([
+      startQueueApp(redis.url, { payment: { queueWorker: false } }).then((app) => (web = app)),
+      startWorkerProcess(redis.url, effectsFile).then((child) => (workerProcess = child)),
     ]);
   }, 90_000);
   afterAll(async () => {
-    if (workerProcess) await kill(workerProcess.proc);
+    await workerProcess?.kill();
     await takeover?.close();
     await web?.close();
     await redis?.stop();
@@ -92,7 +60,7 @@ describe('queue mode across processes: a web-only instance and a worker process'
     for (const e of events) expect(await postWebhook(web.url, e)).toMatchObject({ status: 200, json: { queued: true } });
     const ids = events.map((e) => e.eventId as string);
     await waitFor('every event was handled', () => ids.every((id) => runs('done', id).length === 1));
-    expect(ids.flatMap((id) => runs('entered', id))).toEqual(ids.map(() => workerProcess.proc.pid));
+    expect(ids.flatMap((id) => runs('entered', id))).toEqual(ids.map(() => workerProcess!.proc.pid));
     expect(ids.filter((id) => web.handlers.count('entered', id) > 0)).toEqual([]);
   });
 
@@ -102,7 +70,7 @@ describe('queue mode across processes: a web-only instance and a worker process'
     const id = event.eventId as string;
     expect(await postWebhook(web.url, event)).toMatchObject({ status: 200, json: { queued: true } });
     await waitFor('the worker process started the blocking handler', () => runs('entered', id).length === 1);
-    await kill(workerProcess.proc);
+    await workerProcess!.kill();
     expect(runs('done', id)).toEqual([]);
 
     // its lock and its claim in the store lapse (about 1 s each here); the stalled-job check hands the job over

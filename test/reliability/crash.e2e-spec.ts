@@ -1,70 +1,41 @@
 import 'reflect-metadata';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type ChildApp, startChildApp } from '../support/child-app.js';
 import { paymentSucceeded, postSigned, RELIABILITY_WEBHOOK_SECRET, sleep, waitUntil } from '../support/reliability-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
-const ROOT = process.cwd();
 const LEASE_MS = 500;
 
-interface ChildApp {
-  proc: ChildProcess;
-  webhookUrl: string;
-  output: () => string;
-}
-
-/** Starts test/reliability/fixtures/crash-app.ts in its own Node process (TypeScript run through the suite's loader). */
-async function startChild(redisUrl: string, effectsFile: string, block: boolean): Promise<ChildApp> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', join(ROOT, 'test/support/reliability-ts-register.mjs'), join(ROOT, 'test/reliability/fixtures/crash-app.ts')],
+/** Starts test/reliability/fixtures/crash-app.ts in its own Node process; `block` makes `custom: 'block'` handlers hang. */
+async function startChild(redisUrl: string, effectsFile: string, block: boolean): Promise<ChildApp & { webhookUrl: string }> {
+  const child = await startChildApp(
+    'test/reliability/fixtures/crash-app.ts',
     {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env.PATH,
-        NODE_OPTIONS: '',
-        PAYMENT_BASE_URL: 'http://127.0.0.1:9',
-        PAYMENT_WEBHOOK_SECRET: RELIABILITY_WEBHOOK_SECRET,
-        PAYMENT_REDIS_URL: redisUrl,
-        PAYMENT_WEBHOOK_LEASE_MS: String(LEASE_MS),
-        EFFECTS_FILE: effectsFile,
-        CRASH_APP_BLOCK: block ? '1' : '0',
-      },
+      PAYMENT_BASE_URL: 'http://127.0.0.1:9',
+      PAYMENT_WEBHOOK_SECRET: RELIABILITY_WEBHOOK_SECRET,
+      PAYMENT_REDIS_URL: redisUrl,
+      PAYMENT_WEBHOOK_LEASE_MS: String(LEASE_MS),
+      EFFECTS_FILE: effectsFile,
+      CRASH_APP_BLOCK: block ? '1' : '0',
     },
+    60_000,
   );
-  let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  await waitUntil('the child app is listening', () => {
-    if (proc.exitCode !== null) throw new Error(`child app exited (${proc.exitCode}):\n${out}`);
-    return /READY \d+/.test(out);
-  }, 60_000);
-  const port = /READY (\d+)/.exec(out)![1];
-  return { proc, webhookUrl: `http://127.0.0.1:${port}/payments/webhook`, output: () => out };
-}
-
-function kill(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.kill('SIGKILL');
-  });
+  return { ...child, webhookUrl: `${child.url}/payments/webhook` };
 }
 
 describe('reliability: the app process is killed while a handler runs', () => {
   let redis: TestRedisServer;
   let dir: string;
-  const children: ChildProcess[] = [];
+  const children: ChildApp[] = [];
 
   beforeAll(async () => {
     redis = await startRedisServer();
     dir = mkdtempSync(join(tmpdir(), 'pg-crash-'));
   });
   afterAll(async () => {
-    for (const c of children) await kill(c);
+    for (const c of children) await c.kill();
     await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -76,7 +47,7 @@ describe('reliability: the app process is killed while a handler runs', () => {
     const count = (kind: 'entered' | 'done', eventId: string) => lines().filter((l) => l.startsWith(`${kind} ${eventId} `)).length;
 
     const first = await startChild(redis.url, effectsFile, true);
-    children.push(first.proc);
+    children.push(first);
     const handledBefore = Array.from({ length: 5 }, () => paymentSucceeded('crash-ok'));
     for (const e of handledBefore) expect(await postSigned(first.webhookUrl, e)).toMatchObject({ status: 200 });
 
@@ -87,12 +58,12 @@ describe('reliability: the app process is killed while a handler runs', () => {
       () => 'connection lost' as const,
     );
     await waitUntil('the blocking handler runs', () => count('entered', victim.eventId) === 1);
-    await kill(first.proc);
+    await first.kill();
     expect(await pending).toBe('connection lost');
     expect(count('done', victim.eventId)).toBe(0);
 
     const second = await startChild(redis.url, effectsFile, false);
-    children.push(second.proc);
+    children.push(second);
     // the service retries: 409 while the dead process's claim is leased, then the new process runs it
     const statuses: number[] = [];
     await waitUntil('the redelivery is acknowledged', async () => {

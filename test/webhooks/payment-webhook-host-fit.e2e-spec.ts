@@ -147,7 +147,7 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       const host = await start(false);
       try {
         const statuses = [];
-        for (let i = 0; i < 5; i++) statuses.push((await postWebhook(host.url, envelope())).status);
+        for (let i = 0; i < 5; i++) statuses.push((await postWebhook(host.url!, envelope())).status);
         expect(statuses).toEqual([200, 200, 200, 429, 429]);
       } finally {
         await host.stop();
@@ -158,7 +158,7 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       const host = await start(true);
       try {
         const bodies = Array.from({ length: 100 }, () => envelope());
-        const answers = await Promise.all(bodies.map((body) => postWebhook(host.url, body)));
+        const answers = await Promise.all(bodies.map((body) => postWebhook(host.url!, body)));
         expect(answers.map((a) => a.status)).toEqual(Array(100).fill(200));
         const handled = (await (await fetch(`${host.url}/handled`)).json()) as { eventIds: string[] };
         expect(handled.eventIds.sort()).toEqual(bodies.map((b) => b.eventId as string).sort());
