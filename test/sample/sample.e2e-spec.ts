@@ -210,6 +210,23 @@ describe('sample shop', () => {
       }
     }, SLOW);
 
+    it('fulfils from the signed event amount when the status answer carries only data.status', async () => {
+      shop ??= await boot();
+      sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
+      // every status answer of this test is reduced to what the spec publishes
+      sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'rewrite', times: 1_000, rewrite: (body) => ({ body: { status: 'success', data: { status: body.data?.status } } }) });
+      try {
+        sim.scriptNextPayment('succeed');
+        const placed = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '4.20', currency: 'USD' });
+        expect(placed.status).toBe(201);
+        await sim.waitForDeliveries();
+        const paid = await call<OrderView>('GET', `${shop.url}/orders/${placed.body.order.id}`);
+        expect(paid.body).toMatchObject({ status: 'PAID', fulfilments: 1 });
+      } finally {
+        sim.clearFaults();
+      }
+    }, SLOW);
+
     it('refunds a paid order once and records the refund outcome', async () => {
       shop ??= await boot();
       sim.scriptNextPayment('succeed');

@@ -109,8 +109,16 @@ export class OrderPaymentHandlers {
     let outcome: string;
 
     if (payment.status === 'SUCCESS') {
-      if (!sameAmount(payment.amount, order.amount) || payment.currency !== order.currency) {
-        outcome = `NOT fulfilled: paid ${payment.amount} ${payment.currency}, order is ${order.amount} ${order.currency}`;
+      // Only data.status of the status answer is published: when it carries no amount or
+      // currency, the signed event's are used; with neither, nothing is guessed (the handler
+      // throws and the service delivers the event again).
+      const paidAmount = payment.amount ?? event.data.amount;
+      const paidCurrency = payment.currency ?? event.data.currency;
+      if (paidAmount === undefined || paidCurrency === undefined) {
+        throw new Error(`${event.eventType} for ${trxId}: neither the status answer nor the event says the amount paid; retry later`);
+      }
+      if (!sameAmount(paidAmount, order.amount) || paidCurrency !== order.currency) {
+        outcome = `NOT fulfilled: paid ${paidAmount} ${paidCurrency}, order is ${order.amount} ${order.currency}`;
         this.logger.error(`Order ${order.id}: ${outcome}`);
         this.orders.transaction(() => this.audit(event, order.id, trxId, outcome, now));
         return;
