@@ -51,6 +51,8 @@ describe('queue mode: web-only instance, separate worker, Redis outage', () => {
   });
 
   it('a running worker resumes after Redis restarts', async () => {
+    // the worker of the first test, or its own when that one failed before starting it
+    worker ??= await startQueueApp(redis.url);
     const before = envelope('payment.succeeded');
     expect(await postWebhook(web.url, before)).toMatchObject({ status: 200 });
     await waitFor('handled before the outage', () => worker!.handlers.count('done', before.eventId as string) === 1);

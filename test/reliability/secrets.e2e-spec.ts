@@ -12,7 +12,7 @@ import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
-import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp } from '../support/reliability-app.js';
+import { paymentSucceeded, postSigned, type ReliabilityApp, startReliabilityApp, waitUntil } from '../support/reliability-app.js';
 
 const CLIENT_ID = 'rel-client';
 const CLIENT_SECRET = 'cs_rel_Sx9QvT4mK2pLw8Zr';
@@ -112,8 +112,8 @@ describe('reliability: secrets never reach logs or errors', () => {
     });
     responses.push(await broken.text());
     sim.setDeliveryFaults({ wrongSecret: ATTACKER_SECRET });
-    sim.sendEvent(1, 'payment.succeeded', { ...(event.data as object), trxId: 'trx_forged' });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const forged = sim.sendEvent(1, 'payment.succeeded', { ...(event.data as object), trxId: 'trx_forged' });
+    await waitUntil('the forged delivery was refused', () => sim.deliveryLog.some((d) => d.eventId === forged.eventId && d.status === 401));
     sim.setDeliveryFaults({ wrongSecret: undefined });
     expect(raw.length).toBeGreaterThan(0);
 

@@ -157,13 +157,4 @@ export function shuffle<T>(items: readonly T[], random: () => number): T[] {
   return out;
 }
 
-/** Polls `condition` every 20 ms; fails with `what` after `timeoutMs` (a hang guard, not a timing assertion). */
-export async function waitUntil(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep, waitFor as waitUntil } from './wait.js';

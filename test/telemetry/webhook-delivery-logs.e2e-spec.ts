@@ -4,6 +4,7 @@ import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.j
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
+import { waitFor } from '../support/wait.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 /** Lines of the webhook pipeline about deliveries. */
@@ -100,7 +101,7 @@ describe('webhook delivery log lines', () => {
     let release!: () => void;
     w.handlers.gate = new Promise<void>((resolve) => (release = resolve));
     const first = postWebhook(w.url, event);
-    while (w.handlers.entered === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor('the first delivery entered its handler', () => w.handlers.entered > 0);
     expect((await postWebhook(w.url, event)).status).toBe(409);
     release();
     expect((await first).status).toBe(200);

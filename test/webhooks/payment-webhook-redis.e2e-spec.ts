@@ -1,10 +1,7 @@
 import 'reflect-metadata';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
-
-async function waitUntil(condition: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 25));
-}
 
 // Two instances of the app (one on Express, one on Fastify, on different ports) share one
 // real Redis through PAYMENT_REDIS_URL-style configuration, as a deployment would.
@@ -67,7 +64,7 @@ describe('webhooks with RedisWebhookEventStore shared by two app instances', () 
 
     await redis.restart();
     // the clients reconnect by themselves; the service's next retry then succeeds
-    await waitUntil(async () => (await postWebhook(a.url, e)).status !== 503);
+    await waitFor('the store answers again', async () => (await postWebhook(a.url, e)).status !== 503);
     expect(handled(e.eventId as string)).toBe(1);
     expect(await postWebhook(b.url, e)).toMatchObject({ status: 200, json: { duplicate: true } });
     expect(handled(e.eventId as string)).toBe(1);
@@ -80,7 +77,7 @@ describe('webhooks with RedisWebhookEventStore shared by two app instances', () 
     const entered = a.handlers.entered;
     const pending = postWebhook(a.url, e);
     // the claim is taken (Redis up) and the handler waits on the gate
-    await waitUntil(() => a.handlers.entered > entered);
+    await waitFor('the handler ran', () => a.handlers.entered > entered);
     expect(await postWebhook(b.url, e)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
     await redis.stop();
     open();
@@ -88,6 +85,6 @@ describe('webhooks with RedisWebhookEventStore shared by two app instances', () 
     expect(await pending).toMatchObject({ status: 200, json: { received: true } });
     expect(handled(e.eventId as string)).toBe(1);
     await redis.restart();
-    await waitUntil(async () => (await postWebhook(a.url, envelope())).status === 200);
+    await waitFor('a delivery is accepted again', async () => (await postWebhook(a.url, envelope())).status === 200);
   });
 });

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { waitFor } from '../support/wait.js';
 import {
   ADAPTERS,
   envelope,
@@ -12,10 +13,6 @@ import {
 } from '../support/webhooks-app.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
-
-async function waitUntil(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-}
 
 describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
   let w: WebhookApp;
@@ -56,7 +53,7 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     const settled: Array<{ status: number; json: any }> = [];
     const copies = Array.from({ length: 10 }, () => postWebhook(w.url, body).then((r) => (settled.push(r), r)));
     // The owner of the claim waits on the gate; the nine others answer without waiting.
-    await waitUntil(() => settled.length === 9);
+    await waitFor('all nine deliveries settled', () => settled.length === 9);
     expect(settled.every((r) => r.status === 409 && r.json.code === 'WEBHOOK_EVENT_IN_FLIGHT')).toBe(true);
     open();
     const all = await Promise.all(copies);
@@ -248,7 +245,7 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       const body = envelope('payment.succeeded');
       const id = body.eventId as string;
       const first = postWebhook(w.url, body);
-      await waitUntil(() => w.handlers.entered === 1);
+      await waitFor('the handler was entered', () => w.handlers.entered === 1);
       await new Promise((resolve) => setTimeout(resolve, 1000)); // five leases
       // without renewal the lease would have expired and this copy would run the handlers again
       expect(await postWebhook(w.url, body)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
