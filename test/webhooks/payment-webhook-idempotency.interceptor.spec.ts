@@ -6,10 +6,12 @@ import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import { defer, lastValueFrom, of, type Observable } from 'rxjs';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { getPaymentWebhookState } from '../../lib/webhooks/payment-webhook.request.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
+import { unusedLoopbackPort } from '../support/loopback-port.js';
 
 class Routes {
   // the default key: the eventId the envelope guard verified
@@ -44,12 +46,6 @@ function handler(result: () => Promise<unknown>): CallHandler & { runs: number }
       }),
   };
   return h;
-}
-
-class UnreachableStore extends MemoryWebhookEventStore {
-  override async claim(): Promise<never> {
-    throw new Error('Redis unavailable');
-  }
 }
 
 async function run(interceptor: PaymentWebhookIdempotencyInterceptor, ctx: ExecutionContextHost, next: CallHandler): Promise<unknown> {
@@ -119,13 +115,19 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
   });
 
   it('answers 503 and runs nothing when the store cannot be reached', async () => {
-    const unreachable = new PaymentWebhookIdempotencyInterceptor(new UnreachableStore(), {}, new Reflector());
+    // the real Redis store, pointed at a port nothing listens on
+    const store = new RedisWebhookEventStore(`redis://127.0.0.1:${await unusedLoopbackPort()}`, { operationTimeoutMs: 500 });
+    const unreachable = new PaymentWebhookIdempotencyInterceptor(store, {}, new Reflector());
     const next = handler(async () => ({ received: true }));
-    expect(await status(run(unreachable, context('verified', verifiedRequest('evt_4')), next))).toEqual({
-      status: 503,
-      code: 'WEBHOOK_STORE_UNAVAILABLE',
-    });
-    expect(next.runs).toBe(0);
+    try {
+      expect(await status(run(unreachable, context('verified', verifiedRequest('evt_4')), next))).toEqual({
+        status: 503,
+        code: 'WEBHOOK_STORE_UNAVAILABLE',
+      });
+      expect(next.runs).toBe(0);
+    } finally {
+      await store.close();
+    }
   });
 
   it('answers 400 without a key', async () => {
