@@ -81,7 +81,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startRedisServer(options: TestRedisServerOptions = {}): Promise<TestRedisServer> {
   const binary = findRedisServerBinary();
-  const port = await unusedLoopbackPort();
+  let port = await unusedLoopbackPort();
   const persistentDir = options.appendOnly ? mkdtempSync(join(tmpdir(), 'pg-redis-aof-')) : undefined;
   if (persistentDir) persistentDirs.add(persistentDir);
   let dir: string | undefined;
@@ -141,7 +141,17 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
     dir = undefined;
   };
 
-  await launch();
+  // the port was free when picked; another socket may take it before redis-server binds it
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (error) {
+      if (attempt === 3 || !output.includes('Address already in use')) throw error;
+      if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
+      port = await unusedLoopbackPort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
