@@ -1,5 +1,32 @@
-// Shared helpers of `npm run bench`: interleaved rounds, medians and the results table.
+// Shared helpers of `npm run bench`: app processes, interleaved rounds, medians and the results table.
+import { type ChildProcess, fork, type ForkOptions } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
+
+/**
+ * Forks a bench app and resolves once it printed `READY <port>` (url set) or `READY worker`.
+ * One that exits first or is not ready within `timeoutMs` is killed and the bench stops
+ * with an error, rather than waiting forever.
+ */
+export function forkBenchApp(file: string, args: string[], options: ForkOptions, timeoutMs = 60_000): Promise<{ child: ChildProcess; url?: string }> {
+  const child = fork(file, args, { ...options, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(error);
+    };
+    const timer = setTimeout(() => fail(new Error(`${file} was not ready within ${timeoutMs} ms`)), timeoutMs);
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /READY (\S+)/.exec(out);
+      if (!match) return;
+      clearTimeout(timer);
+      resolve({ child, url: match[1] === 'worker' ? undefined : `http://127.0.0.1:${match[1]}` });
+    });
+    child.once('exit', (code) => fail(new Error(`${file} exited early (${code})`)));
+  });
+}
 
 /** One line of the results table. Every figure is a ratio of two things measured in the same run. */
 export interface BenchRow {

@@ -3,11 +3,11 @@
 // autocannon. (b) End to end: 10,000 signed events through that route (a web-only instance on
 // Fastify), drained by two worker processes; the rate counts from the first request to the last
 // handler run, and every event must have been handled exactly once.
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { type BenchRow, fmt, interleave, median, sleep } from './bench-util.js';
+import { type BenchRow, fmt, forkBenchApp, interleave, median, sleep } from './bench-util.js';
 import { load, type Round, signedEvent } from './webhook-throughput.bench.js';
 
 export interface QueueBenchSettings {
@@ -33,18 +33,8 @@ interface Stats {
 const cpuOf = (s: Stats) => s.cpuMicros + s.systemMicros;
 
 function startApp(args: string[], redisUrl: string, keyPrefix: string): Promise<{ child: ChildProcess; url?: string }> {
-  const child = fork(join(__dirname, 'queue-bench-app.js'), args, {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  return forkBenchApp(join(__dirname, 'queue-bench-app.js'), args, {
     env: { ...process.env, BENCH_REDIS_URL: redisUrl, BENCH_KEY_PREFIX: keyPrefix },
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /READY (\S+)/.exec(out);
-      if (match) resolve({ child, url: match[1] === 'worker' ? undefined : `http://127.0.0.1:${match[1]}` });
-    });
-    child.once('exit', (code) => reject(new Error(`queue bench app exited early (${code})`)));
   });
 }
 
@@ -99,10 +89,18 @@ async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisS
 
 async function drain(redis: TestRedisServer, s: QueueBenchSettings): Promise<BenchRow> {
   const prefix = 'bench-drain:';
-  const apps = await Promise.all([
+  const starting = [
     startApp(['web', 'fastify'], redis.url, prefix),
     ...Array.from({ length: s.workers }, () => startApp(['worker'], redis.url, prefix)),
-  ]);
+  ];
+  const started = await Promise.allSettled(starting);
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    // the ones that did start must not outlive the bench
+    for (const r of started) if (r.status === 'fulfilled') r.value.child.kill('SIGKILL');
+    throw failed.reason;
+  }
+  const apps = started.map((r) => (r as PromiseFulfilledResult<Awaited<(typeof starting)[number]>>).value);
   const web = apps[0]!;
   const workers = apps.slice(1).map((a) => a.child);
   try {

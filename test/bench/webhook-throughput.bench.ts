@@ -2,12 +2,12 @@
 // @OnPaymentEvent handler) against a bare JSON route of the same app, with autocannon; the
 // "floor" route (HMAC, parse, a Set, the handler, in one controller method) shows what
 // doing this job inside Nest costs at the least.
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 
-import { BENCH_WEBHOOK_SECRET, type BenchRow, fmt, median, rotate } from './bench-util.js';
+import { BENCH_WEBHOOK_SECRET, type BenchRow, fmt, forkBenchApp, median, rotate } from './bench-util.js';
 
 export interface ThroughputSettings {
   connections: number;
@@ -90,16 +90,7 @@ function startApp(adapter: string, otelSdk: boolean): Promise<{ child: ChildProc
   const execArgv = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=webhook-${adapter}.cpuprofile`] : [];
   // BENCH_OTEL=sdk makes the app register the OpenTelemetry SDK with in-memory exporters (bench-otel-sdk.ts)
   const env = { ...process.env, BENCH_OTEL: otelSdk ? 'sdk' : '' };
-  const child = fork(join(__dirname, 'webhook-bench-app.js'), [adapter], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], execArgv, env });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /READY (\d+)/.exec(out);
-      if (match) resolve({ child, url: `http://127.0.0.1:${match[1]}` });
-    });
-    child.once('exit', (code) => reject(new Error(`bench app exited early (${code})`)));
-  });
+  return forkBenchApp(join(__dirname, 'webhook-bench-app.js'), [adapter], { execArgv, env }) as Promise<{ child: ChildProcess; url: string }>;
 }
 
 interface AppStats {
