@@ -114,6 +114,19 @@ export class PaymentApiError extends Error {
     this.account = details.account;
   }
 
+  /**
+   * A copy that names the idempotency key of the call that failed (same class, message and
+   * stack). A copy, not a change: a failed token request is shared by every call waiting
+   * for it, each with its own key.
+   * @internal
+   */
+  withIdempotencyKey(idempotencyKey: string): this {
+    const copy = Object.create(Object.getPrototypeOf(this)) as this;
+    Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
+    Object.defineProperty(copy, 'idempotencyKey', { value: idempotencyKey, enumerable: true, configurable: true });
+    return copy;
+  }
+
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,

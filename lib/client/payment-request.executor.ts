@@ -168,7 +168,11 @@ export class PaymentRequestExecutor {
     try {
       return await this.tokenFor(call.auth);
     } catch (error) {
-      if (!(error instanceof PaymentNetworkError)) throw error;
+      if (!(error instanceof PaymentNetworkError)) {
+        // a createPayment error carries its key, whichever request failed
+        const key = call.idempotencyKey;
+        throw key !== undefined && error instanceof PaymentApiError && error.idempotencyKey === undefined ? error.withIdempotencyKey(key) : error;
+      }
       throw new PaymentNetworkError({
         code: error.code,
         account: this.options.account,

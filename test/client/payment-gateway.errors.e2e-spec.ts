@@ -65,6 +65,14 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     const bad = await rejectionOf(h.client.listGateways());
     expect(bad).toBeInstanceOf(PaymentAuthenticationError);
     expect(bad).toMatchObject({ code: 'PAY_1004', httpStatus: 401 });
+    // a payment's token request failed: the error still names the payment's key, on a copy
+    const [a, b] = await Promise.all([
+      rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'order-a' })),
+      rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'order-b' })),
+    ]);
+    expect(a).toBeInstanceOf(PaymentAuthenticationError);
+    expect([a.code, a.idempotencyKey, b.code, b.idempotencyKey]).toEqual(['PAY_1004', 'order-a', 'PAY_1004', 'order-b']);
+    expect(a.toJSON()).toMatchObject({ idempotencyKey: 'order-a', code: 'PAY_1004' });
     await h.close();
 
     h = await startClientHarness({ environment: 'live' });
