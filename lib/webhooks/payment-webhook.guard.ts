@@ -1,7 +1,6 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
 import {
@@ -17,9 +16,6 @@ import {
   WEBHOOK_SIGNATURE_HEADER,
   type WebhookSignatureVerification,
 } from './webhook-signature.js';
-
-/** Default of `webhookMaxBodyBytes`: 1 MiB. */
-export const DEFAULT_WEBHOOK_MAX_BODY_BYTES: number = PAYMENT_OPTION_DEFAULTS.webhookMaxBodyBytes;
 
 /**
  * Building block for a route of your own: lets a request through only when
