@@ -19,6 +19,14 @@ import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
 
+/** A job this worker runs, until BullMQ has recorded its outcome. */
+interface InFlightJob {
+  recorded: Promise<void>;
+  resolve: () => void;
+  /** Forgets the job if BullMQ never records an outcome (its lock was lost). */
+  forgetTimer?: NodeJS.Timeout;
+}
+
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -51,7 +59,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
    * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
    * 'completed' or 'failed') after the processor settled.
    */
-  private readonly inFlight = new Map<string, { recorded: Promise<void>; resolve: () => void }>();
+  private readonly inFlight = new Map<string, InFlightJob>();
   private stopped = false;
 
   constructor(
@@ -137,13 +145,18 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private process(job: PaymentEventJob, token?: string): Promise<void> {
     const id = job.id ?? '';
     let resolve!: () => void;
-    const entry = { recorded: new Promise<void>((r) => (resolve = r)), resolve: () => resolve() };
+    const entry: InFlightJob = {
+      recorded: new Promise<void>((r) => (resolve = r)),
+      resolve: () => resolve(),
+    };
     this.inFlight.set(id, entry);
     const run = this.run(job, token);
     // BullMQ records an outcome within moments; one it could not record (its lock was lost)
     // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
+    // The timer goes as soon as the outcome is recorded (see `recorded`).
     const forget = () => {
-      setTimeout(() => {
+      if (this.inFlight.get(id) !== entry) return;
+      entry.forgetTimer = setTimeout(() => {
         if (this.inFlight.get(id) === entry) this.recorded(job);
       }, this.options.queueLockDurationMs).unref();
     };
@@ -154,7 +167,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
   private recorded(job: PaymentEventJob | undefined): void {
     const id = job?.id ?? '';
-    this.inFlight.get(id)?.resolve();
+    const entry = this.inFlight.get(id);
+    if (entry === undefined) return;
+    clearTimeout(entry.forgetTimer);
+    entry.resolve();
     this.inFlight.delete(id);
   }
 
