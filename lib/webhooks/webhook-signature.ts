@@ -92,10 +92,6 @@ function expectedDigestOf(rawBody: Buffer | string, secret: string, timestampTex
  * the sender can add one later. Linear scan, no regular expression.
  */
 export function parseWebhookSignatureHeader(header: string | readonly string[] | undefined): ParsedWebhookSignatureHeader {
-  if (typeof header === 'string') {
-    const canonical = parseCanonicalHeader(header);
-    if (canonical !== undefined) return canonical;
-  }
   // A header sent twice arrives as an array in some stacks; joined, two `t` make it malformed.
   if (Array.isArray(header)) header = header.join(',');
   if (typeof header !== 'string' || header.length === 0) {
@@ -146,14 +142,6 @@ export function parseWebhookSignatureHeader(header: string | readonly string[] |
     throw new WebhookSignatureMalformedError('v1 is missing');
   }
   return { timestampText, timestamp: Number(timestampText), signatures };
-}
-
-/** The general parser's fast path for the canonical form (same results, no per-part slicing). */
-function parseCanonicalHeader(header: string): ParsedWebhookSignatureHeader | undefined {
-  const comma = canonicalHexHeaderComma(header);
-  if (comma === -1) return undefined;
-  const timestampText = header.slice(2, comma);
-  return { timestampText, timestamp: Number(timestampText), signatures: [Buffer.from(header.slice(comma + 4), 'hex')] };
 }
 
 /**
