@@ -22,7 +22,7 @@ import { createPaymentQueueProviders } from './queue/payment-queue.providers.js'
 import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
 import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
 import { PaymentWebhookProcessor } from './webhooks/payment-webhook.processor.js';
-import type { WebhookIdempotencyOptions } from './webhooks/webhook-idempotency.interface.js';
+import { accountDeduplicationSettings } from './webhooks/webhook-deduplicator.js';
 
 /** Controllers, providers and exports of one account's module instance. */
 export interface PaymentAccountDefinition {
@@ -76,10 +76,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     providers.push({
       provide: PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
       inject: [PAYMENT_ACCOUNT_OPTIONS],
-      useFactory: (options: ResolvedPaymentOptions): WebhookIdempotencyOptions => ({
-        leaseMs: options.webhookLeaseMs,
-        retentionMs: options.webhookRetentionMs,
-      }),
+      useFactory: accountDeduplicationSettings,
     });
     exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);
   }

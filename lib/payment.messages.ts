@@ -1,10 +1,12 @@
+import { DEFAULT_PAYMENT_ACCOUNT } from './payment.constants.js';
+
 /**
  * Human-readable messages of the module, collected in one place. Each is a function so
  * call sites pass only non-secret facts; none of them ever receives a secret value.
  */
 export const PaymentMessages = {
   invalidConfiguration: (problems: string[], account?: string) =>
-    `PaymentModule configuration${account !== undefined && account !== 'default' ? ` of account '${account}'` : ''} is invalid ` +
+    `PaymentModule configuration${account !== undefined && account !== DEFAULT_PAYMENT_ACCOUNT ? ` of account '${account}'` : ''} is invalid ` +
     `(${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
     problems.map((p) => `  - ${p}`).join('\n'),
   asyncOptionsMissingFactory: () =>

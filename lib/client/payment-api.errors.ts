@@ -5,6 +5,8 @@
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+
 /** Every error code the service documents. Branch on these, never on `message`. @publicApi */
 export const PaymentErrorCode = {
   /** 401: no Authorization header sent. */
@@ -85,7 +87,7 @@ export interface PaymentApiErrorDetails {
 
 /** Named accounts say which account failed in the message itself; the default account adds nothing. */
 function messageWithAccount(message: string, account: string | undefined): string {
-  if (account === undefined || account === 'default') return message;
+  if (account === undefined || account === DEFAULT_PAYMENT_ACCOUNT) return message;
   const prefix = `account '${account}': `;
   return message.startsWith(prefix) ? message : prefix + message;
 }

@@ -1,10 +1,11 @@
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
-import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { errorMessage } from '../common/error-message.util.js';
+import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
@@ -204,7 +205,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.logger.error(
       `${eventType} event ${eventId} (account ${this.account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
         `kept until ${deadLetter.expiresAt.toISOString()}: ${deadLetter.lastError}. ` +
-        `Replay it with PaymentDeadLetterService.replay(${JSON.stringify(eventId)}${this.account === 'default' ? '' : `, ${JSON.stringify(this.account)}`}).`,
+        `Replay it with PaymentDeadLetterService.replay(${JSON.stringify(eventId)}${this.account === DEFAULT_PAYMENT_ACCOUNT ? '' : `, ${JSON.stringify(this.account)}`}).`,
     );
     if (this.eventEmitter === undefined) return;
     try {

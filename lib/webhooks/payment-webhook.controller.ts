@@ -19,10 +19,9 @@ import { installWebhookBodyErrorHandler } from './payment-webhook-body-errors.js
 import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 
-/** Where (and whether) an account's webhook route was registered. */
+/** Where an account's webhook route was registered. */
 export interface PaymentWebhookRoute {
-  enabled: boolean;
-  /** Path without leading slash, relative to any global prefix; `undefined` when disabled. */
+  /** Path without leading slash, relative to any global prefix; `undefined` when there is no route. */
   path?: string;
 }
 
@@ -64,14 +63,14 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
     inject: [PAYMENT_ACCOUNT_OPTIONS, PaymentAccountRegistry],
     useFactory: (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
       if (options.webhookSecrets.length === 0) {
-        return { enabled: false };
+        return {};
       }
       const handler = PaymentWebhookController.prototype.receive;
       const path = options.webhookPath; // already without leading/trailing slashes
       accounts.registerWebhookPath(options.account, path);
       Reflect.defineMetadata(PATH_METADATA, path, handler);
       Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
-      return { enabled: true, path };
+      return { path };
     },
   };
 
@@ -92,7 +91,7 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (this.route.enabled && this.route.path !== undefined && adapter) {
+    if (this.route.path !== undefined && adapter) {
       installWebhookBodyErrorHandler(adapter, this.route.path);
     }
   }
