@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import type { Tracer } from '@opentelemetry/api';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
 import { errorMessage } from '../common/error-message.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -95,12 +96,14 @@ export class PaymentEventDispatcher {
     const emitterName = this.eventEmitter !== undefined ? paymentEventEmitterName(event.eventType) : undefined;
     // No EventEmitter2 work at all when nobody listens.
     const emit = emitterName !== undefined && hasListeners(this.eventEmitter!, emitterName);
+    // looked up once per event: each handler's span (when the host traces) comes from it
+    const tracer = paymentTelemetry.tracer();
 
     if (handlers.length === 1 && !emit) {
       // The common case, without Promise.allSettled: one handler, awaited only if it is async.
       const handler = handlers[0]!;
       try {
-        const result = this.invoke(handler, event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
+        const result = this.invoke(tracer, handler, event, handler.scoped ? this.scopedContext(event) : STATIC_INVOCATION);
         if (isThenable(result)) await result;
       } catch (error) {
         this.fail(event, [{ handler: handler.name, error }]);
@@ -123,14 +126,13 @@ export class PaymentEventDispatcher {
     const runs: Promise<unknown>[] = [];
     for (const handler of handlers) {
       names.push(handler.name);
-      runs.push(asPromise(() => this.invoke(handler, event, context)));
+      runs.push(asPromise(() => this.invoke(tracer, handler, event, context)));
     }
     if (emit) {
       const listeners = `EventEmitter2:${emitterName}`;
       names.push(listeners);
       // emitAsync resolves with the listeners' results, so a listener with
       // `suppressErrors: false` that rejects fails the delivery too.
-      const tracer = paymentTelemetry.tracer();
       runs.push(tracer ? traceHandler(tracer, listeners, event, () => this.emit(emitterName!, event)) : this.emit(emitterName!, event));
     }
     const results = await Promise.allSettled(runs);
@@ -143,8 +145,12 @@ export class PaymentEventDispatcher {
   }
 
   /** One handler's run, in a span of its own when the host traces (no closure otherwise). */
-  private invoke(handler: PaymentEventHandler, event: AnyPaymentEvent, context: PaymentEventInvocationContext): unknown {
-    const tracer = paymentTelemetry.tracer();
+  private invoke(
+    tracer: Tracer | undefined,
+    handler: PaymentEventHandler,
+    event: AnyPaymentEvent,
+    context: PaymentEventInvocationContext,
+  ): unknown {
     if (tracer === undefined) return handler.invoke(event, context);
     return traceHandler(tracer, handler.name, event, () => handler.invoke(event, context));
   }
