@@ -1,8 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
+import { describeError } from '../common/error-message.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
-import { describeError, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
+import { WebhookLeaseRenewer } from './webhook-lease-renewer.js';
 
 /** How one key is claimed, remembered and kept alive. */
 export interface WebhookDeduplicationSettings {

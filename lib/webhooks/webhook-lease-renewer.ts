@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { describeError } from '../common/error-message.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 
 /** One claim kept alive while its handlers run. */
@@ -120,8 +121,4 @@ export class WebhookLeaseRenewer {
       },
     );
   }
-}
-
-export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
