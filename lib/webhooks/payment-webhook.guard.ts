@@ -9,6 +9,7 @@ import {
   getPaymentWebhookState,
   headerValue,
   type PaymentWebhookRequest,
+  rawBodyMissingReporter,
   rawBodyOf,
 } from './payment-webhook.request.js';
 import {
@@ -32,7 +33,7 @@ import {
 @Injectable()
 export class PaymentWebhookSignatureGuard implements CanActivate {
   protected readonly logger = new Logger('PaymentWebhooks');
-  private rawBodyProblemLogged = false;
+  private readonly logRawBodyMissing = rawBodyMissingReporter(this.logger);
 
   constructor(@Inject(getPaymentOptionsToken()) protected readonly options: ResolvedPaymentOptions) {}
 
@@ -101,9 +102,7 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
 
   /** Logs the fix once per guard instance: loud enough to notice, not once per delivery. */
   protected onRawBodyMissing(_request: PaymentWebhookRequest): void {
-    if (this.rawBodyProblemLogged) return;
-    this.rawBodyProblemLogged = true;
-    this.logger.error(new WebhookRawBodyMissingError().message);
+    this.logRawBodyMissing();
   }
 
   protected onVerified(request: PaymentWebhookRequest, verification: WebhookSignatureVerification): void {

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
-import { WebhookBodyTooLargeError, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
+import { WebhookBodyTooLargeError, WebhookRawBodyMissingError, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
 import type { WebhookSignatureVerification } from './webhook-signature.js';
 
 /**
@@ -72,6 +72,19 @@ export function assertDeclaredSize(headers: IncomingHttpHeaders, maxBytes: numbe
  * without `rawBody: true`, or another JSON parser ran first). A request without a body
  * has nothing to keep, so it gets an empty buffer and fails verification normally.
  */
+/**
+ * Logs the fix for a missing raw body once per owner: loud enough to notice, not once per
+ * delivery. The module's verifier and the signature guard each hold one.
+ */
+export function rawBodyMissingReporter(logger: { error(message: string): unknown }): () => void {
+  let logged = false;
+  return () => {
+    if (logged) return;
+    logged = true;
+    logger.error(new WebhookRawBodyMissingError().message);
+  };
+}
+
 export function rawBodyOf(request: PaymentWebhookRequest): Buffer | undefined {
   if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
   const length = headerValue(request.headers, 'content-length');

@@ -2,7 +2,13 @@ import type { Logger } from '@nestjs/common';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
-import { assertDeclaredSize, assertJsonContentType, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import {
+  assertDeclaredSize,
+  assertJsonContentType,
+  type PaymentWebhookRequest,
+  rawBodyMissingReporter,
+  rawBodyOf,
+} from './payment-webhook.request.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
 import { verifyWebhookSignature, WEBHOOK_SIGNATURE_HEADER, type VerifyWebhookSignatureOptions } from './webhook-signature.js';
 
@@ -26,17 +32,17 @@ export interface PaymentWebhookVerifierSettings {
  * `PaymentWebhookEnvelopeGuard` use, so a custom route built from the guards answers the same.
  */
 export class PaymentWebhookVerifier {
-  private rawBodyProblemLogged = false;
-  private readonly signatureOptions: { toleranceSeconds: number; now?: number };
+  private readonly signatureOptions: VerifyWebhookSignatureOptions;
   private readonly onAnomaly: (anomaly: WebhookEnvelopeAnomaly) => void;
+  private readonly onRawBodyMissing: () => void;
 
   constructor(
     private readonly settings: PaymentWebhookVerifierSettings,
-    private readonly logger: Logger,
-    private readonly now?: () => number,
+    logger: Logger,
   ) {
     this.signatureOptions = { toleranceSeconds: settings.webhookToleranceSeconds };
     this.onAnomaly = anomalyReporter(logger, settings.account);
+    this.onRawBodyMissing = rawBodyMissingReporter(logger);
   }
 
   verify(request: PaymentWebhookRequest): AnyPaymentEvent {
@@ -52,20 +58,7 @@ export class PaymentWebhookVerifier {
     if (rawBody.length > maxBytes) {
       throw new WebhookBodyTooLargeError(maxBytes);
     }
-    verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptionsNow());
+    verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
     return parseWebhookEnvelope(rawBody, this.onAnomaly);
-  }
-
-  /** The shared options object, unless a test clock asks for a fresh `now`. */
-  private signatureOptionsNow(): VerifyWebhookSignatureOptions {
-    if (this.now === undefined) return this.signatureOptions;
-    return { toleranceSeconds: this.settings.webhookToleranceSeconds, now: this.now() };
-  }
-
-  /** Logs the fix once: loud enough to notice, not once per delivery. */
-  private onRawBodyMissing(): void {
-    if (this.rawBodyProblemLogged) return;
-    this.rawBodyProblemLogged = true;
-    this.logger.error(new WebhookRawBodyMissingError().message);
   }
 }
