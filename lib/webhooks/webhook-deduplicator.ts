@@ -51,7 +51,10 @@ export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:a
  * Shared by the module's receiver and `PaymentWebhookIdempotencyInterceptor`.
  */
 export class WebhookDeduplicator {
-  private readonly renewers = new Map<number, WebhookLeaseRenewer>();
+  /** One renewal loop per lease and renewal limit (routes may differ in either). */
+  private readonly renewers = new Map<string, WebhookLeaseRenewer>();
+  /** The last settings object and its loop: callers pass the same object on every delivery. */
+  private lastRenewal: { settings: WebhookDeduplicationSettings; renewer: WebhookLeaseRenewer } | undefined;
 
   constructor(
     readonly store: WebhookEventStore,
@@ -97,14 +100,18 @@ export class WebhookDeduplicator {
   close(): void {
     for (const renewer of this.renewers.values()) renewer.close();
     this.renewers.clear();
+    this.lastRenewal = undefined;
   }
 
   private renewerFor(settings: WebhookDeduplicationSettings): WebhookLeaseRenewer {
-    let renewer = this.renewers.get(settings.leaseMs);
+    if (this.lastRenewal?.settings === settings) return this.lastRenewal.renewer;
+    const key = `${settings.leaseMs}/${settings.maxLeaseRenewalMs}`;
+    let renewer = this.renewers.get(key);
     if (renewer === undefined) {
       renewer = new WebhookLeaseRenewer(this.store, settings.leaseMs, settings.maxLeaseRenewalMs, this.logger);
-      this.renewers.set(settings.leaseMs, renewer);
+      this.renewers.set(key, renewer);
     }
+    this.lastRenewal = { settings, renewer };
     return renewer;
   }
 
