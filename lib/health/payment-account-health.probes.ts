@@ -1,7 +1,7 @@
 import { Inject, Injectable, type Provider } from '@nestjs/common';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
+import { redactRedisUrl } from '../config/redact-url.js';
 import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import { MemoryWebhookEventStore } from '../stores/memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from '../stores/redis-webhook-event.store.js';
@@ -33,7 +33,6 @@ export function webhookStoreProbe(
     check: async () => {
       await store.ping?.();
     },
-    redact: (text) => (url ? redactRedisUrlIn(text, url) : text),
   };
 }
 

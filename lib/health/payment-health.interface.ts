@@ -54,6 +54,4 @@ export interface PaymentHealthProbe {
   details?: Readonly<Record<string, unknown>>;
   /** Resolves (optionally with more details) when the dependency works; rejects when it does not. */
   check(): Promise<Record<string, unknown> | void>;
-  /** Removes secrets from a failure's reason (e.g. a Redis password). */
-  redact?(text: string): string;
 }

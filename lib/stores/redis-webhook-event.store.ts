@@ -17,6 +17,11 @@ export interface RedisWebhookEventStoreOptions {
    * fails with `WebhookStoreUnavailableError`. @default 2000
    */
   operationTimeoutMs?: number;
+  /**
+   * With a client passed in: the URL it was made from, so the store's errors and log lines
+   * never print its password (a store made from a URL knows it already).
+   */
+  redactUrl?: string;
 }
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'payment-gateway:webhook:';
@@ -74,7 +79,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #timeoutMs: number;
   readonly #logger = new Logger('RedisWebhookEventStore');
   /** Removes the URL's password from messages this store prints. */
-  readonly #redact: (text: string) => string = (text) => text;
+  readonly #redact: (text: string) => string;
   #everReady = false;
   #closed = false;
   #outageLogged = false;
@@ -87,12 +92,13 @@ export class RedisWebhookEventStore implements WebhookEventStore {
    *   Redis is down (the operation timeout bounds them in any case).
    */
   constructor(connection: string | RedisClientLike, options: RedisWebhookEventStoreOptions = {}) {
+    const url = typeof connection === 'string' ? connection : options.redactUrl;
+    this.#redact = url ? (text) => redactRedisUrlIn(text, url) : (text) => text;
     this.keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
     this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_REDIS_OPERATION_TIMEOUT_MS;
     assertDuration('operationTimeoutMs', this.#timeoutMs);
     if (typeof connection === 'string') {
       if (connection.length === 0) throw new TypeError('RedisWebhookEventStore: the Redis URL is empty');
-      this.#redact = (text) => redactRedisUrlIn(text, connection);
       this.#client = createFailFastRedisClient(connection, this.#timeoutMs);
       this.#ownsClient = true;
     } else if (connection && typeof connection.eval === 'function') {

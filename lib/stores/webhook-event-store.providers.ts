@@ -34,6 +34,7 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions, connect
   const store = redisUrl
     ? new RedisWebhookEventStore(connections ? connections.client(redisUrl) : redisUrl, {
         keyPrefix: options.redisKeyPrefix,
+        redactUrl: redisUrl,
       })
     : new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });
   storesCreatedByModule.add(store);
