@@ -1,5 +1,4 @@
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { isMissingPackage, peerRequire } from '../common/optional-peer.util.js';
 import { BullMqMissingError } from './payment-queue.errors.js';
 
 /*
@@ -67,27 +66,27 @@ export interface BullMqModule {
 
 /**
  * Loads `bullmq` (and checks for `ioredis`, an optional peer of bullmq 6 it needs) only
- * when an account runs in queue mode, so the inline mode works without either. The
- * compiled package is CommonJS (`require` exists); the ESM test run has no `require`, so
- * it falls back to resolving from the working directory.
+ * when an account runs in queue mode, so the inline mode works without either.
  * @internal `moduleNames` is for tests
  */
 export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { bullmq: 'bullmq', ioredis: 'ioredis' }): BullMqModule {
-  const load: NodeJS.Require = typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
+  const load = peerRequire();
   const missing: string[] = [];
   let cause: unknown;
+  try {
+    load.resolve(moduleNames.ioredis);
+  } catch (error) {
+    if (!isMissingPackage(error, moduleNames.ioredis)) throw error;
+    missing.push(moduleNames.ioredis);
+    cause = error;
+  }
   let mod: any;
-  for (const name of [moduleNames.ioredis, moduleNames.bullmq]) {
-    try {
-      if (name === moduleNames.ioredis) load.resolve(name);
-      else mod = load(name);
-    } catch (error) {
-      // only the package itself missing; a broken install inside it surfaces as is
-      const notFound = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
-      if (!notFound || !String((error as Error).message).includes(`'${name}'`)) throw error;
-      missing.push(name);
-      cause ??= error;
-    }
+  try {
+    mod = load(moduleNames.bullmq);
+  } catch (error) {
+    if (!isMissingPackage(error, moduleNames.bullmq)) throw error;
+    missing.push(moduleNames.bullmq);
+    cause ??= error;
   }
   if (missing.length > 0) throw new BullMqMissingError(missing, { cause });
   if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function') {
