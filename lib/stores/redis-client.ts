@@ -1,8 +1,6 @@
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { errorMessage } from '../common/error-message.util.js';
+import { isMissingPackage, peerRequire } from '../common/optional-peer.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
-import { redactRedisUrl, redactRedisUrlIn } from '../config/redact-url.js';
+import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import { RedisClientMissingError } from './webhook-event-store.errors.js';
 
 /*
@@ -55,28 +53,21 @@ export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAU
     });
   } catch (error) {
     // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
-    throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redactRedisUrlIn(errorMessage(error), url)}`);
+    throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redisErrorDescriber(url)(error)}`);
   }
 }
 
 /**
  * Loads ioredis only when a store is built from a URL, so the package works
- * without it. The compiled package is CommonJS (`require` exists); the ESM test
- * run has no `require`, so it falls back to resolving from the working directory.
+ * without it.
  * @internal exported for tests
  */
 export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
-  const load: NodeJS.Require =
-    typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));
   let mod: any;
   try {
-    mod = load(moduleName);
+    mod = peerRequire()(moduleName);
   } catch (error) {
-    // only ioredis itself missing; a broken install inside it surfaces as is
-    const missing = (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND';
-    if (missing && String((error as Error).message).includes(`'${moduleName}'`)) {
-      throw new RedisClientMissingError({ cause: error });
-    }
+    if (isMissingPackage(error, moduleName)) throw new RedisClientMissingError({ cause: error });
     throw error;
   }
   const ctor = mod?.Redis ?? mod?.default ?? mod;

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
-import { redactRedisUrlIn } from '../config/redact-url.js';
+import { redisErrorDescriber } from '../config/redact-url.js';
 import { closeRedisClient, createFailFastRedisClient, DEFAULT_REDIS_OPERATION_TIMEOUT_MS, type RedisClientLike } from './redis-client.js';
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
@@ -78,8 +78,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #ownsClient: boolean;
   readonly #timeoutMs: number;
   readonly #logger = new Logger('RedisWebhookEventStore');
-  /** Removes the URL's password from messages this store prints. */
-  readonly #redact: (text: string) => string;
+  /** An error's message without the URL's password, for messages this store prints. */
+  readonly #describe: (error: unknown) => string;
   #everReady = false;
   #closed = false;
   #outageLogged = false;
@@ -93,7 +93,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
    */
   constructor(connection: string | RedisClientLike, options: RedisWebhookEventStoreOptions = {}) {
     const url = typeof connection === 'string' ? connection : options.redactUrl;
-    this.#redact = url ? (text) => redactRedisUrlIn(text, url) : (text) => text;
+    this.#describe = url ? redisErrorDescriber(url) : errorMessage;
     this.keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
     this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_REDIS_OPERATION_TIMEOUT_MS;
     assertDuration('operationTimeoutMs', this.#timeoutMs);
@@ -181,7 +181,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     } catch (error) {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(
-        `Redis webhook event store could not ${op}: ${this.#redact(errorMessage(error))}`,
+        `Redis webhook event store could not ${op}: ${this.#describe(error)}`,
         { cause: error },
       );
     }
@@ -220,7 +220,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
       // a refused first connection fails now rather than after the whole time-out
       const onError = (cause: unknown) =>
-        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#redact(errorMessage(cause))}`, { cause }));
+        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(cause)}`, { cause }));
       const timer = setTimeout(
         () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
         this.#timeoutMs,
@@ -242,6 +242,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #onError = (error: unknown): void => {
     if (this.#outageLogged || this.#closed) return;
     this.#outageLogged = true;
-    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#redact(errorMessage(error))}`);
+    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#describe(error)}`);
   };
 }
