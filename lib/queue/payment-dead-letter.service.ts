@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+import { MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
 import { deadLetterExpiresAt, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
-const MAX_EVENT_ID_LENGTH = 512;
 
 /**
  * The dead letters of queue-mode accounts: events whose handlers failed on every attempt.

@@ -3,7 +3,7 @@ import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
 
 /** Longest accepted `eventId` / `eventType`: they become store keys and log fields. */
-const MAX_ID_LENGTH = 512;
+export const MAX_EVENT_ID_LENGTH = 512;
 
 /**
  * What an event type must look like before it is used as an EventEmitter2 name: dot-separated
@@ -72,12 +72,12 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   const eventId = body.eventId;
   if (typeof eventId !== 'string') fail('eventId', 'must be a string');
   else if (eventId.trim().length === 0) fail('eventId', 'must not be empty');
-  else if (eventId.length > MAX_ID_LENGTH) fail('eventId', `must be at most ${MAX_ID_LENGTH} characters`);
+  else if (eventId.length > MAX_EVENT_ID_LENGTH) fail('eventId', `must be at most ${MAX_EVENT_ID_LENGTH} characters`);
   else if (!isWellFormed(eventId)) fail('eventId', 'must be well-formed Unicode (no lone surrogates)');
 
   const eventType = body.eventType;
   if (typeof eventType !== 'string') fail('eventType', 'must be a string');
-  else if (eventType.length > MAX_ID_LENGTH) fail('eventType', `must be at most ${MAX_ID_LENGTH} characters`);
+  else if (eventType.length > MAX_EVENT_ID_LENGTH) fail('eventType', `must be at most ${MAX_EVENT_ID_LENGTH} characters`);
   else if (!EVENT_TYPE.test(eventType)) fail('eventType', "must be dot-separated lower-case words, e.g. 'payment.succeeded'");
 
   if (!isPlainObject(body.data)) fail('data', 'must be an object');
