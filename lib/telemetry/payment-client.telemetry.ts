@@ -1,5 +1,5 @@
-import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { errorMessage } from '../common/error-message.util.js';
+import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { recordSpanError } from './payment-handler.tracing.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { type PaymentClientOperation, type PaymentClientOutcome, PaymentSpanAttribute } from './payment-telemetry.names.js';
@@ -98,8 +98,7 @@ export class PaymentClientCallTelemetry {
     if (code !== undefined) {
       span.setAttribute(PaymentSpanAttribute.CODE, code);
       // The client's errors carry no token or secret: their text is redacted when built.
-      span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
+      recordSpanError(span, error);
     }
     span.end();
   }

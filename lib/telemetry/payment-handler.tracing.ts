@@ -1,4 +1,4 @@
-import { context, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { errorMessage } from '../common/error-message.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentSpanAttribute } from './payment-telemetry.names.js';
@@ -36,10 +36,15 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
       return result;
     },
     (error: unknown) => {
-      span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
+      recordSpanError(span, error);
       span.end();
       throw error;
     },
   );
+}
+
+/** Marks `span` failed with `error` (recorded as an exception, its message as the status). */
+export function recordSpanError(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
 }
