@@ -8,7 +8,7 @@ import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
 import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
-import { createPaymentHealthProviders } from './health/payment-account-health.probes.js';
+import { PaymentAccountHealthProbes } from './health/payment-account-health.probes.js';
 import type { PaymentModuleExtras } from './payment.module-definition.js';
 import {
   DEFAULT_PAYMENT_ACCOUNT,
@@ -65,7 +65,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     ...createWebhookEventStoreProviders(account),
     PaymentEventDispatcher,
     PaymentWebhookProcessor,
-    ...createPaymentHealthProviders(),
+    PaymentAccountHealthProbes,
     // queue mode (null providers when the account processes inline)
     ...createPaymentQueueProviders(),
     ...(route?.providers ?? []),

@@ -4,7 +4,6 @@ import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
-import { PaymentHealthProbes } from './health/payment-health-probe.registry.js';
 import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
@@ -25,8 +24,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventExplorer,
     PaymentWebhookReceiver,
     PaymentRedisConnections,
-    // health: the probes every account registers, and the public indicator that runs them
-    PaymentHealthProbes,
+    // health: the public indicator that runs the probes each account attached to the registry
     PaymentHealthIndicator,
     // queue mode: the public dead-letter service (the accounts' queues are in the account registry)
     PaymentDeadLetterService,
@@ -36,7 +34,6 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventHandlerRegistry,
     PaymentRedisConnections,
     PaymentWebhookReceiver,
-    PaymentHealthProbes,
     PaymentHealthIndicator,
     PaymentDeadLetterService,
   ],

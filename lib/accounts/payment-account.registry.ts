@@ -3,6 +3,7 @@ import { paymentEnvPrefix } from '../config/payment-env.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { PaymentWebhookProcessor } from '../webhooks/payment-webhook.processor.js';
 
@@ -18,6 +19,8 @@ export interface RegisteredPaymentAccount {
   webhookPath?: string;
   /** Producer side of the account's event queue, in queue mode (dead letters live there). */
   queue?: PaymentEventQueue;
+  /** What `PaymentHealthIndicator` checks for this account, in registration order. */
+  readonly probes: PaymentHealthProbe[];
 }
 
 /**
@@ -47,7 +50,7 @@ export class PaymentAccountRegistry {
         );
       }
     }
-    const account: RegisteredPaymentAccount = { name, options };
+    const account: RegisteredPaymentAccount = { name, options, probes: [] };
     this.accounts.set(name, account);
     return account;
   }
@@ -69,6 +72,11 @@ export class PaymentAccountRegistry {
     const account = this.require(name);
     account.webhooks = webhooks;
     account.dispatcher = dispatcher;
+  }
+
+  /** Adds a health check of the account (the store's and the credentials' at boot; a feature may add its own). */
+  attachProbe(name: string, probe: PaymentHealthProbe): void {
+    this.require(name).probes.push(probe);
   }
 
   attachQueue(name: string, queue: PaymentEventQueue): void {

@@ -1,4 +1,5 @@
-import { Inject, Injectable, type Provider } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redactRedisUrl } from '../config/redact-url.js';
@@ -7,7 +8,6 @@ import { MemoryWebhookEventStore } from '../stores/memory-webhook-event.store.js
 import { RedisWebhookEventStore } from '../stores/redis-webhook-event.store.js';
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { PaymentHealthProbes } from './payment-health-probe.registry.js';
 import type { PaymentHealthProbe } from './payment-health.interface.js';
 
 /**
@@ -53,14 +53,9 @@ export class PaymentAccountHealthProbes {
     @Inject(PAYMENT_ACCOUNT_OPTIONS) options: ResolvedPaymentOptions,
     @Inject(PAYMENT_ACCOUNT_STORE) store: WebhookEventStore,
     @Inject(PAYMENT_ACCOUNT_CLIENT) client: PaymentGatewayService,
-    probes: PaymentHealthProbes,
+    accounts: PaymentAccountRegistry,
   ) {
-    probes.register(webhookStoreProbe(options.account, store, options));
-    probes.register(authenticationProbe(options.account, client));
+    accounts.attachProbe(options.account, webhookStoreProbe(options.account, store, options));
+    accounts.attachProbe(options.account, authenticationProbe(options.account, client));
   }
-}
-
-/** What one account's module adds for health checks. */
-export function createPaymentHealthProviders(): Provider[] {
-  return [PaymentAccountHealthProbes];
 }

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { errorMessage } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
-import { PaymentHealthProbes } from './payment-health-probe.registry.js';
 import type {
   PaymentHealthCheckOptions,
   PaymentHealthComponentState,
@@ -35,10 +34,7 @@ const DEFAULT_TIMEOUT_MS = 3000;
  */
 @Injectable()
 export class PaymentHealthIndicator {
-  constructor(
-    private readonly probes: PaymentHealthProbes,
-    private readonly accounts: PaymentAccountRegistry,
-  ) {}
+  constructor(private readonly accounts: PaymentAccountRegistry) {}
 
   /**
    * Runs the checks concurrently and resolves with `{ [key]: { status, reason?, accounts } }`:
@@ -50,7 +46,12 @@ export class PaymentHealthIndicator {
     for (const name of names) this.accounts.require(name);
     const include = new Set(options.include ?? []);
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const selected = this.probes.list().filter((p) => names.includes(p.account) && (!p.onDemand || include.has(p.component)));
+    // in registration order, whatever the order of `accounts`
+    const selected = this.accounts
+      .names()
+      .filter((name) => names.includes(name))
+      .flatMap((name) => this.accounts.require(name).probes)
+      .filter((p) => !p.onDemand || include.has(p.component));
 
     const states = await Promise.all(selected.map((probe) => runProbe(probe, timeoutMs)));
     const accounts: Record<string, Record<string, PaymentHealthComponentState>> = {};

@@ -42,7 +42,7 @@ export interface PaymentHealthCheckOptions {
  * One check of one account's dependency, run by `PaymentHealthIndicator`. The module
  * registers a `store` probe (always run) and an `authentication` probe (run on request)
  * per account; another part of the module with a dependency of its own (e.g. a queue on
- * Redis) registers one more through `PaymentHealthProbes.register`.
+ * Redis) registers one more through `PaymentAccountRegistry.attachProbe`.
  */
 export interface PaymentHealthProbe {
   account: string;
