@@ -5,6 +5,7 @@
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
+import { isRecord } from '../common/is-record.util.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 
 /** Every error code the service documents. Branch on these, never on `message`. @publicApi */
@@ -292,6 +293,3 @@ function readFieldErrors(value: unknown, redact: (text: string) => string): Reco
   return out;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

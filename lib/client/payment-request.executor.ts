@@ -1,5 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
+import { isRecord } from '../common/is-record.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
 import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
@@ -342,7 +343,7 @@ function retryAfterMsOf(failure: PaymentRateLimitError): number | undefined {
 }
 
 function dataOf(body: unknown): unknown {
-  if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'data' in body) {
+  if (isRecord(body) && 'data' in body) {
     return (body as { data: unknown }).data;
   }
   return body;

@@ -1,3 +1,4 @@
+import { isRecord } from '../common/is-record.util.js';
 import type { PaymentResponseFields } from '../config/payment-module-options.interface.js';
 import type { PaymentGateway } from './payment-api.types.js';
 
@@ -77,6 +78,3 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
   return gateways;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { isRecord } from '../common/is-record.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
 
@@ -38,9 +39,6 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
   }
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** No lone surrogates: `"evt\ud800"` and `"evt\udbff"` would otherwise encode to the same store key. */
 function isWellFormed(text: string): boolean {
@@ -61,7 +59,7 @@ function isWellFormed(text: string): boolean {
  * case. Unknown top-level fields are kept.
  */
 export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
-  if (!isPlainObject(body)) {
+  if (!isRecord(body)) {
     throw new WebhookInvalidEnvelopeError({ body: ['must be a JSON object'] });
   }
   let errors: Record<string, string[]> | undefined;
@@ -80,7 +78,7 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   else if (eventType.length > MAX_EVENT_ID_LENGTH) fail('eventType', `must be at most ${MAX_EVENT_ID_LENGTH} characters`);
   else if (!EVENT_TYPE.test(eventType)) fail('eventType', "must be dot-separated lower-case words, e.g. 'payment.succeeded'");
 
-  if (!isPlainObject(body.data)) fail('data', 'must be an object');
+  if (!isRecord(body.data)) fail('data', 'must be an object');
 
   if (errors !== undefined) throw new WebhookInvalidEnvelopeError(errors);
   if (onAnomaly !== undefined) checkDeliveredAsReceived(body, onAnomaly);
