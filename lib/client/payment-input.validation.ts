@@ -122,7 +122,7 @@ export class InputChecker {
 }
 
 /** Whether `JSON.stringify` can write `value` (it throws on a BigInt or a circular reference). */
-export function isJsonWritable(value: unknown): boolean {
+function isJsonWritable(value: unknown): boolean {
   try {
     JSON.stringify(value);
     return true;

@@ -12,6 +12,9 @@ import {
   MinLength,
 } from 'class-validator';
 
+/** What a Redis URL option must look like (parsability is checked apart, with its own message). */
+export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;
+
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
   // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are
@@ -77,7 +80,7 @@ export class PaymentOptionsSchema {
   maxRetryAfterMs!: number;
 
   @IsOptional()
-  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  @Matches(REDIS_URL_PATTERN, { message: 'must be a redis:// or rediss:// URL' })
   redisUrl?: string;
 
   @IsOptional()
@@ -103,7 +106,7 @@ export class PaymentOptionsSchema {
   processing!: string;
 
   @IsOptional()
-  @Matches(/^rediss?:\/\/\S+$/, { message: 'must be a redis:// or rediss:// URL' })
+  @Matches(REDIS_URL_PATTERN, { message: 'must be a redis:// or rediss:// URL' })
   queueRedisUrl?: string;
 
   @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })

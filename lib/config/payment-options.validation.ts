@@ -1,8 +1,9 @@
 import { validateSync, type ValidationError } from 'class-validator';
+import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey } from './payment-env.js';
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
-import type { PaymentOptionsSchema } from './payment-options.schema.js';
+import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 
 function describeKey(key: string, explicit: PaymentModuleOptions, account: string): string {
   if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
@@ -20,6 +21,9 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
 const STORE_METHODS = ['claim', 'complete', 'release'] as const;
 
 const isFieldName = (v: unknown): v is string => typeof v === 'string' && v !== '';
+const isFieldNameList = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every(isFieldName);
+const unknownKey = (group: string, key: string, known: object): string =>
+  `option '${group}.${key}' is unknown; known: ${Object.keys(known).join(', ')}`;
 
 /**
  * How token answers are read: a lifetime of 0 would make every call fetch a token (and meet
@@ -27,7 +31,7 @@ const isFieldName = (v: unknown): v is string => typeof v === 'string' && v !== 
  */
 function checkTokenResponse(value: unknown, problems: string[]): void {
   if (value === undefined) return;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isRecord(value)) {
     problems.push(`option 'tokenResponse' must be an object`);
     return;
   }
@@ -36,7 +40,7 @@ function checkTokenResponse(value: unknown, problems: string[]): void {
     if (v === undefined) continue;
     switch (key) {
       case 'tokenFields':
-        if (!(Array.isArray(v) && v.length > 0 && v.every(isFieldName))) bad(key, "a non-empty list of field names, e.g. ['access_token']");
+        if (!isFieldNameList(v)) bad(key, "a non-empty list of field names, e.g. ['access_token']");
         break;
       case 'expiresInField':
         if (!isFieldName(v)) bad(key, "a field name, e.g. 'expires_in'");
@@ -48,14 +52,14 @@ function checkTokenResponse(value: unknown, problems: string[]): void {
         if (!(Number.isInteger(v) && (v as number) >= 0)) bad(key, 'a whole number of seconds, 0 or more');
         break;
       default:
-        problems.push(`option 'tokenResponse.${key}' is unknown; known: ${Object.keys(DEFAULT_TOKEN_RESPONSE).join(', ')}`);
+        problems.push(unknownKey('tokenResponse', key, DEFAULT_TOKEN_RESPONSE));
     }
   }
 }
 
 /** A string that looks like a Redis URL but does not parse (a bad port, an unencoded special character). */
 function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe: (key: string) => string, problems: string[]): void {
-  if (typeof url === 'string' && /^rediss?:\/\/\S+$/.test(url) && !URL.canParse(url)) {
+  if (typeof url === 'string' && REDIS_URL_PATTERN.test(url) && !URL.canParse(url)) {
     problems.push(`${describe(key)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
   }
 }
@@ -63,13 +67,13 @@ function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe
 /** Each limit is a whole number of requests per minute, at least 1: a limit of 0 would queue calls forever. */
 function checkRateLimits(limits: unknown, problems: string[]): void {
   if (limits === undefined || limits === false) return;
-  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+  if (!isRecord(limits)) {
     problems.push(`option 'rateLimits' must be an object of per-minute limits, or false`);
     return;
   }
   for (const [key, v] of Object.entries(limits)) {
     if (!(key in DEFAULT_RATE_LIMITS)) {
-      problems.push(`option 'rateLimits.${key}' is unknown; known: ${Object.keys(DEFAULT_RATE_LIMITS).join(', ')}`);
+      problems.push(unknownKey('rateLimits', key, DEFAULT_RATE_LIMITS));
     } else if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 1)) {
       problems.push(`option 'rateLimits.${key}' must be a whole number of requests per minute, at least 1`);
     }
@@ -79,14 +83,14 @@ function checkRateLimits(limits: unknown, problems: string[]): void {
 /** Each list names at least one field; a list replaces the default. */
 function checkResponseFields(fields: unknown, problems: string[]): void {
   if (fields === undefined) return;
-  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+  if (!isRecord(fields)) {
     problems.push(`option 'responseFields' must be an object of field-name lists`);
     return;
   }
   for (const [key, names] of Object.entries(fields)) {
     if (!(key in DEFAULT_RESPONSE_FIELDS)) {
-      problems.push(`option 'responseFields.${key}' is unknown; known: ${Object.keys(DEFAULT_RESPONSE_FIELDS).join(', ')}`);
-    } else if (names !== undefined && !(Array.isArray(names) && names.length > 0 && names.every((n) => typeof n === 'string' && n !== ''))) {
+      problems.push(unknownKey('responseFields', key, DEFAULT_RESPONSE_FIELDS));
+    } else if (names !== undefined && !isFieldNameList(names)) {
       problems.push(`option 'responseFields.${key}' must be a non-empty list of field names, e.g. ['${key}']`);
     }
   }
@@ -96,7 +100,7 @@ function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, proble
   for (const [key, v] of Object.entries(endpoints ?? {})) {
     if (v === undefined) continue;
     if (!(key in DEFAULT_PAYMENT_ENDPOINTS)) {
-      problems.push(`option 'endpoints.${key}' is unknown; known: ${Object.keys(DEFAULT_PAYMENT_ENDPOINTS).join(', ')}`);
+      problems.push(unknownKey('endpoints', key, DEFAULT_PAYMENT_ENDPOINTS));
     } else if (typeof v !== 'string' || (key !== 'paymentStatusParam' && !v.startsWith('/'))) {
       problems.push(
         key === 'paymentStatusParam'
