@@ -64,6 +64,8 @@ export class PaymentHttpClient {
       validateStatus: () => true,
       maxContentLength: MAX_RESPONSE_BYTES,
       transitional: { clarifyTimeoutError: true, silentJSONParsing: true },
+      // the body is JSON text already (written once per call); axios's default would parse it again on every attempt
+      transformRequest: [(data: string | undefined) => data],
       headers: { Accept: 'application/json' },
     });
   }
