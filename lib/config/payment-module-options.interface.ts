@@ -127,8 +127,8 @@ export interface PaymentModuleOptions {
   /** Client-side rate limits; `false` turns the queue off. */
   rateLimits?: Partial<PaymentRateLimits> | false;
   /**
-   * Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Accounts with the same URL share one
-   * connection. Env: `PAYMENT_REDIS_URL` (a named account without its own variable uses it too).
+   * Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Accounts with the same URL (and
+   * `redisTimeoutMs`) share one connection. Env: `PAYMENT_REDIS_URL` (a named account without its own variable uses it too).
    */
   redisUrl?: string;
   /**
@@ -137,6 +137,12 @@ export interface PaymentModuleOptions {
    * Env: `PAYMENT_REDIS_KEY_PREFIX`. @default 'payment-gateway:<environment>:'
    */
   redisKeyPrefix?: string;
+  /**
+   * Longest wait for Redis on the module's own connections (event store, queue): per command
+   * and per connection attempt, and, in queue mode, for the route to have an event in Redis
+   * before it answers 503 (the service retries). Env: `PAYMENT_REDIS_TIMEOUT_MS`. @default 2000
+   */
+  redisTimeoutMs?: number;
   /** A store instance; wins over `redisUrl`. @default MemoryWebhookEventStore */
   store?: WebhookEventStore;
   /** How long a delivery may hold an event's claim before another delivery may take it over. Env: `PAYMENT_WEBHOOK_LEASE_MS`. @default 60000 */
@@ -212,6 +218,7 @@ export interface ResolvedPaymentOptions {
   rateLimits: PaymentRateLimits | false;
   redisUrl?: string;
   redisKeyPrefix: string;
+  redisTimeoutMs: number;
   store?: WebhookEventStore;
   webhookLeaseMs: number;
   webhookRetentionMs: number;

@@ -17,6 +17,8 @@ export const PAYMENT_OPTION_DEFAULTS = {
   retryMaxDelayMs: 30_000,
   // a 429's Retry-After is waited in full up to two rate-limit windows; longer fails at once
   maxRetryAfterMs: 120_000,
+  // per Redis command on the module's connections, and the queue route's wait before a 503
+  redisTimeoutMs: 2000,
   webhookLeaseMs: 60_000,
   // the service retries for 29 h 20 min and the portal can re-trigger later, so keep ids a week
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,

@@ -89,6 +89,11 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(100, { message: 'must be at least 100 ms' })
+  @Max(60_000, { message: 'must be at most 60000 ms' })
+  redisTimeoutMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(100, { message: 'must be at least 100 ms' })
   webhookLeaseMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })

@@ -16,14 +16,6 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 const QUEUED: PaymentWebhookAck = Object.freeze({ received: true, queued: true });
 const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
 
-/**
- * Longest time the route waits for Redis to hold an event (the processed-check included)
- * before answering 503: the service then retries, and a late write is harmless because
- * every copy of an event has the same job id.
- */
-export const ENQUEUE_TIMEOUT_MS = 2000;
-
-const notAcknowledged = (): Error => new Error(`Redis did not acknowledge the job within ${ENQUEUE_TIMEOUT_MS} ms`);
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -68,16 +60,20 @@ export class PaymentEventQueue implements OnApplicationShutdown {
    * Answers a verified delivery: `{ received, duplicate }` when the event store says it was
    * processed, else `{ received, queued }` once Redis acknowledged the job (a copy of an
    * event already queued finds its job and adds nothing).
+   * The whole answer (the processed-check included) waits at most `redisTimeoutMs`: the
+   * service retries a 503, and a late write is harmless because every copy of an event has
+   * the same job id.
    * @throws PaymentWebhookHttpException 503 `WEBHOOK_QUEUE_UNAVAILABLE` when Redis did not
-   *   acknowledge within two seconds; nothing was accepted.
+   *   acknowledge within `redisTimeoutMs`; nothing was accepted.
    */
   async enqueue(event: AnyPaymentEvent, receivedAt: Date = new Date()): Promise<PaymentWebhookAck> {
-    const deadline = Date.now() + ENQUEUE_TIMEOUT_MS;
+    const timeoutMs = this.options.redisTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
     if (await this.processedBefore(event.eventId)) return DUPLICATE;
     const data = toPaymentEventJobData(this.account, event, receivedAt);
     const add = this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
     try {
-      await withTimeout(add, Math.max(0, deadline - Date.now()), notAcknowledged);
+      await withTimeout(add, Math.max(0, deadline - Date.now()), () => new Error(`Redis did not acknowledge the job within ${timeoutMs} ms`));
     } catch (error) {
       this.reportOutage(error);
       throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));

@@ -29,7 +29,7 @@ export function createPaymentQueueProviders(): Provider[] {
       ): PaymentEventQueue | null => {
         if (options.processing !== 'queue') return null;
         // validation guarantees a URL in queue mode
-        const queue = new PaymentEventQueue(loadBullMq(), options, store, connections.client(options.queueRedisUrl!));
+        const queue = new PaymentEventQueue(loadBullMq(), options, store, connections.client(options.queueRedisUrl!, options.redisTimeoutMs));
         accounts.attachQueue(options.account, queue);
         return queue;
       },

@@ -2,9 +2,10 @@ import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
 /**
- * The app's Redis connections for the webhook event stores, one per URL: accounts on the
- * same Redis share a connection (their keys are namespaced by prefix and account). Closed
- * at application shutdown, after the stores stopped using them.
+ * The app's Redis connections for the webhook event stores and queues, one per URL and
+ * time-out: accounts on the same Redis share a connection (their keys are namespaced by
+ * prefix and account) unless they asked for different `redisTimeoutMs`. Closed at
+ * application shutdown, after the stores stopped using them.
  */
 @Injectable()
 export class PaymentRedisConnections implements OnApplicationShutdown {
@@ -15,11 +16,14 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
     return this.clients.size;
   }
 
-  client(url: string): RedisClientLike {
-    let client = this.clients.get(url);
+  /** The connection to `url` whose commands fail after `timeoutMs`. */
+  client(url: string, timeoutMs: number): RedisClientLike {
+    // a URL never contains a space, so this key cannot be ambiguous
+    const key = `${timeoutMs} ${url}`;
+    let client = this.clients.get(key);
     if (client === undefined) {
-      client = createFailFastRedisClient(url);
-      this.clients.set(url, client);
+      client = createFailFastRedisClient(url, timeoutMs);
+      this.clients.set(key, client);
     }
     return client;
   }

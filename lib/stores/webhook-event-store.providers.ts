@@ -32,8 +32,9 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions, connect
   if (options.store) return options.store;
   const redisUrl = webhookStoreRedisUrl(options);
   const store = redisUrl
-    ? new RedisWebhookEventStore(connections ? connections.client(redisUrl) : redisUrl, {
+    ? new RedisWebhookEventStore(connections ? connections.client(redisUrl, options.redisTimeoutMs) : redisUrl, {
         keyPrefix: options.redisKeyPrefix,
+        operationTimeoutMs: options.redisTimeoutMs,
         redactUrl: redisUrl,
       })
     : new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });

@@ -36,6 +36,7 @@ describe('queue-mode options', () => {
       queueDeadLetterRetentionMs: 30 * 24 * 3600 * 1000,
       queueShutdownTimeoutMs: 10_000,
       queueLockDurationMs: 30_000,
+      redisTimeoutMs: 2000,
     });
     expect(options.queueRedisUrl).toBeUndefined();
     // 9 retries doubling from 1 s: the last one about 8.5 minutes after the first run
@@ -59,6 +60,7 @@ describe('queue-mode options', () => {
           PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS: '86400000',
           PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS: '5000',
           PAYMENT_QUEUE_LOCK_DURATION_MS: '2000',
+          PAYMENT_REDIS_TIMEOUT_MS: '5000',
         })[name],
     );
     const options = resolvePaymentOptions({}, env);
@@ -72,6 +74,7 @@ describe('queue-mode options', () => {
       queueDeadLetterRetentionMs: 86_400_000,
       queueShutdownTimeoutMs: 5000,
       queueLockDurationMs: 2000,
+      redisTimeoutMs: 5000,
     });
     expect(resolvePaymentOptions({ queueRedisUrl: 'redis://queue:6379/1' }, env).queueRedisUrl).toBe('redis://queue:6379/1');
     expect(paymentWorkerOptions(options)).toMatchObject({ concurrency: 25, lockDuration: 2000, stalledInterval: 1000 });
@@ -85,9 +88,10 @@ describe('queue-mode options', () => {
       PAYMENT_QUEUE_WORKER: 'false',
       PAYMENT_QUEUE_ATTEMPTS: '5',
       PAYMENT_EU_QUEUE_ATTEMPTS: '7',
+      PAYMENT_REDIS_TIMEOUT_MS: '3000',
     };
     const eu = resolvePaymentOptions({}, readPaymentEnv((name) => vars[name], 'eu'), 'eu');
-    expect(eu).toMatchObject({ processing: 'queue', queueRedisUrl: 'redis://shared:6379', queueWorker: false, queueAttempts: 7 });
+    expect(eu).toMatchObject({ processing: 'queue', queueRedisUrl: 'redis://shared:6379', queueWorker: false, queueAttempts: 7, redisTimeoutMs: 3000 });
     expect(paymentQueueLayout(eu)).toEqual({ name: 'eu', prefix: 'payment-gateway:sandbox:_queue' });
   });
 
@@ -100,11 +104,14 @@ describe('queue-mode options', () => {
     expect(named.join('\n')).toContain('PAYMENT_EU_QUEUE_REDIS_URL');
     const bad = problemsOf(() =>
       resolvePaymentOptions(
-        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10 },
+        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10, redisTimeoutMs: 50 },
         { baseUrl: BASE.baseUrl, queueWorker: 'maybe', queueRedisUrl: 'http://not-redis' },
       ),
     ).join('\n');
-    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs']) expect(bad).toContain(`option '${key}'`);
+    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs', 'redisTimeoutMs']) {
+      expect(bad).toContain(`option '${key}'`);
+    }
+    expect(problemsOf(() => resolvePaymentOptions(BASE, { redisTimeoutMs: 'soon' })).join('\n')).toMatch(/PAYMENT_REDIS_TIMEOUT_MS.*whole number/);
     expect(bad).toContain('PAYMENT_QUEUE_WORKER');
     expect(bad).toContain('PAYMENT_QUEUE_REDIS_URL');
   });

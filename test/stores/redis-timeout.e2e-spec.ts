@@ -1,0 +1,61 @@
+// `redisTimeoutMs` on a real redis-server held with CLIENT PAUSE for longer than the default
+// 2 s: an app with the default answers 503 (the service retries), an app that allows more
+// waits the pause out and answers 200. Inline mode (the store's commands) and queue mode
+// (the route's processed-check and job write) side by side.
+import 'reflect-metadata';
+import { Redis } from 'ioredis';
+import { startQueueApp, type QueueApp } from '../support/queue-app.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+// twice the default time-out, and well under the patient apps' 15 s
+const PAUSE_MS = 4000;
+
+describe('redisTimeoutMs: how long the module waits for a slow Redis', () => {
+  let redis: TestRedisServer;
+  let admin: Redis;
+  const apps: Array<WebhookApp | QueueApp> = [];
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    admin = new Redis(redis.url);
+  });
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  /** Holds every client's commands (this one's included) for `PAUSE_MS`. */
+  const pauseRedis = () => admin.call('CLIENT', 'PAUSE', String(PAUSE_MS), 'ALL');
+
+  it('inline mode: the store waits up to redisTimeoutMs per command; the default gives up with 503 after 2 s', async () => {
+    const patient = await startWebhookApp({ adapter: 'express', payment: { redisUrl: redis.url, redisKeyPrefix: 'patient:', redisTimeoutMs: 15_000 } });
+    apps.push(patient);
+    const hasty = await startWebhookApp({ adapter: 'express', payment: { redisUrl: redis.url, redisKeyPrefix: 'hasty:' } });
+    apps.push(hasty);
+    // both connections are up before Redis stalls
+    for (const app of [patient, hasty]) expect((await postWebhook(app.url, envelope())).status).toBe(200);
+
+    await pauseRedis();
+    const [waited, refused] = await Promise.all([postWebhook(patient.url, envelope()), postWebhook(hasty.url, envelope())]);
+    expect(refused).toMatchObject({ status: 503, json: { statusCode: 503, code: 'WEBHOOK_STORE_UNAVAILABLE' } });
+    expect(waited).toMatchObject({ status: 200, json: { received: true } });
+  });
+
+  it('queue mode: the route waits up to redisTimeoutMs for the job write; the default answers 503 after 2 s', async () => {
+    const options = { queueWorker: false, redisUrl: redis.url };
+    const patient = await startQueueApp(redis.url, { payment: { ...options, redisKeyPrefix: 'q-patient:', redisTimeoutMs: 15_000 } });
+    apps.push(patient);
+    const hasty = await startQueueApp(redis.url, { payment: { ...options, redisKeyPrefix: 'q-hasty:' } });
+    apps.push(hasty);
+    for (const app of [patient, hasty]) expect(await postWebhook(app.url, envelope())).toMatchObject({ status: 200, json: { queued: true } });
+
+    await pauseRedis();
+    const [waited, refused] = await Promise.all([postWebhook(patient.url, envelope()), postWebhook(hasty.url, envelope())]);
+    expect(refused).toMatchObject({ status: 503, json: { statusCode: 503, code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
+    expect(waited).toMatchObject({ status: 200, json: { received: true, queued: true } });
+  });
+});
