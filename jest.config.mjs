@@ -39,6 +39,11 @@ const apart = ['/node_modules/', '<rootDir>/test/reliability/', '<rootDir>/test/
 
 export default {
   maxWorkers: 2,
+  // Each test file loads NestJS anew in its own VM context, so a worker grows to 600+ MB over
+  // a run, and tearing down that heap at exit takes longer than the 500 ms jest grants, which
+  // jest reports as "a worker process has failed to exit gracefully" although no handle is
+  // left open. Replacing a worker once it is this big after a file keeps exits quick.
+  workerIdleMemoryLimit: '400MB',
   // a global option (ignored inside a project): every test may take 30 s
   testTimeout: 30000,
   projects: [
