@@ -3,9 +3,10 @@
 // for this job: check the HMAC, parse, remember ids in a Set, call the handler), so all three
 // are measured on the same server.
 // Usage: node webhook-bench-app.js <express|fastify>; prints `READY <port>` and answers
-// `{ type: 'stats' }` IPC messages with the handler count.
+// `{ type: 'stats' }` IPC messages with the handler count, CPU time and young-generation GCs.
 import 'reflect-metadata';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { Body, Controller, HttpCode, Injectable, Module, Post, Req, UnauthorizedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -68,8 +69,22 @@ class FloorController {
 })
 class BenchAppModule {}
 
+/** Young-generation collections (scavenges) so far: each one pauses every request in flight. */
+const youngGc = { count: 0, totalMs: 0 };
+
+function observeYoungGc(): void {
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind !== perfConstants.NODE_PERFORMANCE_GC_MINOR) continue;
+      youngGc.count++;
+      youngGc.totalMs += entry.duration;
+    }
+  }).observe({ entryTypes: ['gc'] });
+}
+
 async function main(): Promise<void> {
   registerBenchOtelSdk(); // only with BENCH_OTEL=sdk
+  observeYoungGc();
   const kind = process.argv[2] === 'fastify' ? 'fastify' : 'express';
   const adapter = kind === 'fastify' ? new FastifyAdapter() : new ExpressAdapter();
   const app = await NestFactory.create(BenchAppModule, adapter, { rawBody: true, logger: false });
@@ -80,7 +95,7 @@ async function main(): Promise<void> {
     if (message?.type === 'stats') {
       const cpu = process.cpuUsage();
       // user time only: system time is mostly waking the load generator, which a slower reply finds asleep
-      process.send?.({ type: 'stats', handled: handler.handled, cpuMicros: cpu.user });
+      process.send?.({ type: 'stats', handled: handler.handled, cpuMicros: cpu.user, youngGcs: youngGc.count, youngGcMs: youngGc.totalMs });
     }
     if (message?.type === 'stop') void app.close().then(() => process.exit(0));
   });
