@@ -32,6 +32,7 @@ export const PAYMENT_ENV_VARIABLES = {
   queueDeadLetterRetentionMs: 'PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS',
   queueShutdownTimeoutMs: 'PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS',
   queueLockDurationMs: 'PAYMENT_QUEUE_LOCK_DURATION_MS',
+  queueMaxStalledCount: 'PAYMENT_QUEUE_MAX_STALLED_COUNT',
 } as const;
 
 export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
@@ -71,6 +72,7 @@ const ENV_KINDS: Readonly<Record<PaymentEnvOptionKey, { type: 'text' | 'integer'
   queueDeadLetterRetentionMs: { type: 'integer', shared: true },
   queueShutdownTimeoutMs: { type: 'integer', shared: true },
   queueLockDurationMs: { type: 'integer', shared: true },
+  queueMaxStalledCount: { type: 'integer', shared: true },
 };
 
 /** `PAYMENT_` for the default account, `PAYMENT_EU_` for `eu` (upper-cased, other characters → `_`). */

@@ -191,6 +191,12 @@ export interface PaymentModuleOptions {
    * later). Keep it above the longest event-loop stall you expect. Env: `PAYMENT_QUEUE_LOCK_DURATION_MS`. @default 30000
    */
   queueLockDurationMs?: number;
+  /**
+   * Times an event's worker may die (or be stopped before its handlers finished) and the event
+   * still be taken over; one stall more makes it a dead letter. The store claim keeps every
+   * take-over single. Env: `PAYMENT_QUEUE_MAX_STALLED_COUNT`. @default 2
+   */
+  queueMaxStalledCount?: number;
 }
 
 /** Options after env merge, defaults and validation: what every provider reads. @publicApi */
@@ -234,4 +240,5 @@ export interface ResolvedPaymentOptions {
   queueDeadLetterRetentionMs: number;
   queueShutdownTimeoutMs: number;
   queueLockDurationMs: number;
+  queueMaxStalledCount: number;
 }

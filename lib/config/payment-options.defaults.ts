@@ -33,6 +33,8 @@ export const PAYMENT_OPTION_DEFAULTS = {
   queueDeadLetterRetentionMs: 30 * 24 * 60 * 60 * 1000,
   queueShutdownTimeoutMs: 10_000,
   queueLockDurationMs: 30_000,
+  // a worker crash or forced shutdown may hit one event twice before it becomes a dead letter
+  queueMaxStalledCount: 2,
 } as const;
 
 export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {

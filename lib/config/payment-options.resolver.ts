@@ -67,6 +67,7 @@ export function resolvePaymentOptions(
     queueDeadLetterRetentionMs: orDefault('queueDeadLetterRetentionMs'),
     queueShutdownTimeoutMs: orDefault('queueShutdownTimeoutMs'),
     queueLockDurationMs: orDefault('queueLockDurationMs'),
+    queueMaxStalledCount: orDefault('queueMaxStalledCount'),
   } satisfies Record<PaymentOptionsSchemaKey, unknown>);
 
   const problems = validatePaymentOptions(schema, explicit, account);
@@ -122,6 +123,7 @@ export function resolvePaymentOptions(
     queueDeadLetterRetentionMs: schema.queueDeadLetterRetentionMs,
     queueShutdownTimeoutMs: schema.queueShutdownTimeoutMs,
     queueLockDurationMs: schema.queueLockDurationMs,
+    queueMaxStalledCount: schema.queueMaxStalledCount,
   });
 }
 

@@ -145,6 +145,11 @@ export class PaymentOptionsSchema {
   @Min(1000, { message: 'must be at least 1000 ms' })
   @Max(600_000, { message: 'must be at most 600000 ms' })
   queueLockDurationMs!: number;
+
+  @IsInt({ message: 'must be a whole number' })
+  @Min(0, { message: 'must be 0 or more' })
+  @Max(100, { message: 'must be at most 100' })
+  queueMaxStalledCount!: number;
 }
 
 export type PaymentOptionsSchemaKey = keyof PaymentOptionsSchema;

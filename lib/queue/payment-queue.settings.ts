@@ -12,12 +12,6 @@ const BACKOFF_JITTER = 0.2;
 const KEEP_COMPLETED = { age: 3600, count: 1000 };
 /** Error stacks kept per job (one per failed attempt), newest last. */
 const STACK_TRACE_LIMIT = 5;
-/**
- * Times a job may be found without a live lock (its worker died) before it is failed
- * rather than retried; the claim in the event store keeps re-runs single, so a worker
- * crash or a forced shutdown may happen twice before the event becomes a dead letter.
- */
-const MAX_STALLED_COUNT = 2;
 
 export interface PaymentQueueLayout {
   /** Queue name: the account name (account names never contain ':'). */
@@ -63,7 +57,8 @@ export function paymentWorkerOptions(options: ResolvedPaymentOptions): Record<st
     concurrency: options.queueConcurrency,
     lockDuration,
     stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
-    maxStalledCount: MAX_STALLED_COUNT,
+    // times a job may be found without a live lock (its worker died) and still be retried
+    maxStalledCount: options.queueMaxStalledCount,
     // wait after a Redis error before the worker's loop tries again (BullMQ's default is 15 s)
     runRetryDelay: 2000,
   };

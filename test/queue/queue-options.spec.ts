@@ -36,6 +36,7 @@ describe('queue-mode options', () => {
       queueDeadLetterRetentionMs: 30 * 24 * 3600 * 1000,
       queueShutdownTimeoutMs: 10_000,
       queueLockDurationMs: 30_000,
+      queueMaxStalledCount: 2,
       redisTimeoutMs: 2000,
     });
     expect(options.queueRedisUrl).toBeUndefined();
@@ -61,6 +62,7 @@ describe('queue-mode options', () => {
           PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS: '5000',
           PAYMENT_QUEUE_LOCK_DURATION_MS: '2000',
           PAYMENT_REDIS_TIMEOUT_MS: '5000',
+          PAYMENT_QUEUE_MAX_STALLED_COUNT: '5',
         })[name],
     );
     const options = resolvePaymentOptions({}, env);
@@ -74,10 +76,11 @@ describe('queue-mode options', () => {
       queueDeadLetterRetentionMs: 86_400_000,
       queueShutdownTimeoutMs: 5000,
       queueLockDurationMs: 2000,
+      queueMaxStalledCount: 5,
       redisTimeoutMs: 5000,
     });
     expect(resolvePaymentOptions({ queueRedisUrl: 'redis://queue:6379/1' }, env).queueRedisUrl).toBe('redis://queue:6379/1');
-    expect(paymentWorkerOptions(options)).toMatchObject({ concurrency: 25, lockDuration: 2000, stalledInterval: 1000 });
+    expect(paymentWorkerOptions(options)).toMatchObject({ concurrency: 25, lockDuration: 2000, stalledInterval: 1000, maxStalledCount: 5 });
   });
 
   it('a named account takes the unprefixed queue variables unless it has its own', () => {
@@ -104,11 +107,11 @@ describe('queue-mode options', () => {
     expect(named.join('\n')).toContain('PAYMENT_EU_QUEUE_REDIS_URL');
     const bad = problemsOf(() =>
       resolvePaymentOptions(
-        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10, redisTimeoutMs: 50 },
+        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10, redisTimeoutMs: 50, queueMaxStalledCount: -1 },
         { baseUrl: BASE.baseUrl, queueWorker: 'maybe', queueRedisUrl: 'http://not-redis' },
       ),
     ).join('\n');
-    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs', 'redisTimeoutMs']) {
+    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs', 'redisTimeoutMs', 'queueMaxStalledCount']) {
       expect(bad).toContain(`option '${key}'`);
     }
     expect(problemsOf(() => resolvePaymentOptions(BASE, { redisTimeoutMs: 'soon' })).join('\n')).toMatch(/PAYMENT_REDIS_TIMEOUT_MS.*whole number/);
