@@ -16,7 +16,6 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 const QUEUED: PaymentWebhookAck = Object.freeze({ received: true, queued: true });
 const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
 
-
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
  * dead-letter service reads and moves its failed jobs. Runs on the app's fail-fast Redis
@@ -60,20 +59,17 @@ export class PaymentEventQueue implements OnApplicationShutdown {
    * Answers a verified delivery: `{ received, duplicate }` when the event store says it was
    * processed, else `{ received, queued }` once Redis acknowledged the job (a copy of an
    * event already queued finds its job and adds nothing).
-   * The whole answer (the processed-check included) waits at most `redisTimeoutMs`: the
-   * service retries a 503, and a late write is harmless because every copy of an event has
-   * the same job id.
+   * The whole answer (the processed-check included, whatever store answers it) waits at most
+   * `redisTimeoutMs`: the service retries a 503, and a late write is harmless because every
+   * copy of an event has the same job id.
    * @throws PaymentWebhookHttpException 503 `WEBHOOK_QUEUE_UNAVAILABLE` when Redis did not
    *   acknowledge within `redisTimeoutMs`; nothing was accepted.
    */
   async enqueue(event: AnyPaymentEvent, receivedAt: Date = new Date()): Promise<PaymentWebhookAck> {
     const timeoutMs = this.options.redisTimeoutMs;
-    const deadline = Date.now() + timeoutMs;
-    if (await this.processedBefore(event.eventId)) return DUPLICATE;
-    const data = toPaymentEventJobData(this.account, event, receivedAt);
-    const add = this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
+    let ack: PaymentWebhookAck;
     try {
-      await withTimeout(add, Math.max(0, deadline - Date.now()), () => new Error(`Redis did not acknowledge the job within ${timeoutMs} ms`));
+      ack = await withTimeout(this.write(event, receivedAt), timeoutMs, () => new Error(`Redis did not take the event within ${timeoutMs} ms`));
     } catch (error) {
       this.reportOutage(error);
       throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));
@@ -82,6 +78,14 @@ export class PaymentEventQueue implements OnApplicationShutdown {
       this.outageLogged = false;
       this.logger.log(`The event queue of account ${this.account} accepts events again`);
     }
+    return ack;
+  }
+
+  /** The processed-check, then the job (unless the event was processed). */
+  private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
+    if (await this.processedBefore(event.eventId)) return DUPLICATE;
+    const data = toPaymentEventJobData(this.account, event, receivedAt);
+    await this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
     return QUEUED;
   }
 

@@ -8,7 +8,7 @@ import { RedisClientMissingError } from './webhook-event-store.errors.js';
  * optional peer), created fail-fast, and closed politely when possible.
  */
 
-/** Longest wait for one command (and for a connection) on the module's clients. */
+/** Default longest wait for one command (and for a connection): the `redisTimeoutMs` option's default. */
 export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
 
 /** How long a closing socket may take to end before it is destroyed. */

@@ -9,9 +9,9 @@ import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } fro
  */
 @Injectable()
 export class PaymentRedisConnections implements OnApplicationShutdown {
-  private readonly clients = new Map<string, RedisClientLike>();
+  private readonly clients = new Map<string, { client: RedisClientLike; timeoutMs: number }>();
 
-  /** Number of open connections (one per distinct URL). */
+  /** Number of open connections (one per distinct URL and time-out). */
   get size(): number {
     return this.clients.size;
   }
@@ -20,17 +20,17 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
   client(url: string, timeoutMs: number): RedisClientLike {
     // a URL never contains a space, so this key cannot be ambiguous
     const key = `${timeoutMs} ${url}`;
-    let client = this.clients.get(key);
-    if (client === undefined) {
-      client = createFailFastRedisClient(url, timeoutMs);
-      this.clients.set(key, client);
+    let entry = this.clients.get(key);
+    if (entry === undefined) {
+      entry = { client: createFailFastRedisClient(url, timeoutMs), timeoutMs };
+      this.clients.set(key, entry);
     }
-    return client;
+    return entry.client;
   }
 
   async onApplicationShutdown(): Promise<void> {
-    const clients = [...this.clients.values()];
+    const entries = [...this.clients.values()];
     this.clients.clear();
-    await Promise.all(clients.map((client) => closeRedisClient(client)));
+    await Promise.all(entries.map(({ client, timeoutMs }) => closeRedisClient(client, timeoutMs)));
   }
 }

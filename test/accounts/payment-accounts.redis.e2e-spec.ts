@@ -82,4 +82,21 @@ describe('accounts and apps on one Redis', () => {
       raw.disconnect();
     }
   });
+
+  it('gives accounts that asked for different redisTimeoutMs connections of their own', async () => {
+    const { PaymentModule } = await import('../../lib/payment.module.js');
+    const account = (name: string, redisTimeoutMs: number) =>
+      PaymentModule.forRoot({ account: name, baseUrl: 'http://127.0.0.1:9', webhookSecret: `whsec_${name}`, redisUrl: redis.url, redisTimeoutMs });
+    const app = await startWebhookApp({
+      adapter: 'express',
+      payment: { redisUrl: redis.url, redisTimeoutMs: 2000 },
+      extraImports: [account('eu', 2000), account('us', 10_000)],
+    });
+    apps.push(app);
+    // default and eu share one; us has its own
+    expect(app.app.get(PaymentRedisConnections).size).toBe(2);
+    for (const [path, secret] of [['payments/webhook', WEBHOOK_SECRET], ['payments/eu/webhook', 'whsec_eu'], ['payments/us/webhook', 'whsec_us']]) {
+      expect(await postWebhook(app.url, envelope('payment.succeeded'), { path, secret })).toMatchObject({ status: 200, json: { received: true } });
+    }
+  });
 });

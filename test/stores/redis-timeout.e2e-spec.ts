@@ -4,12 +4,20 @@
 // (the route's processed-check and job write) side by side.
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { startQueueApp, type QueueApp } from '../support/queue-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 // twice the default time-out, and well under the patient apps' 15 s
 const PAUSE_MS = 4000;
+
+/** A store of the host's own whose processed-check never answers (a hung backend). */
+class HungReadStore extends MemoryWebhookEventStore {
+  override isProcessed(): Promise<boolean> {
+    return new Promise(() => undefined);
+  }
+}
 
 describe('redisTimeoutMs: how long the module waits for a slow Redis', () => {
   let redis: TestRedisServer;
@@ -57,5 +65,11 @@ describe('redisTimeoutMs: how long the module waits for a slow Redis', () => {
     const [waited, refused] = await Promise.all([postWebhook(patient.url, envelope()), postWebhook(hasty.url, envelope())]);
     expect(refused).toMatchObject({ status: 503, json: { statusCode: 503, code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
     expect(waited).toMatchObject({ status: 200, json: { received: true, queued: true } });
+  });
+
+  it('queue mode: the processed-check of any store counts against redisTimeoutMs, so a hung store is a 503, not a hung request', async () => {
+    const app = await startQueueApp(redis.url, { payment: { queueWorker: false, store: new HungReadStore(), redisTimeoutMs: 300 } });
+    apps.push(app);
+    expect(await postWebhook(app.url, envelope())).toMatchObject({ status: 503, json: { code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
   });
 });
