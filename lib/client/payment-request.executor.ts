@@ -230,7 +230,6 @@ export class PaymentRequestExecutor {
     return Math.floor(this.runtime.random() * ceiling);
   }
 
-
   /**
    * A `Retry-After` is never cut short (an early retry is refused again and burns a
    * retry); one longer than `maxRetryAfterMs` is not waited for: the 429 is thrown now.

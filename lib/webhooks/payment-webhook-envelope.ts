@@ -39,7 +39,6 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
   }
 }
 
-
 /** No lone surrogates: `"evt\ud800"` and `"evt\udbff"` would otherwise encode to the same store key. */
 function isWellFormed(text: string): boolean {
   return (text as string & { isWellFormed(): boolean }).isWellFormed();

@@ -68,11 +68,6 @@ export function assertDeclaredSize(headers: IncomingHttpHeaders, maxBytes: numbe
 }
 
 /**
- * The bytes as received. `undefined` means the adapter did not keep them (app created
- * without `rawBody: true`, or another JSON parser ran first). A request without a body
- * has nothing to keep, so it gets an empty buffer and fails verification normally.
- */
-/**
  * Logs the fix for a missing raw body once per owner: loud enough to notice, not once per
  * delivery. The module's verifier and the signature guard each hold one.
  */
@@ -85,6 +80,11 @@ export function rawBodyMissingReporter(logger: { error(message: string): unknown
   };
 }
 
+/**
+ * The bytes as received. `undefined` means the adapter did not keep them (app created
+ * without `rawBody: true`, or another JSON parser ran first). A request without a body
+ * has nothing to keep, so it gets an empty buffer and fails verification normally.
+ */
 export function rawBodyOf(request: PaymentWebhookRequest): Buffer | undefined {
   if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
   const length = headerValue(request.headers, 'content-length');
