@@ -73,21 +73,19 @@ export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { 
   const load = peerRequire();
   const missing: string[] = [];
   let cause: unknown;
-  try {
-    load.resolve(moduleNames.ioredis);
-  } catch (error) {
-    if (!isMissingPackage(error, moduleNames.ioredis)) throw error;
-    missing.push(moduleNames.ioredis);
-    cause = error;
-  }
-  let mod: any;
-  try {
-    mod = load(moduleNames.bullmq);
-  } catch (error) {
-    if (!isMissingPackage(error, moduleNames.bullmq)) throw error;
-    missing.push(moduleNames.bullmq);
-    cause ??= error;
-  }
+  // `undefined` when the package itself is missing (noted); a broken install inside it throws as is
+  const attempt = <T>(name: string, run: () => T): T | undefined => {
+    try {
+      return run();
+    } catch (error) {
+      if (!isMissingPackage(error, name)) throw error;
+      missing.push(name);
+      cause ??= error;
+      return undefined;
+    }
+  };
+  attempt(moduleNames.ioredis, () => load.resolve(moduleNames.ioredis));
+  const mod: any = attempt(moduleNames.bullmq, () => load(moduleNames.bullmq));
   if (missing.length > 0) throw new BullMqMissingError(missing, { cause });
   if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function') {
     throw new BullMqMissingError([moduleNames.bullmq]);
