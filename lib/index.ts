@@ -16,6 +16,7 @@ export type {
   PaymentProcessingMode,
   PaymentRateLimits,
   PaymentResponseFields,
+  PaymentTokenRequestOptions,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './config/payment-module-options.interface.js';

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { isApiPath } from '../common/api-path.util.js';
+import { isRecord } from '../common/is-record.util.js';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
@@ -62,11 +64,11 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * (generated when absent) is reused on every retry, so one call creates at most one
    * payment; errors carry it as `idempotencyKey` for a later manual retry.
    */
-  async createPayment(input: CreatePaymentInput, options: CreatePaymentOptions = {}): Promise<CreatePaymentResult> {
+  async createPayment(input: CreatePaymentInput, options?: CreatePaymentOptions): Promise<CreatePaymentResult> {
     const check = new InputChecker(this.options.account);
     const body = paymentRequestBody(check, input);
-    const idempotencyKey =
-      options.idempotencyKey === undefined ? randomUUID() : check.identifier('idempotencyKey', options.idempotencyKey);
+    const given = check.inputObject('options', options, ['idempotencyKey'], false)?.idempotencyKey;
+    const idempotencyKey = given === undefined ? randomUUID() : check.identifier('idempotencyKey', given);
     check.throwIfInvalid('createPayment');
     const path = this.options.endpoints.createPayment;
     const answer = await this.executor.execute({
@@ -143,12 +145,15 @@ export class PaymentGatewayService implements OnModuleDestroy {
    * the service surely did not act (429, refused connection). After a time-out, a reset
    * or a 5xx the error is thrown; check `getPaymentStatus` / `getRefund` before trying again.
    */
-  async refundPayment(trxId: string, input: RefundPaymentInput = {}): Promise<RefundResult> {
+  async refundPayment(trxId: string, input?: RefundPaymentInput): Promise<RefundResult> {
     const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
+    check.inputObject('input', input, ['amount', 'reason', 'extra'], false);
+    // a partial refund whose amount got lost must not become a full one: only an absent amount means "all"
+    if (input?.amount === null) check.add('amount', 'must be an amount; leave it out to refund the whole payment');
     const amount = check.amount('amount', input?.amount, false);
     const reason = check.optionalString('reason', input?.reason);
-    const extra = check.optionalObject('extra', input?.extra);
+    const extra = check.extra(input?.extra, { amount: 'amount', reason: 'reason' });
     check.throwIfInvalid('refundPayment');
     const body: WireRefundRequest = { ...extra };
     if (amount !== undefined) body.amount = amount;
@@ -182,12 +187,13 @@ export class PaymentGatewayService implements OnModuleDestroy {
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
   async createPayout(input: CreatePayoutInput): Promise<PayoutResult> {
     const check = new InputChecker(this.options.account);
+    check.inputObject('input', input, ['amount', 'currency', 'country', 'recipient', 'reference', 'extra']);
     const amount = check.amount('amount', input?.amount);
     const currency = check.currency('currency', input?.currency);
     const country = check.country('country', input?.country);
     const recipient = check.optionalObject('recipient', input?.recipient, true);
     const reference = check.optionalString('reference', input?.reference);
-    const extra = check.optionalObject('extra', input?.extra);
+    const extra = check.extra(input?.extra, { amount: 'amount', currency: 'currency', country: 'country', recipient: 'recipient', reference: 'reference' });
     check.throwIfInvalid('createPayout');
     const body: WirePayoutRequest = { ...extra, amount: amount!, currency: currency!, recipient: recipient! };
     if (country !== undefined) body.country = country;
@@ -227,14 +233,15 @@ export class PaymentGatewayService implements OnModuleDestroy {
     const check = new InputChecker(this.options.account);
     const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
     if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
-    if (
-      typeof options?.path !== 'string' ||
-      !options.path.startsWith('/') ||
-      /[\s?#\\]/.test(options.path) ||
-      options.path.includes('//') ||
-      options.path.split('/').some((segment) => segment === '.' || segment === '..')
-    ) {
+    if (!isApiPath(options?.path)) {
       check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
+    }
+    for (const flag of ['idempotent', 'authenticated'] as const) {
+      // a truthy string such as 'false' read from config would make a POST retryable
+      if (options?.[flag] !== undefined && typeof options[flag] !== 'boolean') check.add(flag, 'must be true or false');
+    }
+    if (options?.query !== undefined && !isQueryRecord(options.query)) {
+      check.add('query', 'must be an object of string, number or boolean values');
     }
     const scope = options?.scope ?? this.defaultScope(method, options?.path);
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
@@ -316,4 +323,8 @@ export class PaymentGatewayService implements OnModuleDestroy {
       path,
     });
   }
+}
+
+function isQueryRecord(value: unknown): boolean {
+  return isRecord(value) && Object.values(value).every((v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v));
 }

@@ -10,8 +10,10 @@ export interface HttpAttempt {
   /** Path under the API base, already filled in and encoded. */
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
-  /** The JSON body, already written (see `PaymentRequestExecutor`). */
+  /** The body, already written (see `PaymentRequestExecutor`): JSON unless `form`. */
   body?: string;
+  /** The body is `application/x-www-form-urlencoded`. */
+  form?: boolean;
   bearerToken?: string;
   /** Extra headers (never logged, never copied into errors). */
   headers?: Record<string, string>;
@@ -25,6 +27,8 @@ export interface HttpAnswer {
 
 // Failures raised before a single byte of the request could reach the service.
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+/** axios refusing the request before it opened one (bad URL, option or body): nothing left the process. */
+const REFUSED_BEFORE_SENDING_CODES = new Set(['ERR_BAD_REQUEST', 'ERR_INVALID_URL', 'ERR_BAD_OPTION', 'ERR_BAD_OPTION_VALUE', 'ERR_NOT_SUPPORT']);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 const IDLE_SOCKET_TIMEOUT_MS = 4_000;
 // No payload of the service is near this; a bigger answer is not the service's.
@@ -73,7 +77,7 @@ export class PaymentHttpClient {
   async send(attempt: HttpAttempt): Promise<HttpAnswer> {
     const headers: Record<string, string> = { ...attempt.headers };
     if (attempt.bearerToken) headers.Authorization = `Bearer ${attempt.bearerToken}`;
-    if (attempt.body !== undefined) headers['Content-Type'] = 'application/json';
+    if (attempt.body !== undefined) headers['Content-Type'] = attempt.form ? 'application/x-www-form-urlencoded' : 'application/json';
     let response: AxiosResponse;
     try {
       response = await this.axios.request({
@@ -122,6 +126,8 @@ function networkErrorFrom(error: unknown, method: string, path: string): Payment
   else if (code === 'ECONNRESET' || code === 'EPIPE') failure = 'connection-reset';
   else failure = 'other';
   if (code && NOT_SENT_CODES.has(code)) mayHaveReachedService = false;
+  // a body that failed mid-stream carries its request; one refused up front has none
+  if (code && REFUSED_BEFORE_SENDING_CODES.has(code) && !(error as { request?: unknown }).request) mayHaveReachedService = false;
   const what = failure === 'timeout' ? 'timed out' : `failed without an answer (${code ?? 'unknown network error'})`;
   return new PaymentNetworkError({
     code: failure === 'timeout' ? PaymentClientErrorCode.TIMEOUT : PaymentClientErrorCode.NETWORK_ERROR,

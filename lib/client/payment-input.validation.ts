@@ -106,6 +106,41 @@ export class InputChecker {
     return value as Record<string, unknown>;
   }
 
+  /**
+   * An operation's input object. A field it does not know (`ammount`, `returnURL`) is refused:
+   * on a money call a silently dropped field changes what is sent (a refund without its
+   * amount refunds the whole payment).
+   */
+  inputObject(field: string, value: unknown, known: readonly string[], required = true): Record<string, unknown> | undefined {
+    if (value === undefined) {
+      if (required) this.add(field, 'is required');
+      return undefined;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      this.add(field, 'must be an object');
+      return undefined;
+    }
+    for (const key of Object.keys(value)) {
+      if (!known.includes(key)) this.add(key, `is not a field of ${field}; known: ${known.join(', ')}`);
+    }
+    return value as Record<string, unknown>;
+  }
+
+  /**
+   * `extra` adds wire fields the typed input does not cover. A wire field the module writes
+   * from the typed input (the amount, the idempotency key, ...) is refused: overwriting it
+   * would silently drop the caller's value, sending it would skip its checks.
+   * @param written wire field → the typed input that sets it
+   */
+  extra(value: unknown, written: Readonly<Record<string, string>>): Record<string, unknown> | undefined {
+    const extra = this.optionalObject('extra', value);
+    for (const wire of Object.keys(extra ?? {})) {
+      const typed = written[wire];
+      if (typed !== undefined) this.add(`extra.${wire}`, `is written by the module; use ${typed} instead`);
+    }
+    return extra;
+  }
+
   /** Throws a client-side `PaymentValidationError` naming every bad field, if any. */
   throwIfInvalid(operation: string): void {
     const fields = Object.keys(this.problems);

@@ -2,15 +2,32 @@ import type { CreatePaymentInput } from './payment-api.types.js';
 import type { InputChecker } from './payment-input.validation.js';
 import type { WireCreatePaymentRequest } from './payment-wire.types.js';
 
+const PAYMENT_INPUT_FIELDS = ['amount', 'currency', 'custom', 'country', 'gateway', 'returnUrl', 'cancelUrl', 'customer', 'splits', 'extra'];
+
+/** Wire fields of a payment creation the module writes, and the typed input that sets each. */
+const PAYMENT_WIRE_FIELDS: Readonly<Record<string, string>> = {
+  amount: 'amount',
+  currency: 'currency',
+  country: 'country',
+  custom: 'custom',
+  gateway: 'gateway',
+  return_url: 'returnUrl',
+  cancel_url: 'cancelUrl',
+  customer: 'customer',
+  splits: 'splits',
+  idempotency_key: 'the idempotencyKey option',
+};
+
 /**
  * The wire body of a payment creation (snake_case fields, amounts as 8-decimal strings),
  * every input checked on the way: problems go to `check`, which throws before anything is sent.
  */
 export function paymentRequestBody(check: InputChecker, input: CreatePaymentInput): Omit<WireCreatePaymentRequest, 'idempotency_key'> {
+  check.inputObject('input', input, PAYMENT_INPUT_FIELDS);
   const amount = check.amount('amount', input?.amount);
   const currency = check.currency('currency', input?.currency);
   const country = check.country('country', input?.country);
-  const extra = check.optionalObject('extra', input?.extra);
+  const extra = check.extra(input?.extra, PAYMENT_WIRE_FIELDS);
   const customer = check.optionalObject('customer', input?.customer);
   const body: Omit<WireCreatePaymentRequest, 'idempotency_key'> = { ...extra, amount: amount!, currency: currency! };
   const strings = { custom: 'custom', gateway: 'gateway', returnUrl: 'return_url', cancelUrl: 'cancel_url' } as const;

@@ -44,6 +44,8 @@ export interface ServiceCall {
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
+  /** How `body` is written. @default 'json' */
+  encoding?: 'json' | 'form';
   auth: TokenMode;
   limit: RateLimitScope;
   retry: RetryPolicy;
@@ -113,6 +115,7 @@ export class PaymentRequestExecutor {
           path: call.path,
           query: call.query,
           body,
+          form: call.encoding === 'form',
           bearerToken: token,
         });
       } catch (error) {
@@ -193,7 +196,7 @@ export class PaymentRequestExecutor {
   }
 
   private async requestToken() {
-    const { clientId, clientSecret } = this.options;
+    const { clientId, clientSecret, tokenRequest } = this.options;
     if (!clientId || !clientSecret) {
       throw new PaymentClientConfigurationError({
         account: this.options.account,
@@ -205,7 +208,8 @@ export class PaymentRequestExecutor {
     const answer = await this.execute({
       method: 'POST',
       path: this.options.endpoints.token,
-      body: { client_id: clientId, client_secret: clientSecret },
+      body: { [tokenRequest.clientIdField]: clientId, [tokenRequest.clientSecretField]: clientSecret },
+      encoding: tokenRequest.encoding,
       auth: 'none',
       limit: 'token',
       retry: 'token',
@@ -274,6 +278,8 @@ export class PaymentRequestExecutor {
    */
   private writeBody(call: ServiceCall): string | undefined {
     if (call.body === undefined) return undefined;
+    // only the token call is form-encoded: its body is two strings
+    if (call.encoding === 'form') return new URLSearchParams(call.body as Record<string, string>).toString();
     try {
       return JSON.stringify(call.body);
     } catch {

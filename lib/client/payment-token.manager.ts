@@ -90,7 +90,7 @@ export class PaymentTokenManager {
 
 /**
  * Reads the token call's `data` (its fields are not published): the first present field
- * of `tokenFields`, lifetime from `expiresInField` or the default.
+ * of `tokenFields`, lifetime from `expiresInField` (at most `maxExpiresInSeconds`) or the default.
  */
 export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string, account?: string): IssuedToken {
   const record = typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
@@ -107,6 +107,8 @@ export function parseTokenData(data: unknown, options: PaymentTokenResponseOptio
   const rawExpiry = record[options.expiresInField];
   const expiresIn = typeof rawExpiry === 'string' ? Number(rawExpiry) : rawExpiry;
   const expiresInSeconds =
-    typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : options.defaultExpiresInSeconds;
+    typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
+      ? Math.min(expiresIn, options.maxExpiresInSeconds)
+      : options.defaultExpiresInSeconds;
   return { token, expiresInSeconds };
 }

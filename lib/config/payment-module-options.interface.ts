@@ -41,6 +41,16 @@ export interface PaymentEndpoints {
   subaccountPrefix: string;
 }
 
+/** How to write the token call's body (its shape is not published). @publicApi */
+export interface PaymentTokenRequestOptions {
+  /** Body field carrying the client id. @default 'client_id' */
+  clientIdField: string;
+  /** Body field carrying the client secret. @default 'client_secret' */
+  clientSecretField: string;
+  /** `'json'` (`application/json`) or `'form'` (`application/x-www-form-urlencoded`, as OAuth 2 token endpoints take). @default 'json' */
+  encoding: 'json' | 'form';
+}
+
 /** How to read the token call's response (its fields are not published). @publicApi */
 export interface PaymentTokenResponseOptions {
   /** Fields of `data` tried in order for the token. @default ['access_token', 'accessToken', 'token'] */
@@ -49,6 +59,11 @@ export interface PaymentTokenResponseOptions {
   expiresInField: string;
   /** Lifetime assumed when the response has none (tokens live 10 minutes); at least 1. @default 600 */
   defaultExpiresInSeconds: number;
+  /**
+   * A longer lifetime in the answer is cut to this: the service documents 10 minutes, and a
+   * token kept past its real expiry costs a rejected call. At least 1. @default 600
+   */
+  maxExpiresInSeconds: number;
   /** A cached token is renewed this long before it expires. @default 60 */
   refreshMarginSeconds: number;
 }
@@ -120,6 +135,8 @@ export interface PaymentModuleOptions {
   maxRetryAfterMs?: number;
   /** Overrides of paths the service does not publish. */
   endpoints?: Partial<PaymentEndpoints>;
+  /** How to write the token call's body. */
+  tokenRequest?: Partial<PaymentTokenRequestOptions>;
   /** How to read the token response. */
   tokenResponse?: Partial<PaymentTokenResponseOptions>;
   /** Where to read ids and status in success answers. */
@@ -219,6 +236,7 @@ export interface ResolvedPaymentOptions {
   retryMaxDelayMs: number;
   maxRetryAfterMs: number;
   endpoints: PaymentEndpoints;
+  tokenRequest: PaymentTokenRequestOptions;
   tokenResponse: PaymentTokenResponseOptions;
   responseFields: PaymentResponseFields;
   rateLimits: PaymentRateLimits | false;

@@ -2,6 +2,7 @@ import type {
   PaymentEndpoints,
   PaymentRateLimits,
   PaymentResponseFields,
+  PaymentTokenRequestOptions,
   PaymentTokenResponseOptions,
 } from './payment-module-options.interface.js';
 
@@ -50,10 +51,17 @@ export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
   subaccountPrefix: '/subaccount',
 };
 
+export const DEFAULT_TOKEN_REQUEST: PaymentTokenRequestOptions = {
+  clientIdField: 'client_id',
+  clientSecretField: 'client_secret',
+  encoding: 'json',
+};
+
 export const DEFAULT_TOKEN_RESPONSE: PaymentTokenResponseOptions = {
   tokenFields: ['access_token', 'accessToken', 'token'],
   expiresInField: 'expires_in',
   defaultExpiresInSeconds: 600, // tokens live 10 minutes
+  maxExpiresInSeconds: 600,
   refreshMarginSeconds: 60,
 };
 

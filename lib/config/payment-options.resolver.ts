@@ -5,6 +5,7 @@ import {
   DEFAULT_PAYMENT_ENDPOINTS,
   DEFAULT_RATE_LIMITS,
   DEFAULT_RESPONSE_FIELDS,
+  DEFAULT_TOKEN_REQUEST,
   DEFAULT_TOKEN_RESPONSE,
   PAYMENT_OPTION_DEFAULTS,
 } from './payment-options.defaults.js';
@@ -12,6 +13,7 @@ import type {
   PaymentModuleOptions,
   PaymentRateLimits,
   PaymentResponseFields,
+  PaymentTokenRequestOptions,
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
@@ -75,6 +77,7 @@ export function resolvePaymentOptions(
 
   const environment = schema.environment as ResolvedPaymentOptions['environment'];
   const baseUrl = schema.baseUrl.replace(/\/+$/, '');
+  const tokenRequest: PaymentTokenRequestOptions = { ...DEFAULT_TOKEN_REQUEST, ...stripUndefined(explicit.tokenRequest) };
   const tokenResponse: PaymentTokenResponseOptions = { ...DEFAULT_TOKEN_RESPONSE, ...stripUndefined(explicit.tokenResponse) };
   const fields = { ...DEFAULT_RESPONSE_FIELDS, ...stripUndefined(explicit.responseFields) };
   const responseFields: PaymentResponseFields = {
@@ -103,6 +106,7 @@ export function resolvePaymentOptions(
     retryMaxDelayMs: schema.retryMaxDelayMs,
     maxRetryAfterMs: schema.maxRetryAfterMs,
     endpoints: { ...DEFAULT_PAYMENT_ENDPOINTS, ...stripUndefined(explicit.endpoints) },
+    tokenRequest,
     tokenResponse,
     responseFields,
     rateLimits,

@@ -1,7 +1,8 @@
 import { validateSync, type ValidationError } from 'class-validator';
+import { isApiPath } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey } from './payment-env.js';
-import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
+import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 
@@ -46,6 +47,7 @@ function checkTokenResponse(value: unknown, problems: string[]): void {
         if (!isFieldName(v)) bad(key, "a field name, e.g. 'expires_in'");
         break;
       case 'defaultExpiresInSeconds':
+      case 'maxExpiresInSeconds':
         if (!(Number.isInteger(v) && (v as number) >= 1)) bad(key, 'a whole number of seconds, at least 1');
         break;
       case 'refreshMarginSeconds':
@@ -53,6 +55,25 @@ function checkTokenResponse(value: unknown, problems: string[]): void {
         break;
       default:
         problems.push(unknownKey('tokenResponse', key, DEFAULT_TOKEN_RESPONSE));
+    }
+  }
+}
+
+/** How the token call's body is written: field names and one of the two encodings. */
+function checkTokenRequest(value: unknown, problems: string[]): void {
+  if (value === undefined) return;
+  if (!isRecord(value)) {
+    problems.push(`option 'tokenRequest' must be an object`);
+    return;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (v === undefined) continue;
+    if (key === 'clientIdField' || key === 'clientSecretField') {
+      if (!isFieldName(v)) problems.push(`option 'tokenRequest.${key}' must be a field name, e.g. '${DEFAULT_TOKEN_REQUEST[key]}'`);
+    } else if (key === 'encoding') {
+      if (v !== 'json' && v !== 'form') problems.push(`option 'tokenRequest.encoding' must be 'json' or 'form'`);
+    } else {
+      problems.push(unknownKey('tokenRequest', key, DEFAULT_TOKEN_REQUEST));
     }
   }
 }
@@ -96,17 +117,34 @@ function checkResponseFields(fields: unknown, problems: string[]): void {
   }
 }
 
+/** The id placeholder each lookup path must hold (once): without it every call would address one resource. */
+const ENDPOINT_PLACEHOLDERS: Partial<Record<keyof PaymentEndpoints, string>> = {
+  refund: '{trx_id}',
+  refundLookup: '{refund_uid}',
+  payoutLookup: '{payout_uid}',
+};
+
+/**
+ * Endpoint overrides: paths under the API base (a `//host` path or a dot segment would send
+ * the bearer token elsewhere), with their id placeholder where the call needs one.
+ */
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
   for (const [key, v] of Object.entries(endpoints ?? {})) {
     if (v === undefined) continue;
     if (!(key in DEFAULT_PAYMENT_ENDPOINTS)) {
       problems.push(unknownKey('endpoints', key, DEFAULT_PAYMENT_ENDPOINTS));
-    } else if (typeof v !== 'string' || (key !== 'paymentStatusParam' && !v.startsWith('/'))) {
-      problems.push(
-        key === 'paymentStatusParam'
-          ? `option 'endpoints.${key}' must be a query parameter name`
-          : `option 'endpoints.${key}' must be a path starting with '/'`,
-      );
+    } else if (key === 'paymentStatusParam') {
+      if (typeof v !== 'string' || !/^[A-Za-z0-9_.\-[\]]+$/.test(v)) problems.push(`option 'endpoints.${key}' must be a query parameter name, e.g. 'trx_id'`);
+    } else if (!isApiPath(v)) {
+      problems.push(`option 'endpoints.${key}' must be a path starting with '/', without '//', query, fragment, spaces or dot segments`);
+    } else {
+      const placeholder = ENDPOINT_PLACEHOLDERS[key as keyof PaymentEndpoints];
+      const holes = v.match(/\{[^}]*\}/g) ?? [];
+      if (placeholder && (holes.length !== 1 || holes[0] !== placeholder)) {
+        problems.push(`option 'endpoints.${key}' must hold the placeholder ${placeholder} once, e.g. '${DEFAULT_PAYMENT_ENDPOINTS[key as keyof PaymentEndpoints]}'`);
+      } else if (!placeholder && holes.length > 0) {
+        problems.push(`option 'endpoints.${key}' takes no placeholder (found ${holes.join(', ')})`);
+      }
     }
   }
 }
@@ -146,6 +184,7 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
   checkEndpoints(explicit.endpoints, problems);
+  checkTokenRequest(explicit.tokenRequest, problems);
   checkTokenResponse(explicit.tokenResponse, problems);
   checkRateLimits(explicit.rateLimits, problems);
   checkResponseFields(explicit.responseFields, problems);

@@ -13,6 +13,7 @@ import {
   PaymentValidationError,
 } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { PaymentHttpClient } from '../../lib/client/payment-http.client.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
 
@@ -120,6 +121,56 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       expect(error.clientSide).toBe(true);
       expect(Object.keys(error.errors)).toContain(field);
       expect(error.message).toContain(field);
+    }
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
+  it('money inputs that would change what is sent are refused, not dropped or overwritten: nothing sent', async () => {
+    h = await startClientHarness();
+    const cases: Array<[Promise<unknown>, string]> = [
+      // a key given in extra was overwritten by a fresh UUID: two calls made two payments
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { idempotency_key: 'order-42' } }), 'extra.idempotency_key'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { return_url: 'https://shop.test' } }), 'extra.return_url'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', returnURL: 'https://shop.test' } as never), 'returnURL'],
+      [h.client.createPayment({ amount: '1', currency: 'USD' }, null as never), 'options'],
+      [h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'k', key: 'k' } as never), 'key'],
+      // each of these refunded the whole payment
+      [h.client.refundPayment('trx_1', '2.50' as never), 'input'],
+      [h.client.refundPayment('trx_1', { amount: null } as never), 'amount'],
+      [h.client.refundPayment('trx_1', { ammount: '1' } as never), 'ammount'],
+      // sent without the amount checks
+      [h.client.refundPayment('trx_1', { extra: { amount: '-5' } }), 'extra.amount'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient, extra: { amount: '9' } }), 'extra.amount'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient, refrence: 'r' } as never), 'refrence'],
+      // a truthy string made a payout retryable after the service may have acted
+      [h.client.request({ method: 'POST', path: '/payout', body: {}, idempotent: 'false' as never }), 'idempotent'],
+      [h.client.request({ method: 'GET', path: '/payments/gateways', authenticated: 0 as never }), 'authenticated'],
+      [h.client.request({ method: 'POST', path: '/payout', query: 'a=b' as never }), 'query'],
+      // decoded by the URL parser into dot segments: the bearer token would leave the API base
+      [h.client.request({ method: 'GET', path: '/%2e%2e/%2E%2e/x' }), 'path'],
+      [h.client.request({ method: 'GET', path: '/payment/.%2e/admin' }), 'path'],
+    ];
+    for (const [call, field] of cases) {
+      const error = await rejectionOf(call);
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(error.clientSide).toBe(true);
+      expect(Object.keys(error.errors)).toContain(field);
+    }
+    expect(h.sim.requests).toHaveLength(0);
+    const explained = await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD', extra: { idempotency_key: 'k' } }));
+    expect(explained.message).toContain('use the idempotencyKey option instead');
+  });
+
+  it('a request axios refuses before opening a connection is "never reached the service", not "may have"', async () => {
+    h = await startClientHarness();
+    const http = new PaymentHttpClient(`${h.sim.url}/sandbox/api/v1`, 1_000);
+    try {
+      const error = await rejectionOf(http.send({ method: 'POST', path: '/payout', query: 'a=b' as never, body: '{}' }));
+      expect(error).toBeInstanceOf(PaymentNetworkError);
+      expect(error.mayHaveReachedService).toBe(false);
+      expect(error.message).toContain('never reached the service');
+    } finally {
+      http.close();
     }
     expect(h.sim.requests).toHaveLength(0);
   });

@@ -17,17 +17,50 @@ const recipient = { account_number: '0123456789' };
 describe('PaymentGatewayService reads success answers tolerantly', () => {
   let stub: ClientStubServer;
   let client: PaymentGatewayService;
+  let clock: ClientFakeClock;
 
   async function start(options: PaymentModuleOptions = {}): Promise<void> {
     Logger.overrideLogger(false);
     stub = await new ClientStubServer().start();
     const resolved = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, retryBaseDelayMs: 10, ...options });
-    client = new PaymentGatewayService(resolved, { clock: new ClientFakeClock(Date.UTC(2026, 0, 1), true), random: () => 0.5 });
+    clock = new ClientFakeClock(Date.UTC(2026, 0, 1), true);
+    client = new PaymentGatewayService(resolved, { clock, random: () => 0.5 });
   }
 
   afterEach(async () => {
     client?.onModuleDestroy();
     await stub?.stop();
+  });
+
+  describe('the token call (its body shape is not published)', () => {
+    it('sends { client_id, client_secret } as JSON by default', async () => {
+      await start();
+      await client.listGateways().catch(() => undefined);
+      const [token] = stub.calls('/authentication/token');
+      expect(token.headers['content-type']).toBe('application/json');
+      expect(token.body).toEqual({ client_id: SANDBOX_CLIENT.clientId, client_secret: SANDBOX_CLIENT.clientSecret });
+    });
+
+    it('tokenRequest renames the fields and form-encodes the body', async () => {
+      await start({ tokenRequest: { clientIdField: 'username', clientSecretField: 'password', encoding: 'form' } });
+      await client.listGateways().catch(() => undefined);
+      const [token] = stub.calls('/authentication/token');
+      expect(token.headers['content-type']).toBe('application/x-www-form-urlencoded');
+      expect(Object.fromEntries(new URLSearchParams(String(token.body)))).toEqual({
+        username: SANDBOX_CLIENT.clientId,
+        password: SANDBOX_CLIENT.clientSecret,
+      });
+    });
+
+    it('a lifetime beyond the documented 10 minutes is cut: the token is renewed before the service refuses it', async () => {
+      await start();
+      stub.answer('POST', '/authentication/token', success({ access_token: 'tok_day', expires_in: 86_400 }));
+      stub.answer('GET', '/payments/gateways', success([]));
+      await client.listGateways();
+      clock.advance(9 * 60_000 + 1_000); // inside the refresh margin of a 10-minute token
+      await client.listGateways();
+      expect(stub.calls('/authentication/token')).toHaveLength(2);
+    });
   });
 
   describe('ids spelled camelCase or snake_case', () => {

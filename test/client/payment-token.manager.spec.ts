@@ -6,6 +6,7 @@ const tokenOptions = {
   tokenFields: ['access_token', 'accessToken', 'token'],
   expiresInField: 'expires_in',
   defaultExpiresInSeconds: 600,
+  maxExpiresInSeconds: 600,
   refreshMarginSeconds: 60,
 };
 
@@ -64,6 +65,11 @@ describe('parseTokenData', () => {
     expect(parseTokenData({ access_token: 'a', expires_in: 300 }, tokenOptions, '/t')).toEqual({ token: 'a', expiresInSeconds: 300 });
     expect(parseTokenData({ accessToken: 'b' }, tokenOptions, '/t')).toEqual({ token: 'b', expiresInSeconds: 600 });
     expect(parseTokenData({ token: 'c', expires_in: '120' }, tokenOptions, '/t')).toEqual({ token: 'c', expiresInSeconds: 120 });
+  });
+
+  it('cuts a lifetime longer than maxExpiresInSeconds (the service documents 10 minutes)', () => {
+    expect(parseTokenData({ access_token: 'a', expires_in: 86_400 }, tokenOptions, '/t')).toEqual({ token: 'a', expiresInSeconds: 600 });
+    expect(parseTokenData({ access_token: 'a', expires_in: 7200 }, { ...tokenOptions, maxExpiresInSeconds: 3600 }, '/t').expiresInSeconds).toBe(3600);
   });
 
   it('throws a typed error naming the fields when no token is present', () => {

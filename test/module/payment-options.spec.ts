@@ -134,11 +134,37 @@ describe('resolvePaymentOptions', () => {
     ['a blank token field', { tokenFields: ['access_token', ''] }, 'tokenFields'],
     ['a lifetime field that is not a name', { expiresInField: 3600 }, 'expiresInField'],
     ['a negative margin', { refreshMarginSeconds: -1 }, 'refreshMarginSeconds'],
+    ['a maximum lifetime of 0', { maxExpiresInSeconds: 0 }, 'maxExpiresInSeconds'],
     ['an unknown key', { expiresIn: 600 }, 'expiresIn'],
   ])('tokenResponse with %s is a boot error naming the key', (_label, tokenResponse, key) => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', tokenResponse: tokenResponse as never }));
     expect(error.problems).toHaveLength(1);
     expect(error.problems[0]).toContain(`tokenResponse.${key}`);
+  });
+
+  it.each([
+    ['a refund path without its payment id (every refund would miss it)', { refund: '/payment/{trxId}/refund' }, 'refund', '{trx_id}'],
+    ['a lookup path without a placeholder', { payoutLookup: '/payout' }, 'payoutLookup', '{payout_uid}'],
+    ['a placeholder twice', { refundLookup: '/refund/{refund_uid}/{refund_uid}' }, 'refundLookup', '{refund_uid}'],
+    ['a placeholder where no id goes', { payout: '/payout/{payout_uid}' }, 'payout', 'no placeholder'],
+    ['a //host path (leaves the API base)', { token: '//evil.test/x' }, 'token', "without '//'"],
+    ['an encoded dot segment', { gateways: '/a/%2e%2e/b' }, 'gateways', 'dot segments'],
+    ['an empty status parameter', { paymentStatusParam: '' }, 'paymentStatusParam', 'query parameter name'],
+  ])('endpoints with %s is a boot error naming the key', (_label, endpoints, key, rule) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', endpoints: endpoints as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`endpoints.${key}`);
+    expect(error.problems[0]).toContain(rule);
+  });
+
+  it.each([
+    ['an unknown encoding', { encoding: 'xml' }, 'encoding'],
+    ['a field that is not a name', { clientIdField: '' }, 'clientIdField'],
+    ['an unknown key', { grantType: 'client_credentials' }, 'grantType'],
+  ])('tokenRequest with %s is a boot error naming the key', (_label, tokenRequest, key) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', tokenRequest: tokenRequest as never }));
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0]).toContain(`tokenRequest.${key}`);
   });
 
   it('a base URL with credentials is a boot error that does not print them', () => {
