@@ -31,11 +31,14 @@ type LogLevel = 'debug' | 'warn' | 'error';
  *   context (so under the host's HTTP span when it has HTTP instrumentation), made active
  *   while the handlers run, ended with the outcome;
  * - one log line per non-2xx answer: `debug` while the request is not trusted (nobody can
- *   flood `warn` by sending garbage), `warn`/`error` once it carries the service's signature.
+ *   flood `warn` by sending garbage), `warn`/`error` once it carries the service's signature;
+ *   the first 5xx refusal of an untrusted request (a missing secret) at `error`.
  *
  * With no OpenTelemetry SDK registered nothing is allocated: no attributes, spans or closures.
  */
 export class WebhookDeliveryTelemetry {
+  private serverRejectionLogged = false;
+
   constructor(
     private readonly account: string,
     private readonly logger: LoggerService,
@@ -77,8 +80,21 @@ export class WebhookDeliveryTelemetry {
   rejected<E>(error: E, startedAt: number): E {
     const { code, status } = answerOf(error);
     this.record('rejected', code, undefined, startedAt);
-    this.log(SIGNED_BODY_CODES.has(code) ? 'warn' : 'debug', 'rejected', status, code, undefined, error);
+    this.log(this.rejectionLevel(code, status), 'rejected', status, code, undefined, error);
     return error;
+  }
+
+  /**
+   * A 5xx refusal is our side's fault (no secret configured, a bug) and must be seen: `error`
+   * for the first one, `debug` after it, since anyone can send requests to the route.
+   */
+  private rejectionLevel(code: string, status: number): LogLevel {
+    if (status >= 500) {
+      if (this.serverRejectionLogged) return 'debug';
+      this.serverRejectionLogged = true;
+      return 'error';
+    }
+    return SIGNED_BODY_CODES.has(code) ? 'warn' : 'debug';
   }
 
   /** A verified delivery answered 2xx (`handled`, `duplicate`, `queued`). */

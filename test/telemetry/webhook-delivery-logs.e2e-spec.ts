@@ -72,6 +72,18 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
   });
 
+  it('a host route without a webhook secret answers 500 and says so once at error, then at debug', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', payment: { webhookSecret: undefined } });
+    for (let i = 0; i < 3; i++) {
+      const answer = await postWebhook(w.url, envelope());
+      expect(answer.status).toBe(500);
+      expect(answer.json.code).toBe('WEBHOOK_SECRET_NOT_CONFIGURED');
+    }
+    expect(deliveries(logger).map((l) => l.level)).toEqual(['error', 'debug', 'debug']);
+    expect(deliveries(logger)[0]!.message).toMatch(/^Webhook delivery rejected, answered 500 WEBHOOK_SECRET_NOT_CONFIGURED: account=default; /);
+  });
+
   it('a handler failure logs one error line with eventId, eventType, code and account', async () => {
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger });
