@@ -31,6 +31,7 @@ export const PAYMENT_ENV_VARIABLES = {
   queueBackoffMs: 'PAYMENT_QUEUE_BACKOFF_MS',
   queueDeadLetterRetentionMs: 'PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS',
   queueShutdownTimeoutMs: 'PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS',
+  queueJobTimeoutMs: 'PAYMENT_QUEUE_JOB_TIMEOUT_MS',
   queueLockDurationMs: 'PAYMENT_QUEUE_LOCK_DURATION_MS',
   queueMaxStalledCount: 'PAYMENT_QUEUE_MAX_STALLED_COUNT',
 } as const;
@@ -71,6 +72,7 @@ const ENV_KINDS: Readonly<Record<PaymentEnvOptionKey, { type: 'text' | 'integer'
   queueBackoffMs: { type: 'integer', shared: true },
   queueDeadLetterRetentionMs: { type: 'integer', shared: true },
   queueShutdownTimeoutMs: { type: 'integer', shared: true },
+  queueJobTimeoutMs: { type: 'integer', shared: true },
   queueLockDurationMs: { type: 'integer', shared: true },
   queueMaxStalledCount: { type: 'integer', shared: true },
 };

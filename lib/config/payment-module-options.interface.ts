@@ -203,6 +203,13 @@ export interface PaymentModuleOptions {
    */
   queueShutdownTimeoutMs?: number;
   /**
+   * Longest run of one event's handlers in a worker. Past it the attempt fails and is retried
+   * (a dead letter after the last one), freeing the worker's slot; the handler is not stopped,
+   * and its store claim is no longer renewed, so the retry runs once that claim lapsed. Keep it
+   * above your slowest handler. Env: `PAYMENT_QUEUE_JOB_TIMEOUT_MS`. @default 900000 (15 minutes)
+   */
+  queueJobTimeoutMs?: number;
+  /**
    * Lock of a running event, renewed every half of it. A worker that died mid-handler has its
    * events taken over after 1 to 1.5 times this (or once its store lease lapsed, whichever is
    * later). Keep it above the longest event-loop stall you expect. Env: `PAYMENT_QUEUE_LOCK_DURATION_MS`. @default 30000
@@ -257,6 +264,7 @@ export interface ResolvedPaymentOptions {
   queueBackoffMs: number;
   queueDeadLetterRetentionMs: number;
   queueShutdownTimeoutMs: number;
+  queueJobTimeoutMs: number;
   queueLockDurationMs: number;
   queueMaxStalledCount: number;
 }

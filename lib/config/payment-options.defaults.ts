@@ -33,6 +33,7 @@ export const PAYMENT_OPTION_DEFAULTS = {
   queueBackoffMs: 1000,
   queueDeadLetterRetentionMs: 30 * 24 * 60 * 60 * 1000,
   queueShutdownTimeoutMs: 10_000,
+  queueJobTimeoutMs: 15 * 60 * 1000,
   queueLockDurationMs: 30_000,
   // a worker crash or forced shutdown may hit one event twice before it becomes a dead letter
   queueMaxStalledCount: 2,

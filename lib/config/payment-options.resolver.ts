@@ -68,6 +68,7 @@ export function resolvePaymentOptions(
     queueBackoffMs: orDefault('queueBackoffMs'),
     queueDeadLetterRetentionMs: orDefault('queueDeadLetterRetentionMs'),
     queueShutdownTimeoutMs: orDefault('queueShutdownTimeoutMs'),
+    queueJobTimeoutMs: orDefault('queueJobTimeoutMs'),
     queueLockDurationMs: orDefault('queueLockDurationMs'),
     queueMaxStalledCount: orDefault('queueMaxStalledCount'),
   } satisfies Record<PaymentOptionsSchemaKey, unknown>);
@@ -126,6 +127,7 @@ export function resolvePaymentOptions(
     queueBackoffMs: schema.queueBackoffMs,
     queueDeadLetterRetentionMs: schema.queueDeadLetterRetentionMs,
     queueShutdownTimeoutMs: schema.queueShutdownTimeoutMs,
+    queueJobTimeoutMs: schema.queueJobTimeoutMs,
     queueLockDurationMs: schema.queueLockDurationMs,
     queueMaxStalledCount: schema.queueMaxStalledCount,
   });

@@ -143,6 +143,11 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(1000, { message: 'must be at least 1000 ms' })
+  @Max(86_400_000, { message: 'must be at most 86400000 ms (one day)' })
+  queueJobTimeoutMs!: number;
+
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(1000, { message: 'must be at least 1000 ms' })
   @Max(600_000, { message: 'must be at most 600000 ms' })
   queueLockDurationMs!: number;
 

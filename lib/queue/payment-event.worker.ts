@@ -1,6 +1,7 @@
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { errorMessage } from '../common/error-message.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
@@ -72,8 +73,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   ) {
     this.account = options.account;
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
-    // the inline route's settings: same lease, retention and renewal limit
-    this.claims = accountDeduplicationSettings(options);
+    // the inline route's lease and retention; the claim is renewed as long as the job may run
+    this.claims = { ...accountDeduplicationSettings(options), maxLeaseRenewalMs: options.queueJobTimeoutMs };
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';
@@ -177,8 +178,16 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
     const event = toReceivedPaymentEvent(job.data);
+    const timeoutMs = this.options.queueJobTimeoutMs;
     try {
-      await this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+      // BullMQ renews the job's lock while this process lives: without a bound a hung handler
+      // would keep its event (and a worker slot) for good, its copies answered "queued".
+      const key = webhookEventKey(this.account, event.eventId);
+      await withTimeout(
+        this.deduplicator.run(key, this.claims, () => this.dispatcher.dispatch(event)),
+        timeoutMs,
+        () => jobTimeoutError(event.eventType, event.eventId, timeoutMs),
+      );
     } catch (error) {
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
@@ -227,6 +236,16 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.lastErrorLog.set(message, now);
     this.logger.warn(`Worker of account ${this.account}: ${message}`);
   }
+}
+
+/** A job whose handlers outlived `queueJobTimeoutMs`: the attempt fails, the handler is left running. */
+function jobTimeoutError(eventType: string, eventId: string, timeoutMs: number): Error {
+  const error = new Error(
+    `Handlers of ${eventType} event ${eventId} did not finish within queueJobTimeoutMs (${timeoutMs} ms); ` +
+      'the attempt is given up (a handler still running is not stopped) and retried once its claim lapsed',
+  );
+  error.name = 'PaymentEventJobTimeoutError';
+  return error;
 }
 
 /**

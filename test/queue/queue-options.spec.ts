@@ -35,6 +35,7 @@ describe('queue-mode options', () => {
       queueBackoffMs: 1000,
       queueDeadLetterRetentionMs: 30 * 24 * 3600 * 1000,
       queueShutdownTimeoutMs: 10_000,
+      queueJobTimeoutMs: 15 * 60 * 1000,
       queueLockDurationMs: 30_000,
       queueMaxStalledCount: 2,
       redisTimeoutMs: 2000,
@@ -60,6 +61,7 @@ describe('queue-mode options', () => {
           PAYMENT_QUEUE_BACKOFF_MS: '250',
           PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS: '86400000',
           PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS: '5000',
+          PAYMENT_QUEUE_JOB_TIMEOUT_MS: '120000',
           PAYMENT_QUEUE_LOCK_DURATION_MS: '2000',
           PAYMENT_REDIS_TIMEOUT_MS: '5000',
           PAYMENT_QUEUE_MAX_STALLED_COUNT: '5',
@@ -75,6 +77,7 @@ describe('queue-mode options', () => {
       queueBackoffMs: 250,
       queueDeadLetterRetentionMs: 86_400_000,
       queueShutdownTimeoutMs: 5000,
+      queueJobTimeoutMs: 120_000,
       queueLockDurationMs: 2000,
       queueMaxStalledCount: 5,
       redisTimeoutMs: 5000,
@@ -107,11 +110,11 @@ describe('queue-mode options', () => {
     expect(named.join('\n')).toContain('PAYMENT_EU_QUEUE_REDIS_URL');
     const bad = problemsOf(() =>
       resolvePaymentOptions(
-        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10, redisTimeoutMs: 50, queueMaxStalledCount: -1 },
+        { processing: 'batch' as never, queueConcurrency: 0, queueAttempts: 101, queueBackoffMs: -1, queueLockDurationMs: 10, redisTimeoutMs: 50, queueMaxStalledCount: -1, queueJobTimeoutMs: 999 },
         { baseUrl: BASE.baseUrl, queueWorker: 'maybe', queueRedisUrl: 'http://not-redis' },
       ),
     ).join('\n');
-    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs', 'redisTimeoutMs', 'queueMaxStalledCount']) {
+    for (const key of ['processing', 'queueConcurrency', 'queueAttempts', 'queueBackoffMs', 'queueLockDurationMs', 'redisTimeoutMs', 'queueMaxStalledCount', 'queueJobTimeoutMs']) {
       expect(bad).toContain(`option '${key}'`);
     }
     expect(problemsOf(() => resolvePaymentOptions(BASE, { redisTimeoutMs: 'soon' })).join('\n')).toMatch(/PAYMENT_REDIS_TIMEOUT_MS.*whole number/);
