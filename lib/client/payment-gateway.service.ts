@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
-import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
 import { isApiPath } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -39,7 +39,7 @@ import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.
  * @publicApi
  */
 @Injectable()
-export class PaymentGatewayService implements OnModuleDestroy {
+export class PaymentGatewayService implements OnApplicationShutdown {
   private readonly logger = new Logger(PaymentGatewayService.name);
   private readonly http: PaymentHttpClient;
   private readonly executor: PaymentRequestExecutor;
@@ -277,7 +277,11 @@ export class PaymentGatewayService implements OnModuleDestroy {
     await this.executor.ensureToken();
   }
 
-  onModuleDestroy(): void {
+  /**
+   * Closes pooled sockets. At application shutdown, not module destroy: Nest drains the HTTP
+   * server in between, and a webhook handler still running there may be sending a refund.
+   */
+  onApplicationShutdown(): void {
     this.http.close();
   }
 

@@ -21,6 +21,8 @@ const MAX_LIST_LIMIT = 1000;
 @Injectable()
 export class PaymentDeadLetterService {
   private readonly logger = new Logger('PaymentQueue');
+  /** Per dead letter, the settling of its last replay or discard (see `oneAtATime`). */
+  private readonly running = new Map<string, Promise<void>>();
 
   constructor(private readonly accounts: PaymentAccountRegistry) {}
 
@@ -55,6 +57,10 @@ export class PaymentDeadLetterService {
    * discarded or expired).
    */
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
+    return this.oneAtATime(account, eventId, () => this.replayNow(eventId, account));
+  }
+
+  private async replayNow(eventId: string, account: string): Promise<boolean> {
     const queue = this.accounts.requireQueue(account);
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
@@ -71,12 +77,35 @@ export class PaymentDeadLetterService {
 
   /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
   async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
+    return this.oneAtATime(account, eventId, () => this.discardNow(eventId, account));
+  }
+
+  private async discardNow(eventId: string, account: string): Promise<boolean> {
     const queue = this.accounts.requireQueue(account);
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
     await job.remove();
     this.logger.log(`Dead letter ${eventId} (account ${account}) discarded`);
     return true;
+  }
+
+  /**
+   * Replay and discard of one dead letter run one after the other in this process. Each
+   * checks that the job is failed, then acts; interleaved, a discard could remove the job a
+   * replay had just put back in the queue, and the event would be gone while replay said `true`.
+   */
+  private oneAtATime<T>(account: string, eventId: string, action: () => Promise<T>): Promise<T> {
+    const key = `${account}\n${eventId}`;
+    const result = (this.running.get(key) ?? Promise.resolve()).then(action);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.set(key, settled);
+    void settled.then(() => {
+      if (this.running.get(key) === settled) this.running.delete(key);
+    });
+    return result;
   }
 
   /** The failed, unexpired job of `eventId`. */

@@ -20,6 +20,9 @@ const OUTCOME_BY_CODE: Readonly<Record<string, PaymentWebhookOutcome>> = {
 /** Rejections that only a body signed with a configured secret can cause: the sender is the service. */
 const SIGNED_BODY_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.INVALID_JSON, PaymentWebhookErrorCode.INVALID_ENVELOPE]);
 
+/** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
+const OWN_FAULT_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, PaymentWebhookErrorCode.INTERNAL_ERROR]);
+
 type LogLevel = 'debug' | 'warn' | 'error';
 
 /**
@@ -80,16 +83,16 @@ export class WebhookDeliveryTelemetry {
   rejected<E>(error: E, startedAt: number): E {
     const { code, status } = answerOf(error);
     this.record('rejected', code, undefined, startedAt);
-    this.log(this.rejectionLevel(code, status), 'rejected', status, code, undefined, error);
+    this.log(this.rejectionLevel(code), 'rejected', status, code, undefined, error);
     return error;
   }
 
   /**
-   * A 5xx refusal is our side's fault (no secret configured, a bug) and must be seen: `error`
-   * for the first one, `debug` after it, since anyone can send requests to the route.
+   * A refusal that is our side's fault (no secret configured, a bug) must be seen: `error` for
+   * the first one, `debug` after it, since anyone can send requests to the route.
    */
-  private rejectionLevel(code: string, status: number): LogLevel {
-    if (status >= 500) {
+  private rejectionLevel(code: string): LogLevel {
+    if (OWN_FAULT_CODES.has(code)) {
       if (this.serverRejectionLogged) return 'debug';
       this.serverRejectionLogged = true;
       return 'error';

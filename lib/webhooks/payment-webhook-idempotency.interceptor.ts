@@ -5,7 +5,7 @@ import {
   Injectable,
   Logger,
   type NestInterceptor,
-  type OnModuleDestroy,
+  type OnApplicationShutdown,
   Optional,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
@@ -49,7 +49,7 @@ const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: tr
  * @publicApi
  */
 @Injectable()
-export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnModuleDestroy {
+export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnApplicationShutdown {
   protected readonly logger = new Logger('PaymentWebhooks');
   private readonly deduplicator: WebhookDeduplicator;
   /** Settings per route handler, then per controller class (a method can be inherited by several). */
@@ -76,7 +76,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     });
   }
 
-  onModuleDestroy(): void {
+  /** Stops claim renewal once the HTTP server has drained (Nest closes it after module destroy). */
+  onApplicationShutdown(): void {
     this.deduplicator.close();
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -51,7 +51,7 @@ const LIVE_EVENT_ENVIRONMENT = 'production';
  * (or had completed for an earlier delivery), or in queue mode once Redis holds the event.
  */
 @Injectable()
-export class PaymentWebhookProcessor implements OnModuleDestroy {
+export class PaymentWebhookProcessor implements OnApplicationShutdown {
   private readonly logger = new Logger('PaymentWebhooks');
   private readonly account: string;
   private readonly live: boolean;
@@ -147,7 +147,12 @@ export class PaymentWebhookProcessor implements OnModuleDestroy {
     );
   }
 
-  onModuleDestroy(): void {
+  /**
+   * Stops claim renewal once the HTTP server has drained: Nest runs module-destroy hooks first,
+   * and a handler still running in the drain must keep its claim, or a copy delivered to another
+   * instance would run it a second time.
+   */
+  onApplicationShutdown(): void {
     this.deduplicator.close();
   }
 

@@ -95,7 +95,7 @@ export async function clientOverhead(settings: { concurrency: number; opsPerRoun
       },
     ];
   } finally {
-    client.onModuleDestroy();
+    client.onApplicationShutdown();
     agent.destroy();
     await sim.stop();
   }

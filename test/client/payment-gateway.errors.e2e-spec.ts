@@ -90,7 +90,7 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       expect(error).toBeInstanceOf(PaymentClientConfigurationError);
       expect(error.message).toContain('PAYMENT_CLIENT_ID');
     } finally {
-      noCredentials.onModuleDestroy();
+      noCredentials.onApplicationShutdown();
     }
   });
 

@@ -36,10 +36,10 @@ describe('PaymentGatewayService in a Nest module', () => {
     const pooled = sim.connectionCount;
     await client.listGateways();
     expect(sim.connectionCount).toBe(pooled); // the keep-alive socket was reused
-    await app.close(); // onModuleDestroy destroys the pooled sockets
+    await app.close(); // onApplicationShutdown destroys the pooled sockets
     await client.listGateways();
     expect(sim.connectionCount).toBe(pooled + 1); // so the next call needed a new connection
-    client.onModuleDestroy();
+    client.onApplicationShutdown();
   });
 
   it('works without a runtime provider (system clock)', async () => {

@@ -28,7 +28,7 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
   }
 
   afterEach(async () => {
-    client?.onModuleDestroy();
+    client?.onApplicationShutdown();
     await stub?.stop();
   });
 

@@ -202,7 +202,7 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
         expect(error).toMatchObject({ mayHaveReachedService: false, failure: 'connection-refused' });
         expect(clock.sleeps).toHaveLength(2); // both retries were taken
       } finally {
-        offline.onModuleDestroy();
+        offline.onApplicationShutdown();
       }
     });
   });

@@ -73,6 +73,15 @@ describe('queue mode: dead letters', () => {
     expect(await q.deadLetters.get(id)).toMatchObject({ attempts: 3 });
   });
 
+  it('replay and discard of one dead letter at the same moment: exactly one acts, a replayed event is never removed', async () => {
+    const letters = await Promise.all(Array.from({ length: 5 }, () => deadLetterOf()));
+    for (const { id } of letters) q.handlers.failing.delete(id);
+    const outcomes = await Promise.all(letters.map(({ id }) => Promise.all([q.deadLetters.replay(id), q.deadLetters.discard(id)])));
+    // replay asked first, so it wins; the discard then finds no dead letter
+    expect(outcomes).toEqual(letters.map(() => [true, false]));
+    for (const { id } of letters) await waitFor(`${id} was handled after its replay`, () => q.handlers.count('done', id) === 1);
+  });
+
   it('discard removes a dead letter without running it', async () => {
     const { id } = await deadLetterOf();
     expect(await q.deadLetters.discard(id)).toBe(true);

@@ -93,7 +93,7 @@ describe('reliability: secrets never reach logs or errors', () => {
     // a client with a wrong secret (PAY_1004) and a misconfigured one
     const wrong = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: sim.url, clientId: CLIENT_ID, clientSecret: WRONG_CLIENT_SECRET, retryBaseDelayMs: 5 }));
     await capture(wrong.getPaymentStatus(payments[0]!.trxId));
-    wrong.onModuleDestroy();
+    wrong.onApplicationShutdown();
     try {
       resolvePaymentOptions({ baseUrl: 'not a url', clientSecret: CLIENT_SECRET, webhookSecret: [WEBHOOK_SECRET, ''], httpTimeoutMs: -5 });
     } catch (error) {
@@ -180,7 +180,7 @@ describe('reliability: secrets never reach logs or errors', () => {
       expect(dumps.filter(([, text]) => text.startsWith('JSON.stringify threw')).map(([where]) => where)).toEqual([]);
     } finally {
       await inFlight;
-      client.onModuleDestroy();
+      client.onApplicationShutdown();
     }
   });
 

@@ -75,7 +75,7 @@ export async function startClientHarness(
         (r) => (typeof route === 'string' ? r.route === route : route.test(r.route)) && (!method || r.method === method),
       ),
     close: async () => {
-      client.onModuleDestroy();
+      client.onApplicationShutdown();
       await sim.stop();
     },
   };

@@ -7,6 +7,8 @@ export interface StubAnswer {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** Answer this long after the request was read (a slow service). */
+  delayMs?: number;
 }
 
 export interface StubRequest {
@@ -79,6 +81,7 @@ export class ClientStubServer {
     if (queued && queued.length > 0) answer = queued.length > 1 ? queued.shift()! : queued[0];
     else if (method === 'POST' && route === '/authentication/token') answer = this.tokenAnswer();
     else answer = { status: 404, body: { status: 'error', code: 'NOT_FOUND', message: 'No canned answer', errors: {}, data: [] } };
+    if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     const payload = JSON.stringify(answer.body);
     res.writeHead(answer.status ?? 200, {
       'content-type': 'application/json',

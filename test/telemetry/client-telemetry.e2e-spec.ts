@@ -157,7 +157,7 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     try {
       await eu.listGateways();
     } finally {
-      eu.onModuleDestroy();
+      eu.onApplicationShutdown();
     }
     const all = await otel.collect();
     expect(counterPoints(all, PaymentMetricName.CLIENT_REQUESTS).map((p) => p.account)).toEqual(['eu', 'eu']);

@@ -73,7 +73,7 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     store = new MemoryWebhookEventStore();
     interceptor = new PaymentWebhookIdempotencyInterceptor(store, { leaseMs: 60_000 }, new Reflector());
   });
-  afterEach(() => interceptor.onModuleDestroy());
+  afterEach(() => interceptor.onApplicationShutdown());
 
   it("runs the handler once per verified eventId and answers the duplicate without it", async () => {
     const next = handler(async () => ({ received: true }));
