@@ -137,6 +137,10 @@ describe('reliability: secrets never reach logs or errors', () => {
       ...responses.map((r, i): [string, string] => [`webhook response ${i}`, r]),
       ['resolved options (JSON)', JSON.stringify(app.app.get(getPaymentOptionsToken()))],
       ['resolved options (inspect)', inspect(app.app.get(getPaymentOptionsToken()), { depth: 4 })],
+      // copies lose toJSON and the custom inspect: the secret fields must not be copied at all
+      ['a spread copy of the options (JSON)', JSON.stringify({ ...app.app.get(getPaymentOptionsToken()) })],
+      ['a structured clone of the options (inspect)', inspect(structuredClone({ ...app.app.get(getPaymentOptionsToken()) }), { depth: 4 })],
+      ['the options\' entries', JSON.stringify(Object.entries(app.app.get(getPaymentOptionsToken())))],
     ];
     const leaks: string[] = [];
     for (const [where, text] of haystacks) {
