@@ -34,6 +34,7 @@ export {
 // client
 export { PaymentGatewayService } from './client/payment-gateway.service.js';
 export {
+  PaymentAbortedError,
   PaymentApiError,
   PaymentAuthenticationError,
   PaymentClientConfigurationError,
@@ -55,6 +56,7 @@ export type {
   CreatePaymentResult,
   CreatePayoutInput,
   PaymentAmount,
+  PaymentCallOptions,
   PaymentGateway,
   PaymentHttpMethod,
   PaymentRecord,

@@ -62,6 +62,7 @@ export const PaymentClientErrorCode = {
   TIMEOUT: 'TIMEOUT',
   UNEXPECTED_RESPONSE: 'UNEXPECTED_RESPONSE',
   CONFIGURATION_ERROR: 'CONFIGURATION_ERROR',
+  ABORTED: 'ABORTED',
 } as const;
 
 /** @publicApi */
@@ -210,6 +211,28 @@ export class PaymentNetworkError extends PaymentApiError {
 
   override toJSON(): Record<string, unknown> {
     return { ...super.toJSON(), mayHaveReachedService: this.mayHaveReachedService, failure: this.failure };
+  }
+}
+
+/**
+ * The call's `signal` aborted it while it waited (rate-limit slot, token, backoff,
+ * `Retry-After`); nothing was sent after that. @publicApi
+ */
+export class PaymentAbortedError extends PaymentApiError {
+  /**
+   * True when an earlier attempt of this call may have reached the service (a time-out, then
+   * the abort during the backoff): check before calling again, as after a `PaymentNetworkError`.
+   */
+  readonly mayHaveReachedService: boolean;
+
+  constructor(details: PaymentApiErrorDetails & { mayHaveReachedService: boolean; cause?: unknown }) {
+    super(details);
+    this.mayHaveReachedService = details.mayHaveReachedService;
+    if (details.cause !== undefined) Object.defineProperty(this, 'cause', { value: details.cause, enumerable: false });
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), mayHaveReachedService: this.mayHaveReachedService };
   }
 }
 

@@ -34,8 +34,21 @@ export interface CreatePaymentInput {
   extra?: Record<string, unknown>;
 }
 
+/**
+ * Per-call options of every `PaymentGatewayService` method.
+ * @publicApi
+ */
+export interface PaymentCallOptions {
+  /**
+   * Gives the call up while it waits: for a rate-limit slot, a token, a backoff or a
+   * `Retry-After`. It then rejects with `PaymentAbortedError` and sends nothing more. A request
+   * already on the wire runs to its answer (cutting it would leave a refund or payout in doubt).
+   */
+  signal?: AbortSignal;
+}
+
 /** @publicApi */
-export interface CreatePaymentOptions {
+export interface CreatePaymentOptions extends PaymentCallOptions {
   /** Same key → at most one payment. Generated (UUID) when absent; reused on the client's own retries. */
   idempotencyKey?: string;
 }
@@ -177,6 +190,8 @@ export interface PaymentRequestOptions {
   idempotent?: boolean;
   /** Send the bearer token. @default true */
   authenticated?: boolean;
+  /** See `PaymentCallOptions.signal`. */
+  signal?: AbortSignal;
 }
 
 /** @publicApi */

@@ -11,6 +11,7 @@ import type {
   CreatePaymentOptions,
   CreatePaymentResult,
   CreatePayoutInput,
+  PaymentCallOptions,
   PaymentGateway,
   PaymentRequestOptions,
   PaymentRequestScope,
@@ -67,8 +68,9 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   async createPayment(input: CreatePaymentInput, options?: CreatePaymentOptions): Promise<CreatePaymentResult> {
     const check = new InputChecker(this.options.account);
     const body = paymentRequestBody(check, input);
-    const given = check.inputObject('options', options, ['idempotencyKey'], false)?.idempotencyKey;
+    const given = check.inputObject('options', options, ['idempotencyKey', 'signal'], false)?.idempotencyKey;
     const idempotencyKey = given === undefined ? randomUUID() : check.identifier('idempotencyKey', given);
+    const signal = check.signal(options?.signal);
     check.throwIfInvalid('createPayment');
     const path = this.options.endpoints.createPayment;
     const answer = await this.executor.execute({
@@ -80,6 +82,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       retry: 'keyed',
       idempotencyKey,
       operation: 'create_payment',
+      signal,
     });
     const { record, id } = this.readRecord(answer, 'trxId');
     if (id === undefined) {
@@ -100,9 +103,10 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * truth. `trxId` is the asked id when the answer names none; `pending` is true on 202.
    * An answer without a status is an `UNEXPECTED_RESPONSE` error (nothing was changed).
    */
-  async getPaymentStatus(trxId: string): Promise<PaymentStatusResult> {
+  async getPaymentStatus(trxId: string, options?: PaymentCallOptions): Promise<PaymentStatusResult> {
     const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
+    const signal = check.callOptions(options);
     check.throwIfInvalid('getPaymentStatus');
     const { endpoints } = this.options;
     const answer = await this.executor.execute({
@@ -113,6 +117,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       limit: 'read',
       retry: 'safe',
       operation: 'get_payment_status',
+      signal,
     });
     const { record, status } = this.readRecord(answer, 'trxId', trxId);
     if (status === undefined) {
@@ -132,9 +137,12 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * `GET /payments/gateways`. Accepts a list, an object holding one (`gateways`, `items`,
    * … or its only list) or a map of id → gateway; gateways given as plain strings become `{ id }`.
    */
-  async listGateways(): Promise<PaymentGateway[]> {
+  async listGateways(options?: PaymentCallOptions): Promise<PaymentGateway[]> {
+    const check = new InputChecker(this.options.account);
+    const signal = check.callOptions(options);
+    check.throwIfInvalid('listGateways');
     const path = this.options.endpoints.gateways;
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'read', retry: 'safe', operation: 'list_gateways' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'read', retry: 'safe', operation: 'list_gateways', signal });
     const gateways = readGatewayList(answer.data);
     if (!gateways) throw this.unexpected('GET', path, 'a list of gateways');
     return gateways;
@@ -145,7 +153,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * the service surely did not act (429, refused connection). After a time-out, a reset
    * or a 5xx the error is thrown; check `getPaymentStatus` / `getRefund` before trying again.
    */
-  async refundPayment(trxId: string, input?: RefundPaymentInput): Promise<RefundResult> {
+  async refundPayment(trxId: string, input?: RefundPaymentInput, options?: PaymentCallOptions): Promise<RefundResult> {
     const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
     check.inputObject('input', input, ['amount', 'reason', 'extra'], false);
@@ -154,6 +162,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     const amount = check.amount('amount', input?.amount, false);
     const reason = check.optionalString('reason', input?.reason);
     const extra = check.extra(input?.extra, { amount: 'amount', reason: 'reason' });
+    const signal = check.callOptions(options);
     check.throwIfInvalid('refundPayment');
     const body: WireRefundRequest = { ...extra };
     if (amount !== undefined) body.amount = amount;
@@ -167,6 +176,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       limit: 'money-movement',
       retry: 'unsafe',
       operation: 'refund_payment',
+      signal,
     });
     const { record, id } = this.readRecord(answer, 'refundUid');
     record.trxId = readResponseField(recordOf(answer.data), this.fields.trxId) ?? trxId;
@@ -175,17 +185,18 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   }
 
   /** `GET /refund/{refund_uid}` (path assumed; `endpoints.refundLookup`). */
-  async getRefund(refundUid: string): Promise<RefundRecord> {
+  async getRefund(refundUid: string, options?: PaymentCallOptions): Promise<RefundRecord> {
     const check = new InputChecker(this.options.account);
     check.identifier('refundUid', refundUid);
+    const signal = check.callOptions(options);
     check.throwIfInvalid('getRefund');
     const path = this.fillPath(this.options.endpoints.refundLookup, '{refund_uid}', refundUid);
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_refund' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_refund', signal });
     return this.readRecord(answer, 'refundUid', refundUid).record as RefundRecord;
   }
 
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
-  async createPayout(input: CreatePayoutInput): Promise<PayoutResult> {
+  async createPayout(input: CreatePayoutInput, options?: PaymentCallOptions): Promise<PayoutResult> {
     const check = new InputChecker(this.options.account);
     check.inputObject('input', input, ['amount', 'currency', 'country', 'recipient', 'reference', 'extra']);
     const amount = check.amount('amount', input?.amount);
@@ -194,6 +205,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     const recipient = check.optionalObject('recipient', input?.recipient, true);
     const reference = check.optionalString('reference', input?.reference);
     const extra = check.extra(input?.extra, { amount: 'amount', currency: 'currency', country: 'country', recipient: 'recipient', reference: 'reference' });
+    const signal = check.callOptions(options);
     check.throwIfInvalid('createPayout');
     const body: WirePayoutRequest = { ...extra, amount: amount!, currency: currency!, recipient: recipient! };
     if (country !== undefined) body.country = country;
@@ -207,6 +219,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       limit: 'money-movement',
       retry: 'unsafe',
       operation: 'create_payout',
+      signal,
     });
     const { record, id } = this.readRecord(answer, 'payoutUid');
     if (id === undefined) this.warnNoId('POST', path, answer.status, 'payoutUid', 'the payout was accepted: do not send it again');
@@ -214,12 +227,13 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   }
 
   /** `GET /payout/{payout_uid}` (path assumed; `endpoints.payoutLookup`). */
-  async getPayout(payoutUid: string): Promise<PayoutRecord> {
+  async getPayout(payoutUid: string, options?: PaymentCallOptions): Promise<PayoutRecord> {
     const check = new InputChecker(this.options.account);
     check.identifier('payoutUid', payoutUid);
+    const signal = check.callOptions(options);
     check.throwIfInvalid('getPayout');
     const path = this.fillPath(this.options.endpoints.payoutLookup, '{payout_uid}', payoutUid);
-    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_payout' });
+    const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_payout', signal });
     return this.readRecord(answer, 'payoutUid', payoutUid).record as PayoutRecord;
   }
 
@@ -243,6 +257,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     if (options?.query !== undefined && !isQueryRecord(options.query)) {
       check.add('query', 'must be an object of string, number or boolean values');
     }
+    const signal = check.signal(options?.signal);
     const scope = options?.scope ?? this.defaultScope(method, options?.path);
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
       check.add('scope', "must be 'read', 'create-payment', 'money-movement' or 'none'");
@@ -257,6 +272,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       auth: options.authenticated === false ? 'none' : scope === 'create-payment' ? 'fresh' : 'cached',
       limit: scope,
       retry: idempotent ? (method === 'GET' ? 'safe' : 'keyed') : 'unsafe',
+      signal,
     };
     const answer = await this.executor.execute(call);
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };

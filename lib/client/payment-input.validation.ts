@@ -141,6 +141,20 @@ export class InputChecker {
     return extra;
   }
 
+  /** A call's `options`: an object with `signal` only. Returns the signal. */
+  callOptions(value: unknown): AbortSignal | undefined {
+    return this.signal(this.inputObject('options', value, ['signal'], false)?.signal);
+  }
+
+  signal(value: unknown): AbortSignal | undefined {
+    if (value === undefined) return undefined;
+    if (!(value instanceof AbortSignal)) {
+      this.add('signal', 'must be an AbortSignal (e.g. AbortSignal.timeout(5000))');
+      return undefined;
+    }
+    return value;
+  }
+
   /** Throws a client-side `PaymentValidationError` naming every bad field, if any. */
   throwIfInvalid(operation: string): void {
     const fields = Object.keys(this.problems);

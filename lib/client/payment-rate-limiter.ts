@@ -33,10 +33,27 @@ export class SlidingWindowLimiter {
     private readonly clock: PaymentClock,
   ) {}
 
-  /** Waits (never fails) until a slot is free. */
-  acquire(): Promise<RateLimitRelease> {
-    return new Promise((resolve) => {
-      this.queue.push(resolve);
+  /** Waits until a slot is free; rejects with the signal's reason (leaving the queue) when `signal` aborts first. */
+  acquire(signal?: AbortSignal): Promise<RateLimitRelease> {
+    return new Promise((resolve, reject) => {
+      if (signal === undefined) {
+        this.queue.push(resolve);
+        void this.pump();
+        return;
+      }
+      if (signal.aborted) return reject(signal.reason);
+      const waiter = (release: RateLimitRelease) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(release);
+      };
+      const onAbort = () => {
+        const at = this.queue.indexOf(waiter);
+        if (at === -1) return;
+        this.queue.splice(at, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(waiter);
       void this.pump();
     });
   }
@@ -121,7 +138,7 @@ export class PaymentRateLimiter {
     private readonly windowMs = RATE_LIMIT_WINDOW_MS,
   ) {}
 
-  async acquire(scope: RateLimitScope, key: string): Promise<RateLimitRelease> {
+  async acquire(scope: RateLimitScope, key: string, signal?: AbortSignal): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);
     if (limit === undefined) return () => undefined;
     const mapKey = `${scope}\u0000${key}`;
@@ -131,7 +148,7 @@ export class PaymentRateLimiter {
       limiter = new SlidingWindowLimiter(limit, this.windowMs, this.clock);
       this.limiters.set(mapKey, limiter);
     }
-    return limiter.acquire();
+    return limiter.acquire(signal);
   }
 
   /** Number of live buckets (idle ones are dropped). */

@@ -5,6 +5,7 @@ import type { ResolvedPaymentOptions } from '../config/payment-module-options.in
 import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
 import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
 import {
+  PaymentAbortedError,
   PaymentApiError,
   PaymentClientErrorCode,
   PaymentClientConfigurationError,
@@ -15,26 +16,17 @@ import {
   PaymentValidationError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
+import { abortedCallError, untilAborted } from './payment-call-abort.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
+import { isRetryable, type RetryPolicy } from './payment-retry.policy.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
 
-/**
- * How a call may be retried:
- * - `safe`: reads; any network error, 5xx and 429.
- * - `keyed`: payment creation with an idempotency key; PAY_5001, PAY_5002, 429,
- *   network errors and bare 502/503/504 from proxies (no service code; a bare 500 is not
- *   retried); never PAY_5003 (a real provider answer).
- * - `unsafe`: refunds, payouts, anything not idempotent; only when the service surely
- *   did not act: 429 and failures before the request was sent.
- * - `token`: the token call; harmless to repeat.
- */
-export type RetryPolicy = 'safe' | 'keyed' | 'unsafe' | 'token';
 
 export type TokenMode = 'cached' | 'fresh' | 'none';
 
@@ -53,6 +45,8 @@ export interface ServiceCall {
   idempotencyKey?: string;
   /** Name of the call in metrics and spans. @default 'request' */
   operation?: PaymentClientOperation;
+  /** Gives the call up while it waits (never once an attempt is on the wire). */
+  signal?: AbortSignal;
 }
 
 export interface ServiceAnswer {
@@ -100,16 +94,21 @@ export class PaymentRequestExecutor {
     const body = this.writeBody(call);
     let token: string | undefined;
     let renewedToken = false;
+    let previous: PaymentApiError | undefined;
     for (let retry = 0; ; ) {
       let answer: HttpAnswer | undefined;
       let failure: PaymentApiError | undefined;
       // Slot first, token second: a call may queue for minutes, and a token taken
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
-      const release = await this.limiter.acquire(call.limit, this.limitKey());
+      const release = await this.limiter.acquire(call.limit, this.limitKey(), call.signal).catch((error: unknown) => {
+        throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
+      });
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       try {
-        token ??= await this.tokenForCall(call);
+        token ??= await untilAborted(this.tokenForCall(call), call.signal);
+        // the last moment the call can be given up: past it, the request is on the wire
+        if (call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
         answer = await this.http.send({
           method: call.method,
           path: call.path,
@@ -119,6 +118,8 @@ export class PaymentRequestExecutor {
           bearerToken: token,
         });
       } catch (error) {
+        if (error instanceof PaymentAbortedError) throw error;
+        if (token === undefined && call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {
@@ -155,11 +156,14 @@ export class PaymentRequestExecutor {
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
+      previous = failure;
       observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
-      await this.runtime.clock.sleep(delayMs);
+      await untilAborted(this.runtime.clock.sleep(delayMs), call.signal).catch((error: unknown) => {
+        throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
+      });
     }
   }
 
@@ -318,28 +322,6 @@ export class PaymentRequestExecutor {
       path: call.path,
       idempotencyKey: call.idempotencyKey,
     });
-  }
-}
-
-export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolean {
-  const status = error.httpStatus;
-  if (error instanceof PaymentRateLimitError) return true;
-  if (error instanceof PaymentNetworkError) {
-    return policy === 'unsafe' ? !error.mayHaveReachedService : true;
-  }
-  switch (policy) {
-    case 'safe':
-    case 'token':
-      return status !== undefined && status >= 500;
-    case 'keyed':
-      return (
-        error.code === PaymentErrorCode.TOKEN_CREATION_FAILED ||
-        error.code === PaymentErrorCode.PAYMENT_CREATION_FAILED ||
-        // bare gateway errors (no service code): the idempotency key makes a repeat harmless
-        (status !== undefined && status >= 502 && error.code.startsWith('HTTP_'))
-      );
-    case 'unsafe':
-      return false;
   }
 }
 

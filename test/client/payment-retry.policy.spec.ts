@@ -8,7 +8,7 @@ import {
   type PaymentApiError,
 } from '../../lib/client/payment-api.errors.js';
 import { parseRetryAfter } from '../../lib/client/payment-http.client.js';
-import { isRetryable, type RetryPolicy } from '../../lib/client/payment-request.executor.js';
+import { isRetryable, type RetryPolicy } from '../../lib/client/payment-retry.policy.js';
 
 const server = (code: string, httpStatus: number) => new PaymentServerError({ code, httpStatus, message: code });
 const network = (mayHaveReachedService: boolean) =>

@@ -1,0 +1,48 @@
+import { PaymentAbortedError, PaymentClientErrorCode, type PaymentApiError } from './payment-api.errors.js';
+import type { ServiceCall } from './payment-request.executor.js';
+import { isRetryable } from './payment-retry.policy.js';
+
+/**
+ * `promise`, or a rejection with the signal's reason as soon as `signal` aborts. The promise
+ * itself goes on (a token request is shared with other calls); its outcome is then ignored.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) {
+      onAbort();
+      promise.catch(() => undefined);
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The call was given up before its next request left; `previous` is its last failed attempt, if any. */
+export function abortedCallError(call: ServiceCall, previous: PaymentApiError | undefined, account: string): PaymentAbortedError {
+  // the failures a refund may be retried after are the ones the service surely did not act on
+  const mayHaveReachedService = previous !== undefined && !isRetryable('unsafe', previous);
+  return new PaymentAbortedError({
+    account,
+    code: PaymentClientErrorCode.ABORTED,
+    message:
+      `${call.method} ${call.path} was aborted by its signal before ${previous === undefined ? 'it was sent' : 'its next attempt'}` +
+      (mayHaveReachedService ? '; an earlier attempt may have reached the service' : '; the service did not act on it'),
+    method: call.method,
+    path: call.path,
+    idempotencyKey: call.idempotencyKey,
+    mayHaveReachedService,
+    cause: previous,
+  });
+}

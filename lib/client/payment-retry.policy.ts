@@ -1,0 +1,36 @@
+import { PaymentErrorCode, PaymentNetworkError, PaymentRateLimitError, type PaymentApiError } from './payment-api.errors.js';
+
+/**
+ * How a call may be retried:
+ * - `safe`: reads; any network error, 5xx and 429.
+ * - `keyed`: payment creation with an idempotency key; PAY_5001, PAY_5002, 429,
+ *   network errors and bare 502/503/504 from proxies (no service code; a bare 500 is not
+ *   retried); never PAY_5003 (a real provider answer).
+ * - `unsafe`: refunds, payouts, anything not idempotent; only when the service surely
+ *   did not act: 429 and failures before the request was sent.
+ * - `token`: the token call; harmless to repeat.
+ */
+export type RetryPolicy = 'safe' | 'keyed' | 'unsafe' | 'token';
+
+/** Whether `error` may be retried under `policy` (the retry count is the caller's). */
+export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolean {
+  const status = error.httpStatus;
+  if (error instanceof PaymentRateLimitError) return true;
+  if (error instanceof PaymentNetworkError) {
+    return policy === 'unsafe' ? !error.mayHaveReachedService : true;
+  }
+  switch (policy) {
+    case 'safe':
+    case 'token':
+      return status !== undefined && status >= 500;
+    case 'keyed':
+      return (
+        error.code === PaymentErrorCode.TOKEN_CREATION_FAILED ||
+        error.code === PaymentErrorCode.PAYMENT_CREATION_FAILED ||
+        // bare gateway errors (no service code): the idempotency key makes a repeat harmless
+        (status !== undefined && status >= 502 && error.code.startsWith('HTTP_'))
+      );
+    case 'unsafe':
+      return false;
+  }
+}

@@ -1,0 +1,104 @@
+import 'reflect-metadata';
+import { PaymentAbortedError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { rejectionOf, SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
+import { waitFor } from '../support/wait.js';
+
+const REFUND = /^\/payment\/[^/]+\/refund$/;
+
+/**
+ * A signal gives a call up while it waits (rate-limit slot, token, backoff, Retry-After),
+ * never once its request is on the wire. The client runs on the simulator's clock; a
+ * wait lasts 400 ms of real time before the clock jumps, so a test can abort inside it.
+ */
+describe('PaymentGatewayService calls with an AbortSignal', () => {
+  let sim: PaymentServiceSimulator;
+  let client: PaymentGatewayService;
+  let clock: SimulatorClock;
+
+  async function start(options: PaymentModuleOptions = {}): Promise<void> {
+    sim = new PaymentServiceSimulator();
+    await sim.start();
+    const { clientId, clientSecret } = SANDBOX_CLIENT;
+    const resolved = resolvePaymentOptions({ baseUrl: sim.url, clientId, clientSecret, retryBaseDelayMs: 10, ...options });
+    clock = new SimulatorClock(sim, 400);
+    client = new PaymentGatewayService(resolved, { clock, random: () => 0.5 });
+  }
+
+  afterEach(async () => {
+    client?.onApplicationShutdown();
+    await sim?.stop();
+  });
+
+  async function succeededPayment(): Promise<string> {
+    sim.scriptNextPayment('succeed');
+    const payment = await client.createPayment({ amount: '10', currency: 'USD' });
+    return payment.trxId;
+  }
+
+  it('a refund waiting for a rate-limit slot is given up, sends nothing, and frees its place in the queue', async () => {
+    await start({ rateLimits: { moneyMovementPerMinute: 1 } });
+    const trxId = await succeededPayment();
+    await client.refundPayment(trxId, { amount: '1' });
+    const controller = new AbortController();
+    const waiting = rejectionOf(client.refundPayment(trxId, { amount: '2' }, { signal: controller.signal }));
+    controller.abort();
+    const error = await waiting;
+    expect(error).toBeInstanceOf(PaymentAbortedError);
+    expect(error).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false, method: 'POST' });
+    expect(error.message).toContain('before it was sent');
+    // the next refund gets the next slot (a minute of simulated time later); the aborted one never goes
+    await client.refundPayment(trxId, { amount: '3' });
+    expect(sim.requests.filter((r) => REFUND.test(r.route)).map((r) => (r.body as { amount?: string }).amount)).toEqual([
+      '1.00000000',
+      '3.00000000',
+    ]);
+  });
+
+  it('a refund answered 429 is given up during its Retry-After wait: one request, the service did not act', async () => {
+    await start();
+    const trxId = await succeededPayment();
+    sim.injectFault({ path: REFUND, kind: 'status', status: 429, retryAfterSeconds: 30 });
+    const controller = new AbortController();
+    const call = rejectionOf(client.refundPayment(trxId, { amount: '1' }, { signal: controller.signal }));
+    await waitFor('the 429 arrived', () => sim.requests.some((r) => REFUND.test(r.route)));
+    controller.abort();
+    const error = await call;
+    expect(error).toBeInstanceOf(PaymentAbortedError);
+    expect(error.mayHaveReachedService).toBe(false);
+    expect((error.cause as { code?: string }).code).toBe('RATE_LIMITED');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(sim.requests.filter((r) => REFUND.test(r.route))).toHaveLength(1);
+    expect(sim.refunds).toHaveLength(0);
+  });
+
+  it('a payment creation that timed out and is given up in its backoff says an attempt may have reached the service', async () => {
+    await start({ httpTimeoutMs: 300 });
+    sim.injectFault({ path: '/payment/create', kind: 'stall' });
+    const controller = new AbortController();
+    const call = rejectionOf(client.createPayment({ amount: '5', currency: 'USD' }, { idempotencyKey: 'order-7', signal: controller.signal }));
+    await waitFor('the first attempt timed out and the backoff began', () => clock.sleeps.length === 1);
+    controller.abort();
+    const error = await call;
+    expect(error).toBeInstanceOf(PaymentAbortedError);
+    expect(error).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-7' });
+    expect(error.message).toContain('may have reached the service');
+    expect(sim.requests.filter((r) => r.route === '/payment/create')).toHaveLength(1);
+  });
+
+  it('an aborted signal sends nothing, not even a token request; a signal that is not one is a validation error', async () => {
+    await start();
+    const error = await rejectionOf(client.createPayout({ amount: '1', currency: 'USD', recipient: { name: 'A' } }, { signal: AbortSignal.abort() }));
+    expect(error).toBeInstanceOf(PaymentAbortedError);
+    expect(await rejectionOf(client.listGateways({ signal: AbortSignal.abort() }))).toBeInstanceOf(PaymentAbortedError);
+    const bad = await rejectionOf(client.getPaymentStatus('trx_1', { signal: { aborted: false } as never }));
+    expect(bad).toBeInstanceOf(PaymentValidationError);
+    expect(Object.keys(bad.errors)).toEqual(['signal']);
+    expect(sim.requests).toHaveLength(0);
+    // a signal that never fires changes nothing
+    expect(await client.listGateways({ signal: new AbortController().signal })).toEqual(expect.any(Array));
+  });
+});
