@@ -3,6 +3,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentNetworkError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
 import {
@@ -153,7 +154,10 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
   it('names the account of a named forRoot() in every data point and span', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness();
-    const eu = new PaymentGatewayService({ ...h.options, account: 'eu' }, { clock: h.clock, random: () => 0.5 });
+    // a spread copy of resolved options carries no secret: resolve the account's own
+    const { clientId, clientSecret } = SANDBOX_CLIENT;
+    const euOptions = resolvePaymentOptions({ baseUrl: h.sim.url, clientId, clientSecret }, {}, 'eu');
+    const eu = new PaymentGatewayService(euOptions, { clock: h.clock, random: () => 0.5 });
     try {
       await eu.listGateways();
     } finally {
