@@ -135,8 +135,7 @@ export class InputChecker {
   extra(value: unknown, written: Readonly<Record<string, string>>): Record<string, unknown> | undefined {
     const extra = this.optionalObject('extra', value);
     for (const wire of Object.keys(extra ?? {})) {
-      const typed = written[wire];
-      if (typed !== undefined) this.add(`extra.${wire}`, `is written by the module; use ${typed} instead`);
+      if (Object.hasOwn(written, wire)) this.add(`extra.${wire}`, `is written by the module; use ${written[wire]} instead`);
     }
     return extra;
   }

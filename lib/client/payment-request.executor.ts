@@ -27,7 +27,6 @@ import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js'
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
 
-
 export type TokenMode = 'cached' | 'fresh' | 'none';
 
 export interface ServiceCall {

@@ -159,6 +159,9 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests).toHaveLength(0);
     const explained = await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD', extra: { idempotency_key: 'k' } }));
     expect(explained.message).toContain('use the idempotencyKey option instead');
+    // only the module's own wire fields are refused: a field named like an Object method is just sent
+    await h.client.createPayment({ amount: '1', currency: 'USD', extra: { toString: 'x', constructor: 'y' } });
+    expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({ toString: 'x', constructor: 'y' });
   });
 
   it('a request axios refuses before opening a connection is "never reached the service", not "may have"', async () => {
