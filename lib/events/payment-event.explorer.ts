@@ -13,7 +13,7 @@ type HandlerHost = Record<string | symbol, unknown>;
 
 /**
  * Finds every provider and controller method decorated with `@OnPaymentEvent` in the
- * whole application, once at module init, and fills the `PaymentEventHandlerRegistry`
+ * modules loaded at start-up (not in lazily loaded ones), once at module init, and fills the `PaymentEventHandlerRegistry`
  * the dispatchers read. Handlers are never registered on EventEmitter2, so each runs once
  * per event. A handler bound to an account that no `PaymentModule.forRoot()` registers
  * stops the boot.

@@ -13,9 +13,6 @@ import { type PaymentEventJobData, paymentEventJobId, toPaymentEventJobData } fr
 import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 
-const QUEUED: PaymentWebhookAck = Object.freeze({ received: true, queued: true });
-const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
-
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
  * dead-letter service reads and moves its failed jobs. Runs on the app's fail-fast Redis
@@ -83,10 +80,11 @@ export class PaymentEventQueue implements OnApplicationShutdown {
 
   /** The processed-check, then the job (unless the event was processed). */
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
-    if (await this.processedBefore(event.eventId)) return DUPLICATE;
+    // new answer objects each time: a host interceptor may add to them
+    if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
     const data = toPaymentEventJobData(this.account, event, receivedAt);
     await this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
-    return QUEUED;
+    return { received: true, queued: true };
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -9,6 +9,8 @@ import {
   Req,
   RequestMethod,
   type Type,
+  Version,
+  VERSION_NEUTRAL,
 } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { HttpAdapterHost } from '@nestjs/core';
@@ -47,6 +49,9 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
     constructor(@Inject(PaymentWebhookProcessor) private readonly webhooks: PaymentWebhookProcessor) {}
 
     @HttpCode(200)
+    // The service sends no version: with the host's versioning on (a default version, a version
+    // header or media type) the route would be 404 or move under /v1. `webhookDecorators` can set one.
+    @Version(VERSION_NEUTRAL)
     receive(@Req() request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
       return this.webhooks.process(request);
     }
@@ -62,10 +67,13 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
     provide: PAYMENT_WEBHOOK_ROUTE,
     inject: [PAYMENT_ACCOUNT_OPTIONS, PaymentAccountRegistry],
     useFactory: (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
+      const handler = PaymentWebhookController.prototype.receive;
       if (options.webhookSecrets.length === 0) {
+        // another app built from the same forRoot() result may have placed the route
+        Reflect.deleteMetadata(PATH_METADATA, handler);
+        Reflect.deleteMetadata(METHOD_METADATA, handler);
         return {};
       }
-      const handler = PaymentWebhookController.prototype.receive;
       const path = options.webhookPath; // already without leading/trailing slashes
       accounts.registerWebhookPath(options.account, path);
       Reflect.defineMetadata(PATH_METADATA, path, handler);

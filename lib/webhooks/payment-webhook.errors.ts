@@ -23,6 +23,7 @@ export const PaymentWebhookErrorCode = {
   QUEUE_UNAVAILABLE: 'WEBHOOK_QUEUE_UNAVAILABLE',
   RECONCILIATION_FAILED: 'WEBHOOK_RECONCILIATION_FAILED',
   BAD_REQUEST: 'WEBHOOK_BAD_REQUEST',
+  UNKNOWN_ACCOUNT: 'WEBHOOK_UNKNOWN_ACCOUNT',
   INTERNAL_ERROR: 'WEBHOOK_INTERNAL_ERROR',
 } as const;
 
@@ -114,6 +115,17 @@ export class WebhookSecretNotConfiguredError extends PaymentWebhookError {
       500,
       'No webhook secret is configured (set PAYMENT_WEBHOOK_SECRET or the webhookSecret option)',
     );
+  }
+}
+
+/**
+ * `PaymentWebhookReceiver.receive(request, account)` named an account no `forRoot()` registers
+ * (404: a host route keyed on `/:account` was called with another name).
+ */
+export class WebhookUnknownAccountError extends PaymentWebhookError {
+  override readonly name = 'WebhookUnknownAccountError';
+  constructor(readonly account: string) {
+    super(PaymentWebhookErrorCode.UNKNOWN_ACCOUNT, 404, 'No payment account receives webhooks under this name');
   }
 }
 

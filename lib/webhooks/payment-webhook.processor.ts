@@ -37,9 +37,6 @@ export interface PaymentWebhookAck {
   queued?: true;
 }
 
-const RECEIVED: PaymentWebhookAck = Object.freeze({ received: true });
-const DUPLICATE: PaymentWebhookAck = Object.freeze({ received: true, duplicate: true });
-const OTHER_ENVIRONMENT: PaymentWebhookAck = Object.freeze({ received: true, ignored: 'environment' });
 
 /** The `environment` value of live events; sandbox events use any other value. */
 const LIVE_EVENT_ENVIRONMENT = 'production';
@@ -109,7 +106,8 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
       if (this.isFromOtherEnvironment(event)) {
         this.warnOtherEnvironment(event);
         outcome = 'ignored';
-        ack = OTHER_ENVIRONMENT;
+        // a new object per answer: a host interceptor may add to it
+        ack = { received: true, ignored: 'environment' };
       } else if (this.queue) {
         // queue mode: answered once Redis holds the event; a worker runs the handlers
         ack = await this.queue.enqueue(event);
@@ -119,7 +117,7 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
         const result = await this.deduplicator.run(key, this.dedupe, this.dispatchEvent, event);
         const duplicate = result === ALREADY_PROCESSED;
         outcome = duplicate ? 'duplicate' : 'handled';
-        ack = duplicate ? DUPLICATE : RECEIVED;
+        ack = duplicate ? { received: true, duplicate: true } : { received: true };
       }
     } catch (error) {
       this.telemetry.failed(event, error, startedAt, span);

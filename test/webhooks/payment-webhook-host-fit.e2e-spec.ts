@@ -6,23 +6,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type ArgumentsHost,
+  type CallHandler,
   type CanActivate,
   Catch,
   Controller,
   type ExecutionContext,
   Get,
+  HttpCode,
   HttpException,
   Injectable,
+  Module,
+  type NestInterceptor,
+  Param,
+  Post,
+  Req,
   SetMetadata,
+  VersioningType,
 } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { APP_FILTER, APP_GUARD, BaseExceptionFilter, DiscoveryService, Reflector } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, BaseExceptionFilter, DiscoveryService, NestFactory, Reflector } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { map, type Observable } from 'rxjs';
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { PaymentEventHandlerError } from '../../lib/events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { WebhookHandlerFailedError } from '../../lib/webhooks/payment-webhook.errors.js';
+import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
+import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { startChildApp } from '../support/child-app.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
@@ -73,6 +86,31 @@ class HostListeners {
   @OnEvent('payment-gateway.payment.succeeded')
   onPayment(event: AnyPaymentEvent): void {
     this.paymentEvents.push(event.eventId);
+  }
+}
+
+/** A host interceptor that stamps every answer body (audit fields, envelopes, ...). */
+@Injectable()
+class StampingInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      map((body: Record<string, unknown>) => {
+        body.servedBy = 'host';
+        return body;
+      }),
+    );
+  }
+}
+
+/** A host route per account name, taken from the URL. */
+@Controller('hooks')
+class PerAccountWebhookController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  @Post(':account')
+  @HttpCode(200)
+  receive(@Req() request: PaymentWebhookRequest, @Param('account') account: string) {
+    return this.receiver.receive(request, account);
   }
 }
 
@@ -266,6 +304,77 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         await w.close();
       }
     });
+  });
+
+  describe("the host's versioning", () => {
+    it.each([
+      ['a version header with a default version', { type: VersioningType.HEADER, header: 'x-api-version', defaultVersion: '1' }],
+      ['a media type version with a default version', { type: VersioningType.MEDIA_TYPE, key: 'v=', defaultVersion: '1' }],
+      ['URI versions with a default version', { type: VersioningType.URI, defaultVersion: '1' }],
+    ] as const)('%s: the route stays at its path and takes the service, which sends no version', async (_label, versioning) => {
+      const w = await startWebhookApp({ adapter, configure: (app) => app.enableVersioning(versioning) });
+      try {
+        const body = envelope();
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+        expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+      } finally {
+        await w.close();
+      }
+    });
+  });
+
+  it('a global interceptor that adds to the answer body: 200 with its field, for handled and duplicate deliveries alike', async () => {
+    const w = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_INTERCEPTOR, useClass: StampingInterceptor }] });
+    try {
+      const body = envelope();
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true, servedBy: 'host' } });
+      const again = await postWebhook(w.url, body);
+      expect(again).toMatchObject({ status: 200, json: { received: true, duplicate: true, servedBy: 'host' } });
+      // and no answer leaks into the next one
+      expect((await postWebhook(w.url, envelope())).json).toEqual({ received: true, servedBy: 'host' });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a host route keyed on the account name answers 404 WEBHOOK_UNKNOWN_ACCOUNT for a name no forRoot() registers', async () => {
+    const w = await startWebhookApp({ adapter, mount: 'host route', controllers: [PerAccountWebhookController] });
+    try {
+      expect(await postWebhook(w.url, envelope(), { path: 'hooks/default' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(w.url, envelope(), { path: 'hooks/nope' })).toMatchObject({
+        status: 404,
+        json: { statusCode: 404, code: 'WEBHOOK_UNKNOWN_ACCOUNT' },
+      });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('one forRoot() result serving two apps in turn: the second, without a secret, has no route (404)', async () => {
+    let secret: string | undefined = WEBHOOK_SECRET;
+    @Module({ imports: [PaymentModule.forRootAsync({ useFactory: () => ({ baseUrl: 'http://127.0.0.1:9', webhookSecret: secret }) })] })
+    class SharedAppModule {}
+    const boot = async () => {
+      const app = await NestFactory.create(SharedAppModule, adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(), {
+        rawBody: true,
+        logger: false,
+      });
+      await app.listen(0, '127.0.0.1');
+      return { app, url: `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}` };
+    };
+    const first = await boot();
+    try {
+      expect((await postWebhook(first.url, envelope())).status).toBe(200);
+    } finally {
+      await first.app.close();
+    }
+    secret = undefined;
+    const second = await boot();
+    try {
+      expect((await postWebhook(second.url, envelope())).status).toBe(404);
+    } finally {
+      await second.app.close();
+    }
   });
 
   describe("the host's EventEmitterModule", () => {
