@@ -9,6 +9,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { loadBullMq } from './bullmq.loader.js';
 import { PaymentEventQueue } from './payment-event-queue.js';
 import { PaymentEventWorker } from './payment-event.worker.js';
+import { queueRedisProbe } from './payment-queue.health.js';
 
 /**
  * One account's queue-mode providers. The processing mode is only known once the options
@@ -29,8 +30,10 @@ export function createPaymentQueueProviders(): Provider[] {
       ): PaymentEventQueue | null => {
         if (options.processing !== 'queue') return null;
         // validation guarantees a URL in queue mode
-        const queue = new PaymentEventQueue(loadBullMq(), options, store, connections.client(options.queueRedisUrl!, options.redisTimeoutMs));
+        const connection = connections.client(options.queueRedisUrl!, options.redisTimeoutMs);
+        const queue = new PaymentEventQueue(loadBullMq(), options, store, connection);
         accounts.attachQueue(options.account, queue);
+        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!));
         return queue;
       },
     },

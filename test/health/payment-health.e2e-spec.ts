@@ -7,7 +7,7 @@ import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { SANDBOX_CLIENT } from '../support/client-simulator.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 /** The README's recipe: `GET /health` with terminus; `/health/auth` also checks the credentials. */
 @Controller('health')
@@ -127,6 +127,30 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
     expect(down.status).toBe(503);
     expect(down.body.error.payments.accounts.default.store).toMatchObject({ status: 'down', kind: 'redis', url: `redis://:[redacted]@127.0.0.1:${port}` });
     expect(JSON.stringify(down.body)).not.toContain(password);
+  });
+
+  it('in queue mode with a Redis of its own for the queue, reports the queue down while that Redis is (store up)', async () => {
+    const redis = await startRedisServer();
+    try {
+      const password = 'qu3ue-own-pa55word';
+      const port = await unusedLoopbackPort();
+      const queueRedisUrl = `redis://:${password}@127.0.0.1:${port}`;
+      w = await healthApp({ processing: 'queue', queueWorker: false, redisUrl: redis.url, queueRedisUrl });
+      // what the service meets: every delivery is refused 503
+      expect((await postWebhook(w.url, envelope())).json.code).toBe('WEBHOOK_QUEUE_UNAVAILABLE');
+      const down = await getHealth(w);
+      expect(down.status).toBe(503);
+      expect(down.body.error.payments.reason).toMatch(/^default\/queue: Redis is not connected/);
+      expect(down.body.error.payments.accounts.default).toMatchObject({
+        store: { status: 'up', kind: 'redis' },
+        queue: { status: 'down', code: 'WEBHOOK_QUEUE_UNAVAILABLE', url: `redis://:[redacted]@127.0.0.1:${port}` },
+      });
+      expect(JSON.stringify(down.body)).not.toContain(password);
+    } finally {
+      await w?.close();
+      w = undefined;
+      await redis.stop();
+    }
   });
 
   it('in queue mode with only the queue URL, names that URL (redacted) for the store built on it', async () => {
