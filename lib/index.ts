@@ -89,6 +89,7 @@ export { parseWebhookEnvelope } from './webhooks/payment-webhook-envelope.js';
 export {
   PaymentWebhookError,
   PaymentWebhookErrorCode,
+  WebhookHandlerFailedError,
   WebhookSignatureError,
 } from './webhooks/payment-webhook.errors.js';
 export type { PaymentWebhookErrorBody } from './webhooks/payment-webhook.errors.js';
@@ -124,7 +125,7 @@ export type {
   SubaccountPayoutFailedEventData,
   UnknownPaymentEvent,
 } from './events/payment-event.types.js';
-export { PaymentEventHandlerError, PaymentEventReconciliationError } from './events/payment-event.errors.js';
+export { InvalidPaymentEventPatternError, PaymentEventHandlerError, PaymentEventReconciliationError } from './events/payment-event.errors.js';
 export type { PaymentEventHandlerFailure } from './events/payment-event.errors.js';
 export { paymentEventEmitterName } from './events/payment-event.dispatcher.js';
 

@@ -1,4 +1,4 @@
-/** `@OnPaymentEvent` got something that is not a known event type, a family wildcard or `'*'`. */
+/** `@OnPaymentEvent` got something that is not a known event type, a family wildcard or `'*'`. @publicApi */
 export class InvalidPaymentEventPatternError extends TypeError {
   override readonly name = 'InvalidPaymentEventPatternError';
   readonly code = 'PAYMENT_EVENT_PATTERN_INVALID';

@@ -4,6 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js'
 import { isObservable, lastValueFrom } from 'rxjs';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { paymentEnvName } from '../config/payment-env.js';
 import type { PaymentEventHandler } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './payment-event-metadata.accessor.js';
@@ -46,6 +47,26 @@ export class PaymentEventExplorer implements OnModuleInit {
     this.assertBoundAccountsExist();
     if (this.registry.size > 0) {
       this.logger.log(`${this.registry.size} @OnPaymentEvent handler(s) registered`);
+      this.warnAccountsWithoutSecret();
+    }
+  }
+
+  /**
+   * Handlers wait for an inline account that has no webhook secret: no delivery can be verified
+   * (the module's route is not even registered: 404), so the service's events never reach them.
+   * Documented, but silent until the first lost event; a queue-mode account may be a worker-only
+   * instance, which needs no secret.
+   */
+  private warnAccountsWithoutSecret(): void {
+    for (const name of this.accounts?.names() ?? []) {
+      const { options } = this.accounts!.require(name);
+      if (options.webhookSecrets.length > 0 || options.processing === 'queue') continue;
+      const waiting = this.registry.list().filter((handler) => handler.bindings.some((b) => b.account === undefined || b.account === name));
+      if (waiting.length === 0) continue;
+      this.logger.warn(
+        `Account '${name}' has ${waiting.length} @OnPaymentEvent handler(s) but no webhook secret (${paymentEnvName('webhookSecret', name)}): ` +
+          'no webhook can be verified, so no event reaches them (the module route answers 404)',
+      );
     }
   }
 

@@ -211,7 +211,11 @@ export class WebhookEventInFlightError extends PaymentWebhookError {
   }
 }
 
-/** A handler failed; the claim was released so the next delivery runs the handlers again (500). */
+/**
+ * A handler failed; the claim was released so the next delivery runs the handlers again (500).
+ * The `cause` of the exception a host filter receives; its own `cause` is the `PaymentEventHandlerError`.
+ * @publicApi
+ */
 export class WebhookHandlerFailedError extends PaymentWebhookError {
   override readonly name = 'WebhookHandlerFailedError';
   constructor(options?: { cause?: unknown }) {

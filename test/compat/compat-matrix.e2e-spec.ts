@@ -366,7 +366,9 @@ describe('TypeScript consumers against the installed typings', () => {
   interface TypeCheck {
     label: string;
     install: AppDir;
-    module: 'nodenext' | 'node16';
+    module: 'nodenext' | 'node16' | 'commonjs';
+    /** @default module */
+    moduleResolution?: 'node10';
     skipLibCheck: boolean;
     files: string[];
   }
@@ -379,6 +381,9 @@ describe('TypeScript consumers against the installed typings', () => {
     // ESM-only Nest 12 are reported inside node_modules unless skipLibCheck (Nest CLI default);
     // a .cts file cannot import Nest 12 at all under node16, whatever this package does
     { label: 'Nest 12, node16 + skipLibCheck', install: 'nest12-esm', module: 'node16', skipLibCheck: true, files: ESM },
+    // the classic CommonJS setting of older Nest CLI apps (skipLibCheck on): no `exports`
+    // support, so ./testing resolves through typesVersions
+    { label: 'Nest 11, commonjs + node10 resolution', install: 'nest11-cjs', module: 'commonjs', moduleResolution: 'node10', skipLibCheck: true, files: ['consumer.ts'] },
   ];
   const results = new Map<string, Promise<string>>();
 
@@ -390,11 +395,12 @@ describe('TypeScript consumers against the installed typings', () => {
       const dir = appDirs.get(check.install)!;
       await copyFile(consumer, join(dir, 'consumer.mts'));
       await copyFile(consumer, join(dir, 'consumer.cts'));
+      await copyFile(consumer, join(dir, 'consumer.ts'));
       const tsconfig = {
         compilerOptions: {
           target: 'ES2022',
           module: check.module,
-          moduleResolution: check.module,
+          moduleResolution: check.moduleResolution ?? check.module,
           strict: true,
           experimentalDecorators: true,
           emitDecoratorMetadata: true,

@@ -72,6 +72,20 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
   });
 
+  it('handlers without a webhook secret: one warning at boot naming the variable; none once a secret is set', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { webhookSecret: undefined } });
+    const warnings = logger.lines.filter((l) => l.level === 'warn' && l.message.includes('no webhook secret'));
+    expect(warnings).toEqual([
+      expect.objectContaining({ context: 'PaymentEvents', message: expect.stringContaining("Account 'default' has 2 @OnPaymentEvent handler(s) but no webhook secret (PAYMENT_WEBHOOK_SECRET)") }),
+    ]);
+    expect((await postWebhook(w.url, envelope())).status).toBe(404);
+    await w.close();
+    const quiet = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger: quiet });
+    expect(quiet.lines.filter((l) => l.message.includes('no webhook secret'))).toEqual([]);
+  });
+
   it('a host route without a webhook secret answers 500 and says so once at error, then at debug', async () => {
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', payment: { webhookSecret: undefined } });
