@@ -1,4 +1,5 @@
 import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
 import { recordSpanError } from './payment-handler.tracing.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
@@ -76,8 +77,9 @@ export class PaymentClientCallTelemetry {
   /** The attempt failed with `code` and is repeated after `delayMs`. */
   retrying(code: string, delayMs: number): void {
     this.retries++;
-    this.instruments?.clientRetries.add(1, { operation: this.operation, code, account: this.account });
-    this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: code, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
+    const known = metricCode(code);
+    this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
+    this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
   }
 
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
@@ -104,9 +106,18 @@ export class PaymentClientCallTelemetry {
   }
 }
 
+/** Codes kept as they are in metrics; any other (a proxy's per-request code, say) is `other`, so series stay few. */
+const KNOWN_CODES: ReadonlySet<string> = new Set([...Object.values(PaymentErrorCode), ...Object.values(PaymentClientErrorCode)]);
+const KNOWN_CODE_PATTERN = /^(PAY_\d{4}|HTTP_\d{3})$/;
+
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code !== '' ? code : UNEXPECTED_ERROR_CODE;
+  if (typeof code !== 'string' || code === '') return UNEXPECTED_ERROR_CODE;
+  return metricCode(code);
+}
+
+function metricCode(code: string): string {
+  return KNOWN_CODES.has(code) || KNOWN_CODE_PATTERN.test(code) ? code : 'other';
 }
 
 function statusOf(error: unknown): number | undefined {

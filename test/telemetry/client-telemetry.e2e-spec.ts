@@ -151,6 +151,18 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     );
   });
 
+  it('counts codes the spec does not know as other: an answer cannot add a series per request', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness({ maxRetries: 0 });
+    for (const code of ['WAF_BLOCK_4f1c', 'WAF_BLOCK_9a2e', 'PAY_9999']) {
+      h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 400, code });
+      await rejectionOf(h.client.listGateways());
+    }
+    const points = counterPoints(await otel.collect(), PaymentMetricName.CLIENT_REQUESTS).filter((p) => p.outcome === 'error');
+    expect(points.map((p) => [p.code, p.value])).toEqual(expect.arrayContaining([['other', 2], ['PAY_9999', 1]]));
+    expect(points).toHaveLength(2);
+  });
+
   it('names the account of a named forRoot() in every data point and span', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness();
