@@ -1,4 +1,5 @@
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PAYMENT_ENV_VARIABLES, paymentEnvPrefix } from '../config/payment-env.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 
 /** Letters, digits, '.', '_' and '-', starting with a letter or digit: safe in env names, paths and store keys. */
@@ -18,5 +19,21 @@ export function assertPaymentAccountName(name: unknown, where: string): asserts 
 export function resolvePaymentAccountName(account: unknown): string {
   if (account === undefined) return DEFAULT_PAYMENT_ACCOUNT;
   assertPaymentAccountName(account, 'PaymentModule.forRoot()');
+  assertOwnEnvPrefix(account);
   return account;
+}
+
+/**
+ * An account whose `PAYMENT_<ACCOUNT>_` prefix starts a variable of the default account would
+ * read it as its own: account `queue` would take `PAYMENT_QUEUE_REDIS_URL` for its `redisUrl`,
+ * account `webhook` the default account's `PAYMENT_WEBHOOK_SECRET` for its secret.
+ */
+function assertOwnEnvPrefix(account: string): void {
+  const prefix = paymentEnvPrefix(account);
+  const taken = Object.values(PAYMENT_ENV_VARIABLES).filter((name) => name.startsWith(prefix));
+  if (taken.length === 0) return;
+  throw new PaymentConfigurationError(
+    [`PaymentModule.forRoot(): account '${account}' would read ${prefix}* variables, among them ${taken.join(', ')} of the default account: choose another name`],
+    account,
+  );
 }

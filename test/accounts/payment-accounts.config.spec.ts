@@ -160,6 +160,24 @@ describe('named account configuration', () => {
     }
   });
 
+  it.each([
+    ['queue', 'PAYMENT_QUEUE_REDIS_URL'],
+    ['webhook', 'PAYMENT_WEBHOOK_SECRET'],
+    ['Redis', 'PAYMENT_REDIS_URL'],
+    ['client', 'PAYMENT_CLIENT_SECRET'],
+  ])("refuses account '%s', whose variables would include the default account's %s", (name, taken) => {
+    let error: PaymentConfigurationError | undefined;
+    try {
+      PaymentModule.forRoot({ account: name });
+    } catch (e) {
+      error = e as PaymentConfigurationError;
+    }
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect(error!.message).toContain(taken);
+    // names that only look alike stay allowed
+    expect(() => PaymentModule.forRoot({ account: `${name}s` })).not.toThrow();
+  });
+
   it('refuses a handler bound to an account no module registers', async () => {
     restore = withEnv({});
     @Injectable()
