@@ -18,13 +18,18 @@ interface BodyParserError {
   code?: string;
 }
 
-/** True when `urlPath` (no query) is the webhook route, under any global prefix. */
-export function isWebhookPath(urlPath: string, webhookPath: string): boolean {
+/**
+ * True when `urlPath` (no query) is the webhook route: `/<webhookPath>`, or the same under the
+ * app's global prefix. A host route that merely ends the same way (`/legacy/payments/webhook`)
+ * is the host's.
+ */
+export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = ''): boolean {
   let end = urlPath.length;
   while (end > 1 && urlPath[end - 1] === '/') end--;
   const p = urlPath.slice(0, end);
-  const suffix = `/${webhookPath}`;
-  return p === suffix || p.endsWith(suffix);
+  if (p === `/${webhookPath}`) return true;
+  const prefix = globalPrefix.replace(/^\/+|\/+$/g, '');
+  return prefix !== '' && p === `/${prefix}/${webhookPath}`;
 }
 
 function pathOf(url: string | undefined): string {
@@ -52,21 +57,25 @@ export function bodyParserErrorBody(error: BodyParserError): PaymentWebhookError
   }
 }
 
+/** The route's path test: the global prefix is read per request (it is set after the module is built). */
+type WebhookPathTest = (urlPath: string) => boolean;
+
 /** Installs the adapter-level error shaping for `webhookPath` (Express or Fastify; others untouched). */
-export function installWebhookBodyErrorHandler(adapter: HttpServer, webhookPath: string): void {
+export function installWebhookBodyErrorHandler(adapter: HttpServer, webhookPath: string, globalPrefix: () => string = () => ''): void {
   const type = (adapter as { getType?: () => string }).getType?.();
+  const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
   if (type === 'express') {
-    installExpress(adapter, webhookPath);
+    installExpress(adapter, isWebhook);
   } else if (type === 'fastify') {
-    installFastify(adapter, webhookPath);
+    installFastify(adapter, isWebhook);
   }
 }
 
-function installExpress(adapter: HttpServer, webhookPath: string): void {
+function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest): void {
   // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   const handler = (error: BodyParserError, req: { url?: string; originalUrl?: string }, res: any, next: (e?: unknown) => void): void => {
-    const body = isWebhookPath(pathOf(req.originalUrl ?? req.url), webhookPath) ? bodyParserErrorBody(error) : undefined;
+    const body = isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
     if (!body || res.headersSent) {
       next(error);
       return;
@@ -79,12 +88,12 @@ function installExpress(adapter: HttpServer, webhookPath: string): void {
 /** Statuses a Fastify content-type parser can produce. */
 const PARSER_STATUSES = new Set([400, 413, 415]);
 
-function installFastify(adapter: HttpServer, webhookPath: string): void {
+function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
   // instance's error handler without a code; add it on the way out, for this path only.
   instance.addHook('onSend', (request: { url?: string }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
-    if (!PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhookPath(pathOf(request.url), webhookPath)) {
+    if (!PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
       done(null, payload);
       return;
     }

@@ -13,7 +13,7 @@ import {
   VERSION_NEUTRAL,
 } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
-import { HttpAdapterHost } from '@nestjs/core';
+import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
@@ -95,12 +95,13 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
   constructor(
     @Inject(PAYMENT_WEBHOOK_ROUTE) private readonly route: PaymentWebhookRoute,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly appConfig: ApplicationConfig,
   ) {}
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
     if (this.route.path !== undefined && adapter) {
-      installWebhookBodyErrorHandler(adapter, this.route.path);
+      installWebhookBodyErrorHandler(adapter, this.route.path, () => this.appConfig.getGlobalPrefix());
     }
   }
 }

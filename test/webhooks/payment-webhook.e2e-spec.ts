@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { waitFor } from '../support/wait.js';
@@ -288,6 +289,26 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       expect(w.handlers.count('payment.*', big.eventId as string)).toBe(1);
       const tooBig = envelope('payment.succeeded', { padding: 'x'.repeat(1024 * 1024) });
       expect(await postWebhook(w.url, tooBig)).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("leaves the parser errors of a host route that only ends like the webhook path as the host's", async () => {
+    @Controller('legacy/payments')
+    class LegacyHooks {
+      @Post('webhook')
+      @HttpCode(200)
+      receive(@Body() body: unknown) {
+        return { legacy: body };
+      }
+    }
+    const w = await startWebhookApp({ adapter, controllers: [LegacyHooks] });
+    try {
+      const legacy = await postWebhook(w.url, '{broken', { path: 'legacy/payments/webhook', signature: null });
+      expect(legacy.status).toBe(400);
+      expect(String(legacy.json?.code)).not.toMatch(/^WEBHOOK_/);
+      expect(await postWebhook(w.url, '{broken')).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
     } finally {
       await w.close();
     }
