@@ -7,8 +7,8 @@ import { join } from 'node:path';
  */
 
 /**
- * The `require` that loads an optional peer: the compiled package's own (it is CommonJS);
- * the ESM test run has none, so one resolving from the working directory.
+ * The `require` that loads an optional peer: the CommonJS build's own; the ES module build
+ * (and the ESM test run) has none, so one resolving from the working directory, the app's.
  */
 export function peerRequire(): NodeJS.Require {
   return typeof require === 'function' ? require : createRequire(join(process.cwd(), 'noop.js'));

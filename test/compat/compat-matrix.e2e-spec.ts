@@ -143,7 +143,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the packed tarball', () => {
-  it('ships the CommonJS build with typings for . and ./testing, the licence, and nothing else', () => {
+  it('ships the CommonJS and the ES module builds with typings for . and ./testing, the licence, and nothing else', () => {
     expect(packedFiles).toEqual(
       expect.arrayContaining([
         'package.json',
@@ -152,10 +152,15 @@ describe('the packed tarball', () => {
         'dist/index.d.ts',
         'dist/testing/index.js',
         'dist/testing/index.d.ts',
+        'dist/esm/package.json',
+        'dist/esm/index.js',
+        'dist/esm/index.d.ts',
+        'dist/esm/testing/index.js',
+        'dist/esm/testing/index.d.ts',
       ]),
     );
     const unexpected = packedFiles.filter(
-      (path) => !['package.json', 'README.md', 'LICENSE'].includes(path) && !/^dist\/.+\.(js|d\.ts)$/.test(path),
+      (path) => !['package.json', 'README.md', 'LICENSE', 'dist/esm/package.json'].includes(path) && !/^dist\/.+\.(js|d\.ts)$/.test(path),
     );
     expect(unexpected).toEqual([]);
   });
@@ -237,9 +242,11 @@ describe.each(CASES)('$label', (matrixCase) => {
     // Nest 11 hosts keep their event-emitter 3.x, and the package works with it
     expect(ready.hostEventEmitter).toEqual(expect.stringMatching(matrixCase.nestMajor === 11 ? /^3\./ : /^12\./));
     expect(ready.adapter).toBe(matrixCase.adapter);
-    // loaded from the installed tarball, never from the repository sources
+    // loaded from the installed tarball, never from the repository sources: an ESM app imports
+    // the ES module build, a CommonJS app requires the CommonJS one
     const entry = String(ready.packageEntry);
-    expect(entry).toMatch(/node_modules[\\/]nestjs-payment-gateway[\\/]dist[\\/]index\.js$/);
+    const build = matrixCase.moduleSystem === 'esm' ? 'dist[\\\\/]esm' : 'dist';
+    expect(entry).toMatch(new RegExp(`node_modules[\\\\/]nestjs-payment-gateway[\\\\/]${build}[\\\\/]index\\.js$`));
     expect(entry).toContain(workDir!);
   });
 
@@ -353,6 +360,25 @@ describe.each([
   it('shuts both instances down cleanly (the Redis connection is closed on app.close())', async () => {
     for (const instance of instances) expect(await instance.stop()).toEqual({ code: 0, signal: null });
   });
+});
+
+/**
+ * A NestJS 12 ESM app's own jest e2e test (jest's ESM mode, as the README suggests): jest's
+ * module runtime cannot require() an ES module, so this works only because such an app
+ * imports the package's ES module build. The repo's jest runs it, rooted in the temp app, so
+ * every import resolves from the app's node_modules.
+ */
+describe('a jest e2e test of a NestJS 12 ESM app', () => {
+  it('imports the installed package and its simulator and creates a payment', async () => {
+    if (appDirs.size === 0) throw new Error('matrix setup failed (see the first error of this file)');
+    const dir = appDirs.get('nest12-esm')!;
+    await copyFile(join(repoRoot, 'test', 'compat', 'fixtures', 'compat-jest.test.mjs'), join(dir, 'payment.e2e.test.mjs'));
+    const jest = join(repoRoot, 'node_modules', 'jest', 'bin', 'jest.js');
+    const config = JSON.stringify({ rootDir: dir, testMatch: ['<rootDir>/payment.e2e.test.mjs'], transform: {}, cache: false });
+    const env = { ...childEnv(), NODE_OPTIONS: '--experimental-vm-modules' };
+    const { stdout, stderr } = await run(process.execPath, [jest, '--config', config, '--ci', '--colors=false'], dir, env);
+    expect(`${stdout}${stderr}`).toMatch(/Tests:\s+1 passed, 1 total/);
+  }, 120_000);
 });
 
 /**

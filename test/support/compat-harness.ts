@@ -78,7 +78,14 @@ export async function buildAndPack(repoRoot: string, workDir: string): Promise<P
   await mkdir(stage, { recursive: true });
   const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
   const buildConfig = join(repoRoot, 'tsconfig.build.json');
+  // what `npm run build` does: the CommonJS build, then the ES module build in dist/esm
   await run(process.execPath, [tsc, '-p', buildConfig, '--outDir', join(stage, 'dist')], repoRoot);
+  await run(
+    process.execPath,
+    [tsc, '-p', buildConfig, '--module', 'es2022', '--moduleResolution', 'bundler', '--outDir', join(stage, 'dist', 'esm')],
+    repoRoot,
+  );
+  await writeFile(join(stage, 'dist', 'esm', 'package.json'), '{ "type": "module" }\n');
   const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { files?: string[] };
   await copyFile(join(repoRoot, 'package.json'), join(stage, 'package.json'));
   // what `files` lists, plus what npm always packs from the root (README, LICENSE/LICENCE)
