@@ -25,6 +25,9 @@ export class SimulatorServer {
   private readonly sockets = new Set<Socket>();
   private readonly stalled = new Set<ServerResponse>();
   private server?: Server;
+  private starting?: Promise<void>;
+  /** The port of the first start, taken again by a restart. */
+  private firstPort?: number;
   private baseUrl?: string;
   private connections = 0;
 
@@ -55,8 +58,19 @@ export class SimulatorServer {
     return this.connections;
   }
 
-  async start(): Promise<void> {
-    if (this.server) return;
+  /**
+   * Listens (once: concurrent calls share the start). A restart after `stop()` takes the port of
+   * the first start again, so an app configured with `url` reaches it ("service down, then back").
+   */
+  start(): Promise<void> {
+    if (this.server) return Promise.resolve();
+    this.starting ??= this.listen().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async listen(): Promise<void> {
     const server = createServer((req, res) => {
       this.onRequest(req, res).catch((err: unknown) => {
         // Last resort: a handler bug must not take the simulator down.
@@ -76,19 +90,21 @@ export class SimulatorServer {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.options.port ?? 0, this.host, () => {
+      server.listen(this.options.port ?? this.firstPort ?? 0, this.host, () => {
         server.off('error', reject);
         resolve();
       });
     });
     const addr = server.address();
     if (!addr || typeof addr === 'string') throw new Error('Simulator did not get a TCP address');
+    this.firstPort ??= addr.port;
     this.server = server;
     this.baseUrl = `http://${this.host.includes(':') ? `[${this.host}]` : this.host}:${addr.port}`;
   }
 
-  /** Closes the server and every connection, stalled ones included. */
+  /** Closes the server and every connection, stalled ones included (after a start still under way). */
   async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
     const server = this.server;
     this.server = undefined;
     if (!server) return;

@@ -27,6 +27,10 @@ interface EventEntry {
   envelope: PaymentEventEnvelope;
   body: string;
   resourceKey: string;
+  /** Re-triggers so far: they are numbered after the schedule's 6 attempts (7, 8, ...). */
+  retriggers?: number;
+  /** A scheduled retry is armed: a failed re-trigger leaves the event to it, not abandoned. */
+  retryArmed?: boolean;
 }
 
 interface Job {
@@ -60,6 +64,8 @@ export class SimulatorWebhookDeliverer {
   private readonly busy = new Set<number>();
   private readonly held = new Map<string, string[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Re-triggers not sent yet: stop() rejects them. */
+  private readonly pendingRetriggers = new Set<{ reject: (error: Error) => void }>();
   private readonly inFlight = new Set<{ destroy(error?: Error): void }>();
   // Own keep-alive agents, destroyed on stop, so no socket outlives the simulator.
   private httpAgent = new HttpAgent({ keepAlive: true });
@@ -123,19 +129,25 @@ export class SimulatorWebhookDeliverer {
     if (!this.deps.target(entry.state.merchantId)?.webhookUrl) {
       return Promise.reject(new Error(`Merchant ${entry.state.merchantId} has no webhook URL`));
     }
-    return new Promise((resolve) => {
-      this.push(entry.state.merchantId, {
-        eventId,
-        attempt: entry.state.attempts + 1,
-        copies: 0,
-        concurrentCopies: false,
-        manual: resolve,
-      });
+    if (this.stopped) return Promise.reject(new Error('The simulator is stopped: start it before re-triggering'));
+    entry.retriggers = (entry.retriggers ?? 0) + 1;
+    const attempt = SPEC_MAX_ATTEMPTS + entry.retriggers;
+    return new Promise((resolve, reject) => {
+      // settled by its attempt, or rejected by stop(): a test awaiting it never hangs
+      const pending = { reject };
+      this.pendingRetriggers.add(pending);
+      const manual = (record: SimulatorDeliveryRecord) => {
+        this.pendingRetriggers.delete(pending);
+        resolve(record);
+      };
+      this.push(entry.state.merchantId, { eventId, attempt, copies: 0, concurrentCopies: false, manual });
     });
   }
 
   stop(): void {
     this.stopped = true;
+    for (const { reject } of this.pendingRetriggers) reject(new Error('The simulator was stopped before the re-trigger was sent'));
+    this.pendingRetriggers.clear();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const req of this.inFlight) req.destroy(new Error('simulator stopped'));
@@ -196,7 +208,7 @@ export class SimulatorWebhookDeliverer {
     const entry = this.entries.get(job.eventId);
     if (!entry) return;
     entry.state.state = 'in-flight';
-    entry.state.attempts = Math.max(entry.state.attempts, job.attempt);
+    if (!job.manual) entry.state.attempts = Math.max(entry.state.attempts, job.attempt);
     let original: SimulatorDeliveryRecord;
     if (job.concurrentCopies && job.copies > 0) {
       const all = await Promise.all([
@@ -212,13 +224,18 @@ export class SimulatorWebhookDeliverer {
     const ok = original.status !== undefined && original.status >= 200 && original.status < 300;
     if (ok) {
       entry.state.state = 'delivered';
-    } else if (job.manual || job.attempt >= SPEC_MAX_ATTEMPTS) {
+    } else if (job.manual) {
+      // a failed re-trigger changes nothing in the schedule: a retry still armed stays armed
+      entry.state.state = entry.retryArmed ? 'retry-scheduled' : 'abandoned';
+    } else if (job.attempt >= SPEC_MAX_ATTEMPTS) {
       entry.state.state = 'abandoned';
     } else {
       entry.state.state = 'retry-scheduled';
+      entry.retryArmed = true;
       const delay = SPEC_RETRY_DELAYS_MS[job.attempt - 1] * this.deps.timeScale;
       const timer = setTimeout(() => {
         this.timers.delete(timer);
+        entry.retryArmed = false;
         this.push(merchantId, { eventId: job.eventId, attempt: job.attempt + 1, copies: 0, concurrentCopies: false });
       }, delay);
       this.timers.add(timer);

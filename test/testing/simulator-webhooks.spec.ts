@@ -2,6 +2,9 @@ import { createHmac } from 'node:crypto';
 import { PaymentServiceSimulator, type SimulatedMerchant } from '../../lib/testing/index.js';
 import { WebhookReceiver } from '../support/simulator-receiver.js';
 import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
+import { waitFor } from '../support/wait.js';
+
+const waitUntil = (condition: () => boolean) => waitFor('the simulator reached the expected state', condition, 5_000);
 
 const MERCHANT: SimulatedMerchant = {
   merchantId: 1,
@@ -96,6 +99,47 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(sim.deliveries[0].state).toBe('delivered');
     expect(receiver.received).toHaveLength(7);
     expect(new Set(receiver.received.map((r) => r.body.eventId)).size).toBe(1);
+  });
+
+  it('a re-trigger of an event with a retry armed: numbered after the schedule, the retry stays armed', async () => {
+    await setup({ webhookTimeScale: 2e-3 }); // the first retry 600 ms later: time to re-trigger before it
+    receiver.respond = (_h, i) => (i < 2 ? 503 : 200);
+    await createPayment();
+    await waitUntil(() => sim.deliveries[0]?.state === 'retry-scheduled');
+    const record = await sim.retrigger(sim.deliveries[0].eventId);
+    expect(record).toMatchObject({ attempt: 7, status: 503 });
+    expect(sim.deliveries[0]).toMatchObject({ state: 'retry-scheduled', attempts: 1 });
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.map((d) => [d.attempt, d.status])).toEqual([
+      [1, 503],
+      [7, 503],
+      [2, 200],
+    ]);
+    expect(sim.deliveries[0]).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
+  it('start() twice at once listens once; stop() during start() leaves nothing listening; a restart keeps the port', async () => {
+    await setup();
+    await sim.stop();
+    const port = new URL(sim.url).port;
+    await Promise.all([sim.start(), sim.start()]);
+    expect(new URL(sim.url).port).toBe(port);
+    const starting = new PaymentServiceSimulator();
+    const started = starting.start();
+    await starting.stop();
+    await started;
+    await expect(fetch(`${starting.url}/sandbox/api/v1/payments/gateways`)).rejects.toThrow();
+  });
+
+  it('a re-trigger rejects instead of hanging when the simulator is stopped', async () => {
+    await setup();
+    receiver.respond = () => 'stall';
+    await createPayment();
+    await waitUntil(() => sim.deliveryLog.length > 0 || sim.deliveries[0]?.state === 'in-flight');
+    const pending = sim.retrigger(sim.deliveries[0].eventId);
+    await sim.stop();
+    await expect(pending).rejects.toThrow(/stopped/);
+    await expect(sim.retrigger(sim.deliveries[0].eventId)).rejects.toThrow(/stopped/);
   });
 
   it('records time-outs and refused connections as errors and retries them', async () => {
