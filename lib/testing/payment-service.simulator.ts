@@ -1,3 +1,5 @@
+import { hrtime } from 'node:process';
+import { setTimeout as realSleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
@@ -6,6 +8,7 @@ import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
 import { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
+import { assertFault, assertSimulatorOptions, assertWebhookUrl } from './simulator-options.validation.js';
 import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
@@ -57,12 +60,14 @@ export class PaymentServiceSimulator {
   private readonly server: SimulatorServer;
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
+    assertSimulatorOptions(options);
     this.clock = new SimulatorClock(options.now);
     this.state = new SimulatorState(options.merchants ?? [DEFAULT_MERCHANT]);
     const rl = options.rateLimits ?? true;
     this.limiter = new SimulatorRateLimiter(
       () => this.now(),
-      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : rl) },
+      // a limit given as undefined keeps the spec's value (it would switch the limit off)
+      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : Object.fromEntries(Object.entries(rl).filter(([, v]) => v !== undefined))) },
     );
     this.deliverer = new SimulatorWebhookDeliverer({
       target: (id) => {
@@ -125,12 +130,12 @@ export class PaymentServiceSimulator {
     this.limiter.clear();
   }
 
-  /** Every request received, in arrival order. */
+  /** Every request received, in arrival order: a copy, like `payments` (read it again for later requests). */
   get requests(): ReadonlyArray<SimulatorRequestRecord> {
-    return this.server.requests;
+    return [...this.server.requests];
   }
 
-  /** Forgets the request log (e.g. between phases of a test). */
+  /** Forgets the request log (e.g. between phases of a test); a copy read before keeps its entries. */
   clearRequests(): void {
     this.server.requests.length = 0;
   }
@@ -168,12 +173,12 @@ export class PaymentServiceSimulator {
 
   /** Every event emitted, delivered or not, in emission order. */
   get events(): ReadonlyArray<PaymentEventEnvelope> {
-    return this.publisher.log;
+    return [...this.publisher.log];
   }
 
   /** Every webhook delivery attempt, duplicates and re-triggers included. */
   get deliveryLog(): ReadonlyArray<SimulatorDeliveryRecord> {
-    return this.deliverer.log;
+    return [...this.deliverer.log];
   }
 
   /** Delivery state of every event. */
@@ -203,6 +208,7 @@ export class PaymentServiceSimulator {
    * merchants keep theirs. `undefined` stops delivery; events are still recorded.
    */
   setWebhookUrl(merchantId: number, url: string | undefined): void {
+    if (url !== undefined) assertWebhookUrl(url);
     this.state.merchant(merchantId).webhookUrl = url;
   }
 
@@ -221,6 +227,7 @@ export class PaymentServiceSimulator {
    * or (`rewrite`) a changed answer after real handling; see {@link SimulatorFault}.
    */
   injectFault(fault: SimulatorFault): void {
+    assertFault(fault);
     this.faults.inject(fault);
   }
 
@@ -254,6 +261,7 @@ export class PaymentServiceSimulator {
    * emits `payment.cancelled` / `payment.expired`, any other reason `payment.failed`.
    */
   completePayment(trxId: string, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    if (status !== 'SUCCESS' && status !== 'REJECTED') throw new TypeError(`completePayment: status must be 'SUCCESS' or 'REJECTED' (not ${JSON.stringify(status)})`);
     this.paymentsHandler.complete(trxId, status, reason);
   }
 
@@ -288,17 +296,18 @@ export class PaymentServiceSimulator {
    * Events held back by `outOfOrder` are released once everything else is quiet.
    */
   async waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
-    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
+    // real time and real timers: under jest's fake timers Date.now() and setTimeout stand still
+    const deadline = opts.timeoutMs === undefined ? Infinity : realNowMs() + opts.timeoutMs;
     for (;;) {
       while (this.paymentsHandler.pendingConfirmations > 0 || !this.deliverer.quiet) {
-        if (Date.now() > deadline) {
+        if (realNowMs() > deadline) {
           const pending = this.deliverer.states.filter((d) => d.state !== 'delivered' && d.state !== 'abandoned' && d.state !== 'no-url');
           throw new Error(
             `Simulator still busy after ${opts.timeoutMs} ms: ${this.paymentsHandler.pendingConfirmations} confirmation(s), ` +
               `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,
           );
         }
-        await new Promise((r) => setTimeout(r, 2));
+        await realSleep(2);
       }
       if (!this.deliverer.hasHeld) return;
       this.deliverer.releaseAll();
@@ -321,4 +330,9 @@ export class PaymentServiceSimulator {
 /** A copy the caller may keep or change without touching the simulator's state. */
 function copyPayment(p: SimulatedPayment): SimulatedPayment {
   return { ...p, splits: p.splits.map((s) => ({ ...s })) };
+}
+
+/** Monotonic ms that fake timers leave alone. */
+function realNowMs(): number {
+  return Number(hrtime.bigint() / 1_000_000n);
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from '../client/payment-iso-codes.js';
 import { parseAmount } from './simulator.amounts.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatedMode } from './simulator.types.js';
@@ -23,8 +24,6 @@ export interface SimulatorAnswer {
   headers?: Record<string, string>;
 }
 
-const ISO_CURRENCY = /^[A-Z]{3}$/;
-const ISO_COUNTRY = /^[A-Z]{2}$/;
 
 /** A success answer: the payload goes in `data`. */
 export function success(status: number, data: unknown): SimulatorAnswer {
@@ -80,14 +79,15 @@ export function requireAmount(value: unknown, field: string, errors: FieldErrors
 /** `currency` is required and an ISO 4217 code. */
 export function checkCurrency(body: Record<string, unknown>, errors: FieldErrors): void {
   if (body.currency === undefined) errors.currency = ['The currency field is required.'];
-  else if (typeof body.currency !== 'string' || !ISO_CURRENCY.test(body.currency)) {
+  // the code lists, not the shape: an app sending 'RMB' must fail here as it would at the service
+  else if (typeof body.currency !== 'string' || !ISO_4217_CURRENCY_CODES.has(body.currency)) {
     errors.currency = ['The currency must be an ISO 4217 code (3 upper-case letters).'];
   }
 }
 
 /** `country` is optional; when given it is an ISO 3166-1 alpha-2 code. */
 export function checkCountry(body: Record<string, unknown>, errors: FieldErrors): void {
-  if (body.country !== undefined && (typeof body.country !== 'string' || !ISO_COUNTRY.test(body.country))) {
+  if (body.country !== undefined && (typeof body.country !== 'string' || !ISO_3166_ALPHA2_COUNTRY_CODES.has(body.country))) {
     errors.country = ['The country must be an ISO 3166-1 alpha-2 code (2 upper-case letters).'];
   }
 }

@@ -1,7 +1,9 @@
 import type { WireErrorEnvelope } from '../client/payment-wire.types.js';
+import { deepFreeze } from './simulator.constants.js';
 
 /** HTTP status and message of every documented `PAY_*` code, plus the simulator's own codes for cases the service leaves open. @publicApi */
-export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; message: string }>> = {
+// frozen to the leaves: one test changing an entry would change every simulator in the process
+export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, Readonly<{ status: number; message: string }>>> = deepFreeze({
   PAY_1001: { status: 401, message: 'Access denied! Token not found' },
   PAY_1002: { status: 403, message: 'Requested with invalid token!' },
   PAY_1003: { status: 401, message: 'Request token is expired' },
@@ -27,7 +29,7 @@ export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, { status: number; me
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body too large.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal server error.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service unavailable.' },
-};
+});
 
 /** Code used for an injected status fault when the test gives none. */
 export function defaultCodeForStatus(status: number): string {

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { PAYMENT_EVENT_TYPES } from '../../lib/events/payment-event.types.js';
-import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_ERROR_TABLE } from '../../lib/testing/index.js';
 import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
 
 const LIVE = {
@@ -34,6 +34,54 @@ describe('PaymentServiceSimulator API', () => {
     await sim.start();
   });
   afterEach(() => sim.stop());
+
+  it('refuses option typos that would silently change its behaviour, and bad arguments of its control methods', async () => {
+    expect(() => new PaymentServiceSimulator({ defaultOutcome: 'succeeed' as never })).toThrow(/defaultOutcome "succeeed" is unknown/);
+    expect(() => new PaymentServiceSimulator({ rateLimits: { readsPerMinute: Number.NaN } })).toThrow(/rateLimits.readsPerMinute/);
+    expect(() => new PaymentServiceSimulator({ rateLimits: { tokensPerMinute: 5 } as never })).toThrow(/rateLimits.tokensPerMinute is unknown/);
+    expect(() => new PaymentServiceSimulator({ merchants: [{ ...LIVE, mode: 'production' as never }] })).toThrow(/mode must be 'sandbox' or 'live'/);
+    expect(() => new PaymentServiceSimulator({ merchants: [{ ...SANDBOX, webhookUrl: 'localhost:3000/hook' }] })).toThrow(/webhook URL/);
+    expect(() => sim.setWebhookUrl(1, 'localhost:3000/hook')).toThrow(/absolute URL|http: or https:/);
+    expect(() => sim.injectFault({ kind: 'explode' as never })).toThrow(/fault.kind "explode" is unknown/);
+    expect(() => sim.injectFault({ kind: 'status', status: 200 })).toThrow(/400 to 599/);
+    const token = await simToken(sim);
+    const created = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() });
+    expect(() => sim.completePayment(created.body.data.trxId, 'FAILED' as never)).toThrow(/'SUCCESS' or 'REJECTED'/);
+    expect(sim.payments[0].status).toBe('PENDING');
+  });
+
+  it('a rate limit given as undefined keeps the spec value (it switched the limit off)', async () => {
+    const limited = new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: undefined } });
+    await limited.start();
+    try {
+      const answers: number[] = [];
+      for (let i = 0; i < 11; i++) answers.push((await simCall(limited, 'POST', '/authentication/token', { body: { client_id: 'sandbox-client', client_secret: 'sandbox-secret' } })).status);
+      expect(answers.filter((s) => s === 429)).toHaveLength(1);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('checks currencies and countries against the ISO lists, not their shape (the service would refuse RMB and UK)', async () => {
+    const token = await simToken(sim);
+    const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ currency: 'RMB', country: 'UK' }) });
+    expectError(r, 400, 'PAY_4000');
+    expect(Object.keys(r.body.errors).sort()).toEqual(['country', 'currency']);
+  });
+
+  it('hands out copies of its logs: clearRequests() does not empty an array read before; its tables cannot be changed', async () => {
+    await simToken(sim);
+    const before = sim.requests;
+    sim.clearRequests();
+    expect(before).toHaveLength(1);
+    expect(sim.requests).toHaveLength(0);
+    expect(() => {
+      (SIMULATOR_ERROR_TABLE.PAY_1001 as { status: number }).status = 418;
+    }).toThrow(TypeError);
+    expect(() => {
+      (SIMULATED_GATEWAYS[0] as { apiRefunds: boolean }).apiRefunds = false;
+    }).toThrow(TypeError);
+  });
 
   it('refuses non-loopback hosts and ambiguous merchants', () => {
     expect(() => new PaymentServiceSimulator({ host: '0.0.0.0' })).toThrow(/loopback/);

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { PaymentServiceSimulator, type SimulatedMerchant } from '../../lib/testing/index.js';
 import { WebhookReceiver } from '../support/simulator-receiver.js';
@@ -129,6 +130,18 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     await starting.stop();
     await started;
     await expect(fetch(`${starting.url}/sandbox/api/v1/payments/gateways`)).rejects.toThrow();
+  });
+
+  it('waitForDeliveries() works under jest fake timers (it polls and times out on real time)', async () => {
+    await setup();
+    jest.useFakeTimers();
+    try {
+      sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_fake_timers' });
+      await sim.waitForDeliveries({ timeoutMs: 5_000 });
+      expect(sim.deliveries[0]).toMatchObject({ state: 'delivered' });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('a re-trigger rejects instead of hanging when the simulator is stopped', async () => {
