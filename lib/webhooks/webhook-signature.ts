@@ -66,8 +66,16 @@ export function createWebhookSignatureHeader(
   secret: string,
   timestamp: number = Math.floor(Date.now() / 1000),
 ): string {
+  // whole seconds, as the service sends: `Date.now() / 1000` would give `t=1795705161.17`, a
+  // millisecond value a time 50,000 years away; both would only fail later, at a verifier
+  if (!Number.isSafeInteger(timestamp) || timestamp < 0 || timestamp > MAX_SIGNATURE_SECONDS) {
+    throw new RangeError(`The signature timestamp must be whole Unix seconds (e.g. Math.floor(Date.now() / 1000)), not ${timestamp}`);
+  }
   return `t=${timestamp},v1=${computeWebhookSignature(rawBody, secret, timestamp)}`;
 }
+
+/** Year 5138 in Unix seconds: a larger `t` is milliseconds by mistake. */
+const MAX_SIGNATURE_SECONDS = 99_999_999_999;
 
 function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Hmac {
   // The body is hashed as received, never copied into a concatenation.

@@ -15,6 +15,13 @@ describe('signWebhookPayload', () => {
     expect(signWebhookPayload(Buffer.from(body), 'whsec', { timestamp: 1700000000 })).toBe(`t=1700000000,v1=${expected}`);
   });
 
+  it('refuses a timestamp that is not whole Unix seconds (a fraction, milliseconds, negative)', () => {
+    for (const bad of [Date.now() / 1000, Date.now(), -1, Number.NaN]) {
+      expect(() => signWebhookPayload('{}', 'whsec_x', { timestamp: bad })).toThrow(/whole Unix seconds/);
+    }
+    expect(signWebhookPayload('{}', 'whsec_x', { timestamp: 1_700_000_000 })).toMatch(/^t=1700000000,v1=[0-9a-f]{64}$/);
+  });
+
   it('uses the current time by default', () => {
     const t = Number(/^t=(\d+),v1=[0-9a-f]{64}$/.exec(signWebhookPayload('x', 's'))?.[1]);
     expect(Math.abs(t - Date.now() / 1000)).toBeLessThan(5);
