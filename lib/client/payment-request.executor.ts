@@ -100,9 +100,12 @@ export class PaymentRequestExecutor {
       // Slot first, token second: a call may queue for minutes, and a token taken
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
-      const release = await this.limiter.acquire(call.limit, this.limitKey(), call.signal).catch((error: unknown) => {
-        throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
-      });
+      const acquiring = this.limiter.acquire(call.limit, this.limitKey(), call.signal);
+      const release = await (call.signal === undefined
+        ? acquiring
+        : acquiring.catch((error: unknown) => {
+            throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
+          }));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       try {
         token ??= await untilAborted(this.tokenForCall(call), call.signal);
