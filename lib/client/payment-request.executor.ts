@@ -107,10 +107,12 @@ export class PaymentRequestExecutor {
             throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
           }));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
+      let sending = false;
       try {
         token ??= await untilAborted(this.tokenForCall(call), call.signal);
         // the last moment the call can be given up: past it, the request is on the wire
         if (call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+        sending = true;
         answer = await this.http.send({
           method: call.method,
           path: call.path,
@@ -121,7 +123,8 @@ export class PaymentRequestExecutor {
         });
       } catch (error) {
         if (error instanceof PaymentAbortedError) throw error;
-        if (token === undefined && call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+        // aborted while waiting for the token; once sending, the attempt's own failure stands
+        if (!sending && call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {

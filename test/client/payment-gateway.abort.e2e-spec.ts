@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { PaymentAbortedError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
+import { PaymentAbortedError, PaymentNetworkError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
@@ -87,6 +87,20 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     expect(error).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-7' });
     expect(error.message).toContain('may have reached the service');
     expect(sim.requests.filter((r) => r.route === '/payment/create')).toHaveLength(1);
+  });
+
+  it('a signal firing while the request is on the wire leaves its own failure: a payout that may have arrived says so', async () => {
+    await start({ httpTimeoutMs: 800, maxRetries: 0 });
+    sim.injectFault({ path: '/payout', kind: 'stall' });
+    for (const authenticated of [false, true]) {
+      const call = rejectionOf(
+        client.request({ method: 'POST', path: '/payout', body: { amount: '1.00000000' }, authenticated, signal: AbortSignal.timeout(200) }),
+      );
+      const error = await call;
+      expect(error).toBeInstanceOf(PaymentNetworkError);
+      expect(error).toMatchObject({ code: 'TIMEOUT', mayHaveReachedService: true });
+      sim.injectFault({ path: '/payout', kind: 'stall' });
+    }
   });
 
   it('an aborted signal sends nothing, not even a token request; a signal that is not one is a validation error', async () => {
