@@ -203,10 +203,10 @@ export interface PaymentModuleOptions {
    */
   queueShutdownTimeoutMs?: number;
   /**
-   * Longest run of one event's handlers in a worker. Past it the attempt fails and is retried
-   * (a dead letter after the last one), freeing the worker's slot; the handler is not stopped,
-   * and its store claim is no longer renewed, so the retry runs once that claim lapsed. Keep it
-   * above your slowest handler. Env: `PAYMENT_QUEUE_JOB_TIMEOUT_MS`. @default 900000 (15 minutes)
+   * Longest a worker slot waits for one event's handlers. Past it the attempt fails and the slot
+   * serves other events; the handler is not stopped and keeps the event's store claim, so its
+   * retry waits (without using attempts) until that run ends or its process stops: never two
+   * runs at once. Env: `PAYMENT_QUEUE_JOB_TIMEOUT_MS`. @default 900000 (15 minutes)
    */
   queueJobTimeoutMs?: number;
   /**

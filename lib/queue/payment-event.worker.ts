@@ -73,8 +73,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   ) {
     this.account = options.account;
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
-    // the inline route's lease and retention; the claim is renewed as long as the job may run
-    this.claims = { ...accountDeduplicationSettings(options), maxLeaseRenewalMs: options.queueJobTimeoutMs };
+    // the inline route's lease and retention; the claim is renewed for as long as the handlers
+    // run in this process, past queueJobTimeoutMs too: a retry must never run beside them
+    this.claims = { ...accountDeduplicationSettings(options), maxLeaseRenewalMs: Number.POSITIVE_INFINITY };
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';
@@ -181,7 +182,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const timeoutMs = this.options.queueJobTimeoutMs;
     try {
       // BullMQ renews the job's lock while this process lives: without a bound a hung handler
-      // would keep its event (and a worker slot) for good, its copies answered "queued".
+      // would keep a worker slot for good. The bound frees the slot; the store claim stays.
       const key = webhookEventKey(this.account, event.eventId);
       await withTimeout(
         this.deduplicator.run(key, this.claims, () => this.dispatcher.dispatch(event)),
@@ -242,7 +243,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 function jobTimeoutError(eventType: string, eventId: string, timeoutMs: number): Error {
   const error = new Error(
     `Handlers of ${eventType} event ${eventId} did not finish within queueJobTimeoutMs (${timeoutMs} ms); ` +
-      'the attempt is given up (a handler still running is not stopped) and retried once its claim lapsed',
+      'the attempt is given up, the handler is still running and keeps the event: its retry waits until that run ends ' +
+      '(or this process stops)',
   );
   error.name = 'PaymentEventJobTimeoutError';
   return error;

@@ -23,7 +23,7 @@ export const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 /** Attempts at recording completion before answering anyway (a retry would run the work again). */
 export const DEFAULT_COMPLETE_ATTEMPTS = 3;
 
-/** An account's deduplication: its lease and retention, the defaults for the rest (inline route and queue worker alike). */
+/** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
 export function accountDeduplicationSettings(options: {
   webhookLeaseMs: number;
   webhookRetentionMs: number;
