@@ -6,6 +6,7 @@
 // install (ioredis 5 and 6), and TypeScript users type-checked against the shipped .d.ts.
 import { createHmac, randomBytes } from 'node:crypto';
 import { copyFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   buildAndPack,
@@ -334,7 +335,10 @@ describe.each([
       COMPAT_BASE_URL: String(simulator.ready.url),
       COMPAT_REDIS_URL: redis.url,
     };
-    for (let i = 0; i < 2; i++) instances.push(await startNodeApp(appDir, ['main.js'], env, APP_BOOT_TIMEOUT_MS));
+    instances.push(await startNodeApp(appDir, ['main.js'], env, APP_BOOT_TIMEOUT_MS));
+    // the second started from elsewhere, as a service manager may: the optional peer ioredis is still
+    // found from the app (the ES module build has no require of its own to resolve it with)
+    instances.push(await startNodeApp(tmpdir(), [join(appDir, 'main.js')], env, APP_BOOT_TIMEOUT_MS));
   }, 2 * APP_BOOT_TIMEOUT_MS + 30_000);
 
   afterAll(async () => {
