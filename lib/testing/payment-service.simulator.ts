@@ -1,4 +1,3 @@
-import { hrtime } from 'node:process';
 import { setTimeout as realSleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
@@ -296,14 +295,30 @@ export class PaymentServiceSimulator {
    * Events held back by `outOfOrder` are released once everything else is quiet.
    */
   async waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
-    // real time and real timers: under jest's fake timers Date.now() and setTimeout stand still
-    const deadline = opts.timeoutMs === undefined ? Infinity : realNowMs() + opts.timeoutMs;
+    // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
+    // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
+    let expired = false;
+    const deadline = new AbortController();
+    if (opts.timeoutMs !== undefined) {
+      realSleep(opts.timeoutMs, undefined, { signal: deadline.signal, ref: false }).then(
+        () => (expired = true),
+        () => undefined,
+      );
+    }
+    try {
+      await this.untilQuiet(opts.timeoutMs, () => expired);
+    } finally {
+      deadline.abort();
+    }
+  }
+
+  private async untilQuiet(timeoutMs: number | undefined, expired: () => boolean): Promise<void> {
     for (;;) {
       while (this.paymentsHandler.pendingConfirmations > 0 || !this.deliverer.quiet) {
-        if (realNowMs() > deadline) {
+        if (expired()) {
           const pending = this.deliverer.states.filter((d) => d.state !== 'delivered' && d.state !== 'abandoned' && d.state !== 'no-url');
           throw new Error(
-            `Simulator still busy after ${opts.timeoutMs} ms: ${this.paymentsHandler.pendingConfirmations} confirmation(s), ` +
+            `Simulator still busy after ${timeoutMs} ms: ${this.paymentsHandler.pendingConfirmations} confirmation(s), ` +
               `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,
           );
         }
@@ -330,9 +345,4 @@ export class PaymentServiceSimulator {
 /** A copy the caller may keep or change without touching the simulator's state. */
 function copyPayment(p: SimulatedPayment): SimulatedPayment {
   return { ...p, splits: p.splits.map((s) => ({ ...s })) };
-}
-
-/** Monotonic ms that fake timers leave alone. */
-function realNowMs(): number {
-  return Number(hrtime.bigint() / 1_000_000n);
 }

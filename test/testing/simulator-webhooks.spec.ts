@@ -139,6 +139,12 @@ describe('PaymentServiceSimulator webhook delivery', () => {
       sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_fake_timers' });
       await sim.waitForDeliveries({ timeoutMs: 5_000 });
       expect(sim.deliveries[0]).toMatchObject({ state: 'delivered' });
+      // and its deadline passes on real time: a delivery the receiver never answers
+      receiver.respond = () => 'stall';
+      sim.sendEvent(1, 'payment.failed', { trxId: 'trx_fake_timers_2' });
+      const started = process.hrtime.bigint();
+      await expect(sim.waitForDeliveries({ timeoutMs: 300 })).rejects.toThrow(/still busy after 300 ms/);
+      expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(3_000);
     } finally {
       jest.useRealTimers();
     }
