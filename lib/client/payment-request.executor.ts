@@ -275,7 +275,10 @@ export class PaymentRequestExecutor {
     const secrets = [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens()];
     let out = text;
     for (const secret of secrets) {
-      if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+      if (!secret || secret.length < 4) continue;
+      // as sent in a form body or a URL, and inside a JSON string: a service echoing the request shows one of them
+      const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)]);
+      for (const form of forms) out = out.split(form).join('[redacted]');
     }
     return out;
   }

@@ -52,6 +52,20 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       });
     });
 
+    it('a token answer echoing the form body shows no client secret, in any of its encodings', async () => {
+      const clientSecret = 'cs+/=s3cr"et v@lue';
+      await start({ clientSecret, tokenRequest: { encoding: 'form' }, maxRetries: 0 });
+      const echoed = new URLSearchParams({ client_id: SANDBOX_CLIENT.clientId, client_secret: clientSecret }).toString();
+      const message = `cannot read ${echoed} / ${encodeURIComponent(clientSecret)} / ${JSON.stringify(clientSecret)}`;
+      stub.answer('POST', '/authentication/token', { status: 400, body: { status: 'error', code: 'PAY_4000', message, errors: {}, data: [] } });
+      const error = await rejectionOf(client.listGateways());
+      const rendered = `${error.message} ${JSON.stringify(error)} ${String(error.stack)}`;
+      for (const form of [clientSecret, encodeURIComponent(clientSecret), echoed.split('client_secret=')[1]!, JSON.stringify(clientSecret).slice(1, -1)]) {
+        expect(rendered).not.toContain(form);
+      }
+      expect(rendered).toContain('[redacted]');
+    });
+
     it('a lifetime beyond the documented 10 minutes is cut: the token is renewed before the service refuses it', async () => {
       await start();
       stub.answer('POST', '/authentication/token', success({ access_token: 'tok_day', expires_in: 86_400 }));
