@@ -145,7 +145,11 @@ describe('named account configuration', () => {
       "account 'default' is registered twice",
     );
     expect((await bootError([PaymentModule.forRoot({ ...base, account: 'eu-west' }), PaymentModule.forRoot({ ...base, account: 'eu_west' })])).message).toContain(
-      'would both read PAYMENT_EU_WEST_* variables',
+      "accounts 'eu-west' and 'eu_west' would both read PAYMENT_EU_WEST_BASE_URL",
+    );
+    // one account's variable is another's: 'eu' reads PAYMENT_EU_QUEUE_REDIS_URL as its queue URL, 'eu-queue' as its Redis URL
+    expect((await bootError([PaymentModule.forRoot({ ...base, account: 'eu' }), PaymentModule.forRoot({ ...base, account: 'eu-queue' })])).message).toContain(
+      "accounts 'eu' and 'eu-queue' would both read PAYMENT_EU_QUEUE_REDIS_URL",
     );
     const samePath = await bootError([
       PaymentModule.forRoot({ ...base, account: 'eu', webhookPath: 'hooks' }),
