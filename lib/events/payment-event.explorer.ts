@@ -65,7 +65,7 @@ export class PaymentEventExplorer implements OnModuleInit {
       if (waiting.length === 0) continue;
       this.logger.warn(
         `Account '${name}' has ${waiting.length} @OnPaymentEvent handler(s) but no webhook secret (${paymentEnvName('webhookSecret', name)}): ` +
-          'no webhook can be verified, so no event reaches them (the module route answers 404)',
+          'no webhook can be verified, so no event reaches them (the module route is not registered: 404; a host route gets 500)',
       );
     }
   }

@@ -103,7 +103,7 @@ describe('PaymentServiceSimulator webhook delivery', () => {
   });
 
   it('a re-trigger of an event with a retry armed: numbered after the schedule, the retry stays armed', async () => {
-    await setup({ webhookTimeScale: 2e-3 }); // the first retry 600 ms later: time to re-trigger before it
+    await setup({ webhookTimeScale: 1e-2 }); // the first retry 3 s later: time to re-trigger before it
     receiver.respond = (_h, i) => (i < 2 ? 503 : 200);
     await createPayment();
     await waitUntil(() => sim.deliveries[0]?.state === 'retry-scheduled');

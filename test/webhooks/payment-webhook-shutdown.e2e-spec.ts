@@ -49,8 +49,8 @@ describe('inline webhooks during app.close()', () => {
   });
 
   it('a handler running while the app closes keeps its claim and finishes its service call: handled once, answered 200', async () => {
-    // the refund's answer takes 2.5 lease lengths (a refund is not retried after a reset: the socket must live)
-    service.answer('POST', '/payment/trx_1/refund', { ...success({ refundUid: 'rfd_1' }, 201), delayMs: 2500 });
+    // the refund's answer takes 4 lease lengths (a refund is not retried after a reset: the socket must live)
+    service.answer('POST', '/payment/trx_1/refund', { ...success({ refundUid: 'rfd_1' }, 201), delayMs: 4000 });
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
     const handlersOf = (w: WebhookApp) => w.app.get(CallingHandler);
