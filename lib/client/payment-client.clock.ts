@@ -6,13 +6,25 @@
 export interface PaymentClock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Resolves after `ms` milliseconds of this clock. */
-  sleep(ms: number): Promise<void>;
+  /**
+   * Resolves after `ms` milliseconds of this clock, or as soon as `signal` aborts (the caller
+   * checks which): a call given up must not leave a timer of up to `maxRetryAfterMs` behind.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const systemPaymentClock: PaymentClock = {
   now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+      function done(): void {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+    }),
 };
 
 /**

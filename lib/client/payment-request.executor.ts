@@ -166,7 +166,7 @@ export class PaymentRequestExecutor {
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
-      await untilAborted(this.runtime.clock.sleep(delayMs), call.signal).catch((error: unknown) => {
+      await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => {
         throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
       });
     }

@@ -103,6 +103,26 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     }
   });
 
+  it('on the system clock, an abort during a 60 s Retry-After wait leaves no timer behind', async () => {
+    await start();
+    const { clientId, clientSecret } = SANDBOX_CLIENT;
+    const system = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: sim.url, clientId, clientSecret }));
+    try {
+      await system.listGateways(); // token and sockets in place: only the wait's timer is new below
+      const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+      const before = timers();
+      sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 60 });
+      const controller = new AbortController();
+      const call = rejectionOf(system.listGateways({ signal: controller.signal }));
+      await waitFor('the 60 s wait began', () => timers() > before);
+      controller.abort();
+      expect(await call).toBeInstanceOf(PaymentAbortedError);
+      await waitFor('the wait timer is gone', () => timers() <= before, 2_000);
+    } finally {
+      system.onApplicationShutdown();
+    }
+  });
+
   it('an aborted signal sends nothing, not even a token request; a signal that is not one is a validation error', async () => {
     await start();
     const error = await rejectionOf(client.createPayout({ amount: '1', currency: 'USD', recipient: { name: 'A' } }, { signal: AbortSignal.abort() }));
