@@ -1,5 +1,5 @@
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
-import { PAYMENT_ENV_VARIABLES, paymentEnvPrefix } from '../config/payment-env.js';
+import { paymentEnvNames, paymentEnvPrefix } from '../config/payment-env.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 
 /** Letters, digits, '.', '_' and '-', starting with a letter or digit: safe in env names, paths and store keys. */
@@ -30,7 +30,7 @@ export function resolvePaymentAccountName(account: unknown): string {
  */
 function assertOwnEnvPrefix(account: string): void {
   const prefix = paymentEnvPrefix(account);
-  const taken = Object.values(PAYMENT_ENV_VARIABLES).filter((name) => name.startsWith(prefix));
+  const taken = paymentEnvNames().filter((name) => name.startsWith(prefix));
   if (taken.length === 0) return;
   throw new PaymentConfigurationError(
     [`PaymentModule.forRoot(): account '${account}' would read ${prefix}* variables, among them ${taken.join(', ')} of the default account: choose another name`],

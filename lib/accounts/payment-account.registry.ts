@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
-import { PAYMENT_ENV_VARIABLES, type PaymentEnvOptionKey, paymentEnvName } from '../config/payment-env.js';
+import { paymentEnvNames } from '../config/payment-env.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
@@ -43,9 +43,9 @@ export class PaymentAccountRegistry {
     }
     // the same prefix, or one account's variable being another's (accounts 'eu' and 'eu-queue'
     // would both read PAYMENT_EU_QUEUE_REDIS_URL)
-    const mine = new Set(accountEnvNames(name));
+    const mine = new Set(paymentEnvNames(name));
     for (const other of this.accounts.keys()) {
-      const shared = accountEnvNames(other).filter((variable) => mine.has(variable));
+      const shared = paymentEnvNames(other).filter((variable) => mine.has(variable));
       if (shared.length > 0) {
         throw new PaymentConfigurationError(
           [`accounts '${other}' and '${name}' would both read ${shared.slice(0, 3).join(', ')}${shared.length > 3 ? ', ...' : ''}: rename one of them`],
@@ -120,9 +120,4 @@ export class PaymentAccountRegistry {
     }
     return account;
   }
-}
-
-/** Every variable an account reads. */
-function accountEnvNames(account: string): string[] {
-  return (Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]).map((option) => paymentEnvName(option, account));
 }

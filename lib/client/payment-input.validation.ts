@@ -1,3 +1,4 @@
+import { isRecord } from '../common/is-record.util.js';
 import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
 import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
 
@@ -95,7 +96,7 @@ export class InputChecker {
       if (required) this.add(field, 'is required');
       return undefined;
     }
-    if (typeof value !== 'object' || Array.isArray(value)) {
+    if (!isRecord(value)) {
       this.add(field, 'must be an object');
       return undefined;
     }
@@ -116,7 +117,7 @@ export class InputChecker {
       if (required) this.add(field, 'is required');
       return undefined;
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (!isRecord(value)) {
       this.add(field, 'must be an object');
       return undefined;
     }

@@ -101,17 +101,13 @@ export class PaymentRequestExecutor {
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, this.limitKey(), call.signal);
-      const release = await (call.signal === undefined
-        ? acquiring
-        : acquiring.catch((error: unknown) => {
-            throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
-          }));
+      const release = await (call.signal === undefined ? acquiring : acquiring.catch((error: unknown) => this.rethrow(error, call, previous)));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       let sending = false;
       try {
         token ??= await untilAborted(this.tokenForCall(call), call.signal);
         // the last moment the call can be given up: past it, the request is on the wire
-        if (call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+        this.throwIfAborted(call, previous);
         sending = true;
         answer = await this.http.send({
           method: call.method,
@@ -124,7 +120,7 @@ export class PaymentRequestExecutor {
       } catch (error) {
         if (error instanceof PaymentAbortedError) throw error;
         // aborted while waiting for the token; once sending, the attempt's own failure stands
-        if (!sending && call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+        if (!sending) this.throwIfAborted(call, previous);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {
@@ -166,10 +162,19 @@ export class PaymentRequestExecutor {
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
-      await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => {
-        throw call.signal?.aborted ? abortedCallError(call, previous, this.options.account) : error;
-      });
+      await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous));
     }
+  }
+
+  /** The call's abort when its signal fired (the wait was given up), else nothing. */
+  private throwIfAborted(call: ServiceCall, previous: PaymentApiError | undefined): void {
+    if (call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+  }
+
+  /** Rethrows a failed wait's `error`, as the call's abort when its signal fired. */
+  private rethrow(error: unknown, call: ServiceCall, previous: PaymentApiError | undefined): never {
+    this.throwIfAborted(call, previous);
+    throw error;
   }
 
   /**

@@ -88,6 +88,11 @@ export function paymentEnvName(option: PaymentEnvOptionKey, account: string = DE
   return paymentEnvPrefix(account) + PAYMENT_ENV_VARIABLES[option].slice('PAYMENT_'.length);
 }
 
+/** Every variable an account reads (the default account's are the values of `PAYMENT_ENV_VARIABLES`). */
+export function paymentEnvNames(account: string = DEFAULT_PAYMENT_ACCOUNT): string[] {
+  return (Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]).map((option) => paymentEnvName(option, account));
+}
+
 /**
  * Reads every variable of `account` through `get` (the host's ConfigService when it has one,
  * else `process.env`); empty strings count as unset.

@@ -1,3 +1,4 @@
+import { stripUndefined } from '../common/strip-undefined.util.js';
 import { DEFAULT_PAYMENT_ACCOUNT, LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
 import { PaymentConfigurationError } from './payment-configuration.error.js';
 import { parsePaymentEnv, type PaymentEnvValues } from './payment-env.js';
@@ -141,8 +142,4 @@ function defaultWebhookPath(account: string): string {
 function splitSecrets(value: unknown): unknown {
   if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   return value;
-}
-
-function stripUndefined<T extends object>(value: T | undefined): Partial<T> {
-  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

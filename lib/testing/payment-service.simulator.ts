@@ -1,5 +1,6 @@
 import { setTimeout as realSleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
+import { stripUndefined } from '../common/strip-undefined.util.js';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
@@ -66,7 +67,7 @@ export class PaymentServiceSimulator {
     this.limiter = new SimulatorRateLimiter(
       () => this.now(),
       // a limit given as undefined keeps the spec's value (it would switch the limit off)
-      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : Object.fromEntries(Object.entries(rl).filter(([, v]) => v !== undefined))) },
+      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : stripUndefined(rl)) },
     );
     this.deliverer = new SimulatorWebhookDeliverer({
       target: (id) => {
