@@ -205,11 +205,13 @@ export class PaymentServiceSimulator {
 
   /**
    * Where this merchant's events go from now on, retries of earlier ones included. Other
-   * merchants keep theirs. `undefined` stops delivery; events are still recorded.
+   * merchants keep theirs. `undefined` stops delivery: new events are only recorded (`no-url`),
+   * deliveries under way pause (`paused`) and go on when a URL is set again.
    */
   setWebhookUrl(merchantId: number, url: string | undefined): void {
     if (url !== undefined) assertWebhookUrl(url);
     this.state.merchant(merchantId).webhookUrl = url;
+    if (url !== undefined) this.deliverer.resumePaused(merchantId);
   }
 
   /** An inactive merchant gets `PAY_6001` on every call, its existing tokens included. */
@@ -317,7 +319,7 @@ export class PaymentServiceSimulator {
     for (;;) {
       while (this.paymentsHandler.pendingConfirmations > 0 || !this.deliverer.quiet) {
         if (expired()) {
-          const pending = this.deliverer.states.filter((d) => d.state !== 'delivered' && d.state !== 'abandoned' && d.state !== 'no-url');
+          const pending = this.deliverer.states.filter((d) => !['delivered', 'abandoned', 'no-url', 'paused'].includes(d.state));
           throw new Error(
             `Simulator still busy after ${timeoutMs} ms: ${this.paymentsHandler.pendingConfirmations} confirmation(s), ` +
               `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,

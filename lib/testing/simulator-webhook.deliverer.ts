@@ -1,6 +1,5 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
+import { SimulatorWebhookPoster } from './simulator-webhook.poster.js';
 import { signWebhookPayload } from './webhook-signing.js';
 import type {
   SimulatorDeliveryFaults,
@@ -12,8 +11,6 @@ import type {
 export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
 /** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). @publicApi */
 export const SPEC_MAX_ATTEMPTS = 6;
-/** How much of a receiver's answer the delivery log keeps. */
-const RESPONSE_BODY_LOG_BYTES = 1024;
 
 /** What the deliverer needs to know about a merchant at send time. */
 export interface DeliveryTarget {
@@ -39,8 +36,8 @@ interface Job {
   /** Extra copies sent with this job (duplicate switch). */
   copies: number;
   concurrentCopies: boolean;
-  /** Re-trigger: one attempt, no retry schedule. */
-  manual?: (record: SimulatorDeliveryRecord) => void;
+  /** Re-trigger: one attempt, no retry schedule; settles the caller's promise. */
+  manual?: { sent(record: SimulatorDeliveryRecord): void; failed(error: Error): void };
 }
 
 export interface DelivererDeps {
@@ -63,16 +60,17 @@ export class SimulatorWebhookDeliverer {
   private readonly queues = new Map<number, Job[]>();
   private readonly busy = new Set<number>();
   private readonly held = new Map<string, string[]>();
+  /** Per merchant, the jobs that met no webhook URL: they go on when one is set again. */
+  private readonly paused = new Map<number, Job[]>();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Re-triggers not sent yet: stop() rejects them. */
   private readonly pendingRetriggers = new Set<{ reject: (error: Error) => void }>();
-  private readonly inFlight = new Set<{ destroy(error?: Error): void }>();
-  // Own keep-alive agents, destroyed on stop, so no socket outlives the simulator.
-  private httpAgent = new HttpAgent({ keepAlive: true });
-  private httpsAgent = new HttpsAgent({ keepAlive: true });
+  private readonly poster: SimulatorWebhookPoster;
   private stopped = false;
 
-  constructor(private readonly deps: DelivererDeps) {}
+  constructor(private readonly deps: DelivererDeps) {
+    this.poster = new SimulatorWebhookPoster(deps.timeoutMs);
+  }
 
   get states(): SimulatorDeliveryState[] {
     return [...this.entries.values()].map((e) => ({ ...e.state }));
@@ -83,7 +81,7 @@ export class SimulatorWebhookDeliverer {
     return e && { ...e.state };
   }
 
-  /** Nothing queued, sending or waiting for a retry (held events do not count). */
+  /** Nothing queued, sending or waiting for a retry (held and paused events do not count). */
   get quiet(): boolean {
     return this.timers.size === 0 && this.busy.size === 0 && [...this.queues.values()].every((q) => q.length === 0);
   }
@@ -136,10 +134,11 @@ export class SimulatorWebhookDeliverer {
       // settled by its attempt, or rejected by stop(): a test awaiting it never hangs
       const pending = { reject };
       this.pendingRetriggers.add(pending);
-      const manual = (record: SimulatorDeliveryRecord) => {
+      const settle = <T>(fn: (value: T) => void) => (value: T) => {
         this.pendingRetriggers.delete(pending);
-        resolve(record);
+        fn(value);
       };
+      const manual = { sent: settle(resolve), failed: settle(reject) };
       this.push(entry.state.merchantId, { eventId, attempt, copies: 0, concurrentCopies: false, manual });
     });
   }
@@ -150,21 +149,30 @@ export class SimulatorWebhookDeliverer {
     this.pendingRetriggers.clear();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    for (const req of this.inFlight) req.destroy(new Error('simulator stopped'));
-    this.inFlight.clear();
+    this.poster.stop();
     this.queues.clear();
     this.held.clear();
+    this.paused.clear();
     this.busy.clear();
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
   }
 
   /** Allows deliveries again after {@link stop} (the simulator was restarted). */
   resume(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    this.httpAgent = new HttpAgent({ keepAlive: true });
-    this.httpsAgent = new HttpsAgent({ keepAlive: true });
+    this.poster.resume();
+  }
+
+  /** The merchant has a webhook URL again: its paused deliveries go on, attempt numbers kept. */
+  resumePaused(merchantId: number): void {
+    const jobs = this.paused.get(merchantId);
+    if (!jobs) return;
+    this.paused.delete(merchantId);
+    for (const job of jobs) {
+      const entry = this.entries.get(job.eventId);
+      if (entry) entry.state.state = 'queued';
+      this.push(merchantId, job);
+    }
   }
 
   private firstJob(eventId: string): Job {
@@ -207,6 +215,7 @@ export class SimulatorWebhookDeliverer {
   private async run(merchantId: number, job: Job): Promise<void> {
     const entry = this.entries.get(job.eventId);
     if (!entry) return;
+    if (!this.deps.target(merchantId)?.webhookUrl) return this.pause(merchantId, entry, job);
     entry.state.state = 'in-flight';
     if (!job.manual) entry.state.attempts = Math.max(entry.state.attempts, job.attempt);
     let original: SimulatorDeliveryRecord;
@@ -240,7 +249,22 @@ export class SimulatorWebhookDeliverer {
       }, delay);
       this.timers.add(timer);
     }
-    job.manual?.(original);
+    job.manual?.sent(original);
+  }
+
+  /**
+   * The URL was removed after the event was emitted: the delivery waits without using an
+   * attempt (a re-trigger fails, as it would have when asked).
+   */
+  private pause(merchantId: number, entry: EventEntry, job: Job): void {
+    if (job.manual) {
+      job.manual.failed(new Error(`Merchant ${merchantId} has no webhook URL`));
+      return;
+    }
+    entry.state.state = 'paused';
+    const jobs = this.paused.get(merchantId) ?? [];
+    jobs.push(job);
+    this.paused.set(merchantId, jobs);
   }
 
   private async send(entry: EventEntry, attempt: number, duplicate: boolean): Promise<SimulatorDeliveryRecord> {
@@ -260,7 +284,7 @@ export class SimulatorWebhookDeliverer {
       ...(duplicate ? { duplicate: true } : {}),
     };
     this.log.push(record);
-    const outcome = await this.post(url, entry.body, signature);
+    const outcome = await this.poster.post(url, entry.body, signature);
     if ('status' in outcome) {
       record.status = outcome.status;
       record.responseBody = outcome.body;
@@ -269,75 +293,4 @@ export class SimulatorWebhookDeliverer {
     }
     return record;
   }
-
-  /**
-   * One POST; resolves with the status, or the reason there was none. Redirects are
-   * not followed: only a 2xx answer counts as delivered, so a 3xx is a failed attempt.
-   */
-  private post(url: string, body: string, signature: string): Promise<{ status: number; body: string } | { error: string }> {
-    return new Promise((resolve) => {
-      let target: URL;
-      try {
-        target = new URL(url);
-      } catch {
-        resolve({ error: `invalid webhook URL ${JSON.stringify(url)}` });
-        return;
-      }
-      const https = target.protocol === 'https:';
-      if (!https && target.protocol !== 'http:') {
-        resolve({ error: `unsupported webhook URL protocol ${target.protocol}` });
-        return;
-      }
-      let settled = false;
-      const finish = (value: { status: number; body: string } | { error: string }): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.inFlight.delete(req);
-        resolve(value);
-      };
-      const req = (https ? httpsRequest : httpRequest)(
-        target,
-        {
-          method: 'POST',
-          agent: https ? this.httpsAgent : this.httpAgent,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-            'x-service-signature': signature,
-            'user-agent': 'payment-service-simulator',
-          },
-        },
-        (res) => {
-          // Read it all (keep-alive reuse) but keep only the start of the answer for the log.
-          const kept: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            if (size < RESPONSE_BODY_LOG_BYTES) kept.push(chunk.subarray(0, RESPONSE_BODY_LOG_BYTES - size));
-            size += chunk.length;
-          });
-          const answered = () => ({ status: res.statusCode ?? 0, body: Buffer.concat(kept).toString('utf8') });
-          res.on('end', () => finish(answered()));
-          res.on('error', (err) => finish({ error: describeError(err) }));
-          res.on('close', () => finish(res.complete ? answered() : { error: 'response aborted' }));
-        },
-      );
-      const timer = setTimeout(() => {
-        req.destroy();
-        finish({ error: `timed out after ${this.deps.timeoutMs} ms` });
-      }, this.deps.timeoutMs);
-      this.inFlight.add(req);
-      req.on('error', (err) => finish({ error: describeError(err) }));
-      req.end(body);
-    });
-  }
-}
-
-/** `ECONNREFUSED`-style text for network errors. */
-function describeError(err: unknown): string {
-  // Duck-typed: errors may come from another realm (jest VM), where instanceof fails.
-  if (!err || typeof err !== 'object') return String(err);
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code === 'string') return e.code;
-  return typeof e.message === 'string' ? e.message : String(err);
 }

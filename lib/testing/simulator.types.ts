@@ -297,12 +297,17 @@ export interface SimulatorDeliveryRecord {
   at: number;
 }
 
-/** State of one event's delivery. @publicApi */
+/**
+ * State of one event's delivery. `no-url`: the merchant had no webhook URL when the event
+ * was emitted, so it is only recorded. `paused`: the URL was removed while the delivery was
+ * under way; it goes on, with its next attempt, when a URL is set again.
+ * @publicApi
+ */
 export interface SimulatorDeliveryState {
   eventId: string;
   eventType: string;
   merchantId: number;
-  state: 'queued' | 'in-flight' | 'retry-scheduled' | 'delivered' | 'abandoned' | 'no-url' | 'held';
+  state: 'queued' | 'in-flight' | 'retry-scheduled' | 'delivered' | 'abandoned' | 'no-url' | 'paused' | 'held';
   attempts: number;
 }
 

@@ -192,6 +192,59 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     await expect(sim.retrigger(sim.events[0].eventId)).rejects.toThrow(/no webhook URL/);
   });
 
+  it('a URL removed while a retry is due pauses the delivery without using attempts; a new URL resumes it', async () => {
+    await setup({ webhookTimeScale: 1e-3 }); // the first retry 300 ms later
+    receiver.respond = (_h, i) => (i === 0 ? 503 : 200);
+    await createPayment();
+    await waitUntil(() => sim.deliveries[0]?.state === 'retry-scheduled');
+    sim.setWebhookUrl(1, undefined);
+    await sim.waitForDeliveries(); // a paused delivery does not keep the simulator busy
+    expect(sim.deliveries[0]).toMatchObject({ state: 'paused', attempts: 1 });
+    expect(sim.deliveryLog).toHaveLength(1);
+    await createPayment(); // emitted while there is no URL: only recorded
+    const moved = new WebhookReceiver();
+    const movedUrl = await moved.start();
+    try {
+      sim.setWebhookUrl(1, movedUrl);
+      await sim.waitForDeliveries();
+      expect(sim.deliveries.map((d) => [d.state, d.attempts])).toEqual([
+        ['delivered', 2],
+        ['no-url', 0],
+      ]);
+      expect(sim.deliveryLog.map((d) => [d.attempt, d.url, d.status])).toEqual([
+        [1, url, 503],
+        [2, movedUrl, 200],
+      ]);
+      expect(moved.received).toHaveLength(1);
+    } finally {
+      await moved.stop();
+    }
+  });
+
+  it('deliveries waiting their turn pause when the URL is removed, and a re-trigger waiting there fails', async () => {
+    await setup({ deliveryTimeoutMs: 300 });
+    receiver.respond = (_h, i) => (i === 0 ? 'stall' : 200);
+    sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_paused_1' });
+    await waitUntil(() => receiver.received.length === 1);
+    sim.sendEvent(1, 'payment.failed', { trxId: 'trx_paused_2' }); // queued behind the stalled one
+    const retrigger = sim.retrigger(sim.deliveries[0].eventId);
+    sim.setWebhookUrl(1, undefined);
+    await expect(retrigger).rejects.toThrow(/Merchant 1 has no webhook URL/);
+    await sim.waitForDeliveries();
+    expect(sim.deliveries.map((d) => [d.eventType, d.state, d.attempts])).toEqual([
+      ['payment.succeeded', 'paused', 1],
+      ['payment.failed', 'paused', 0],
+    ]);
+    sim.setWebhookUrl(1, url);
+    await sim.waitForDeliveries();
+    expect(sim.deliveries.map((d) => [d.state, d.attempts])).toEqual([
+      ['delivered', 2],
+      ['delivered', 1],
+    ]);
+    // in the order they paused: the queued event before the retry that came due later
+    expect(receiver.types).toEqual(['payment.succeeded', 'payment.failed', 'payment.succeeded']);
+  });
+
   it('delivers every event twice with the duplicate switch (sequential or concurrent)', async () => {
     await setup();
     sim.setDeliveryFaults({ duplicate: true });
