@@ -1,6 +1,5 @@
 import { PaymentAbortedError, PaymentClientErrorCode, type PaymentApiError } from './payment-api.errors.js';
 import type { ServiceCall } from './payment-request.executor.js';
-import { isRetryable } from './payment-retry.policy.js';
 
 /**
  * `promise`, or a rejection with the signal's reason as soon as `signal` aborts. The promise
@@ -29,10 +28,16 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
   });
 }
 
-/** The call was given up before its next request left; `previous` is its last failed attempt, if any. */
-export function abortedCallError(call: ServiceCall, previous: PaymentApiError | undefined, account: string): PaymentAbortedError {
-  // the failures a refund may be retried after are the ones the service surely did not act on
-  const mayHaveReachedService = previous !== undefined && !isRetryable('unsafe', previous);
+/**
+ * The call was given up before its next request left; `previous` is its last failed attempt,
+ * if any, and `mayHaveReachedService` whether any earlier attempt may have been acted on.
+ */
+export function abortedCallError(
+  call: ServiceCall,
+  previous: PaymentApiError | undefined,
+  mayHaveReachedService: boolean,
+  account: string,
+): PaymentAbortedError {
   return new PaymentAbortedError({
     account,
     code: PaymentClientErrorCode.ABORTED,

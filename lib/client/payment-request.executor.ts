@@ -93,7 +93,10 @@ export class PaymentRequestExecutor {
     const body = this.writeBody(call);
     let token: string | undefined;
     let renewedToken = false;
+    // the last failed attempt, and whether any attempt so far may have been acted on: a later
+    // attempt's answer (a 429, a token failure) does not undo an earlier time-out
     let previous: PaymentApiError | undefined;
+    let mayHaveActed = false;
     for (let retry = 0; ; ) {
       let answer: HttpAnswer | undefined;
       let failure: PaymentApiError | undefined;
@@ -101,13 +104,13 @@ export class PaymentRequestExecutor {
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, this.limitKey(), call.signal);
-      const release = await (call.signal === undefined ? acquiring : acquiring.catch((error: unknown) => this.rethrow(error, call, previous)));
+      const release = await (call.signal === undefined ? acquiring : acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed)));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       let sending = false;
       try {
-        token ??= await untilAborted(this.tokenForCall(call), call.signal);
+        token ??= await untilAborted(this.tokenForCall(call, mayHaveActed), call.signal);
         // the last moment the call can be given up: past it, the request is on the wire
-        this.throwIfAborted(call, previous);
+        this.throwIfAborted(call, previous, mayHaveActed);
         sending = true;
         answer = await this.http.send({
           method: call.method,
@@ -120,7 +123,7 @@ export class PaymentRequestExecutor {
       } catch (error) {
         if (error instanceof PaymentAbortedError) throw error;
         // aborted while waiting for the token; once sending, the attempt's own failure stands
-        if (!sending) this.throwIfAborted(call, previous);
+        if (!sending) this.throwIfAborted(call, previous, mayHaveActed);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call);
       } finally {
@@ -158,31 +161,33 @@ export class PaymentRequestExecutor {
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
       previous = failure;
+      mayHaveActed ||= !isRetryable('unsafe', failure);
       observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
         `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
-      await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous));
+      await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
     }
   }
 
   /** The call's abort when its signal fired (the wait was given up), else nothing. */
-  private throwIfAborted(call: ServiceCall, previous: PaymentApiError | undefined): void {
-    if (call.signal?.aborted) throw abortedCallError(call, previous, this.options.account);
+  private throwIfAborted(call: ServiceCall, previous: PaymentApiError | undefined, mayHaveActed: boolean): void {
+    if (call.signal?.aborted) throw abortedCallError(call, previous, mayHaveActed, this.options.account);
   }
 
   /** Rethrows a failed wait's `error`, as the call's abort when its signal fired. */
-  private rethrow(error: unknown, call: ServiceCall, previous: PaymentApiError | undefined): never {
-    this.throwIfAborted(call, previous);
+  private rethrow(error: unknown, call: ServiceCall, previous: PaymentApiError | undefined, mayHaveActed: boolean): never {
+    this.throwIfAborted(call, previous, mayHaveActed);
     throw error;
   }
 
   /**
    * The call's token. Token failures were already retried by the token call itself and
-   * are final here; a network failure is re-issued for THIS call, which was surely not
-   * sent (so a caller of a refund or payout knows nothing happened).
+   * are final here; a network failure is re-issued for THIS call, whose next attempt was
+   * surely not sent (so a caller of a refund or payout knows nothing happened), unless an
+   * earlier attempt `mayHaveActed`.
    */
-  private async tokenForCall(call: ServiceCall): Promise<string | undefined> {
+  private async tokenForCall(call: ServiceCall, mayHaveActed: boolean): Promise<string | undefined> {
     try {
       return await this.tokenFor(call.auth);
     } catch (error) {
@@ -194,10 +199,12 @@ export class PaymentRequestExecutor {
       throw new PaymentNetworkError({
         code: error.code,
         account: this.options.account,
-        message: `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
+        message: mayHaveActed
+          ? `${call.method} ${call.path} was not sent again: getting an access token failed (${error.message}); an earlier attempt may have reached the service`
+          : `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
         method: call.method,
         path: call.path,
-        mayHaveReachedService: false,
+        mayHaveReachedService: mayHaveActed,
         failure: error.failure,
         idempotencyKey: call.idempotencyKey,
       });

@@ -89,6 +89,35 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     expect(sim.requests.filter((r) => r.route === '/payment/create')).toHaveLength(1);
   });
 
+  it('an earlier attempt that may have acted is remembered: a later 429 or token failure does not make it "not sent"', async () => {
+    await start({ httpTimeoutMs: 300 });
+    // attempt 1 creates the payment but its answer never comes; attempt 2 is told to wait 30 s
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true });
+    sim.injectFault({ path: '/payment/create', kind: 'status', status: 429, retryAfterSeconds: 30 });
+    const controller = new AbortController();
+    const call = rejectionOf(client.createPayment({ amount: '5', currency: 'USD' }, { idempotencyKey: 'order-8', signal: controller.signal }));
+    await waitFor('the 429 came and its wait began', () => clock.sleeps.length === 2);
+    controller.abort();
+    const aborted = await call;
+    expect(sim.payments).toHaveLength(1);
+    expect(aborted).toBeInstanceOf(PaymentAbortedError);
+    expect(aborted).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-8' });
+    expect(aborted.message).toContain('may have reached the service');
+
+    // attempt 1 creates the payment, attempt 2 has its token refused, the new token cannot be had
+    await client.listGateways();
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true });
+    sim.injectFault({ path: '/payment/create', kind: 'status', code: 'PAY_1003' });
+    const second = rejectionOf(client.createPayment({ amount: '6', currency: 'USD' }, { idempotencyKey: 'order-9' }));
+    await waitFor('its first attempt is on the wire', () => sim.requests.filter((r) => r.route === '/payment/create').length === 3);
+    sim.injectFault({ path: '/authentication/token', kind: 'reset', times: 10 });
+    const error = await second;
+    expect(sim.payments).toHaveLength(2);
+    expect(error).toBeInstanceOf(PaymentNetworkError);
+    expect(error).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-9' });
+    expect(error.message).toContain('not sent again');
+  });
+
   it('a signal firing while the request is on the wire leaves its own failure: a payout that may have arrived says so', async () => {
     await start({ httpTimeoutMs: 800, maxRetries: 0 });
     sim.injectFault({ path: '/payout', kind: 'stall' });
