@@ -101,7 +101,7 @@ export interface PaymentGateway {
 
 /** @publicApi */
 export interface RefundPaymentInput {
-  /** Partial refund amount; the whole payment when absent (service default). */
+  /** Partial refund amount; leave the field out to refund the whole payment (`undefined` and `null` are refused). */
   amount?: PaymentAmount;
   reason?: string;
   extra?: Record<string, unknown>;

@@ -157,8 +157,11 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
     check.inputObject('input', input, ['amount', 'reason', 'extra'], false);
-    // a partial refund whose amount got lost must not become a full one: only an absent amount means "all"
-    if (input?.amount === null) check.add('amount', 'must be an amount; leave it out to refund the whole payment');
+    // a partial refund whose amount got lost (`amount: order.refundAmount`, undefined) must not
+    // become a full one: only a left-out amount means "all"
+    if (typeof input === 'object' && input !== null && 'amount' in input && input.amount == null) {
+      check.add('amount', 'must be an amount; leave the field out to refund the whole payment');
+    }
     const amount = check.amount('amount', input?.amount, false);
     const reason = check.optionalString('reason', input?.reason);
     const extra = check.extra(input?.extra, { amount: 'amount', reason: 'reason' });

@@ -137,6 +137,7 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       // each of these refunded the whole payment
       [h.client.refundPayment('trx_1', '2.50' as never), 'input'],
       [h.client.refundPayment('trx_1', { amount: null } as never), 'amount'],
+      [h.client.refundPayment('trx_1', { amount: undefined, reason: 'partial' }), 'amount'],
       [h.client.refundPayment('trx_1', { ammount: '1' } as never), 'ammount'],
       // sent without the amount checks
       [h.client.refundPayment('trx_1', { extra: { amount: '-5' } }), 'extra.amount'],
