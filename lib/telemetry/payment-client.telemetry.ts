@@ -1,6 +1,7 @@
 import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
 import { recordSpanError } from './payment-handler.tracing.js';
+import { telemetryFailed } from './telemetry-fault.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { type PaymentClientOperation, type PaymentClientOutcome, PaymentSpanAttribute } from './payment-telemetry.names.js';
@@ -24,18 +25,23 @@ export class PaymentClientTelemetry {
     const instruments = this.telemetry.instruments();
     const tracer = this.telemetry.tracer();
     if (instruments === undefined && tracer === undefined) return undefined;
-    const span = tracer?.startSpan(
-      `payment client ${operation}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [PaymentSpanAttribute.OPERATION]: operation,
-          [PaymentSpanAttribute.ACCOUNT]: this.account,
-          'http.request.method': method,
+    let span: Span | undefined;
+    try {
+      span = tracer?.startSpan(
+        `payment client ${operation}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            [PaymentSpanAttribute.OPERATION]: operation,
+            [PaymentSpanAttribute.ACCOUNT]: this.account,
+            'http.request.method': method,
+          },
         },
-      },
-      context.active(),
-    );
+        context.active(),
+      );
+    } catch (error) {
+      telemetryFailed(error);
+    }
     return new PaymentClientCallTelemetry(operation, this.account, instruments, span);
   }
 }
@@ -44,6 +50,7 @@ export class PaymentClientTelemetry {
  * One logical call: its span (active while the attempts run, so the token call and the
  * host's HTTP spans nest under it), its retries and rate-limit waits, and at the end one
  * `payment_gateway.client.requests` count and one `payment_gateway.client.duration` value.
+ * No method throws: the call's outcome is the service's answer, whatever the SDK does.
  */
 export class PaymentClientCallTelemetry {
   private readonly startedAt = performance.now();
@@ -71,18 +78,34 @@ export class PaymentClientCallTelemetry {
 
   /** Time the attempt waited for a client-side rate-limit slot. */
   rateLimitWaited(ms: number): void {
-    this.instruments?.clientRateLimitWait.record(Math.max(0, ms) / 1000, { operation: this.operation, account: this.account });
+    try {
+      this.instruments?.clientRateLimitWait.record(Math.max(0, ms) / 1000, { operation: this.operation, account: this.account });
+    } catch (error) {
+      telemetryFailed(error);
+    }
   }
 
   /** The attempt failed with `code` and is repeated after `delayMs`. */
   retrying(code: string, delayMs: number): void {
     this.retries++;
     const known = metricCode(code);
-    this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
-    this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
+    try {
+      this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
+      this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
+    } catch (error) {
+      telemetryFailed(error);
+    }
   }
 
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
+    try {
+      this.record(outcome, error, okStatus);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
+  }
+
+  private record(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
     const code = error === undefined ? undefined : codeOf(error);
     const httpStatus = error === undefined ? okStatus : statusOf(error);
     if (this.instruments !== undefined) {

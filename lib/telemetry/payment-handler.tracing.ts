@@ -1,17 +1,45 @@
-import { context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { type Context, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { errorMessage } from '../common/error-message.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentSpanAttribute } from './payment-telemetry.names.js';
+import { telemetryFailed } from './telemetry-fault.js';
 
 /**
  * Runs one handler invocation in its own span, `payment handler <ClassName.method>`, a
  * child of the active span (the delivery's `payment webhook <type>` span on the module's
  * route). A failure is recorded on the span (the handler's own exception) and rethrown.
- * Only called when the host registered a TracerProvider.
+ * The SDK throwing never changes the handler's outcome: a handler that ran must not count
+ * as failed, and run again. Only called when the host registered a TracerProvider.
  */
 export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentEvent, invoke: () => unknown): Promise<unknown> {
   const parent = context.active();
-  const span = tracer.startSpan(
+  let span: Span;
+  try {
+    span = startHandlerSpan(tracer, handler, event, parent);
+  } catch (error) {
+    telemetryFailed(error);
+    return new Promise((resolve) => resolve(invoke()));
+  }
+  let running: Promise<unknown>;
+  try {
+    running = Promise.resolve(context.with(trace.setSpan(parent, span), invoke));
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  return running.then(
+    (result) => {
+      endSpan(span);
+      return result;
+    },
+    (error: unknown) => {
+      endSpan(span, error);
+      throw error;
+    },
+  );
+}
+
+function startHandlerSpan(tracer: Tracer, handler: string, event: AnyPaymentEvent, parent: Context): Span {
+  return tracer.startSpan(
     `payment handler ${handler}`,
     {
       kind: SpanKind.INTERNAL,
@@ -24,23 +52,16 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
     },
     parent,
   );
-  let running: Promise<unknown>;
+}
+
+/** Ends `span` (failed with `error` when given); whatever the SDK throws stays here. */
+function endSpan(span: Span, ...failure: [error: unknown] | []): void {
   try {
-    running = Promise.resolve(context.with(trace.setSpan(parent, span), invoke));
+    if (failure.length > 0) recordSpanError(span, failure[0]);
+    span.end();
   } catch (error) {
-    running = Promise.reject(error);
+    telemetryFailed(error);
   }
-  return running.then(
-    (result) => {
-      span.end();
-      return result;
-    },
-    (error: unknown) => {
-      recordSpanError(span, error);
-      span.end();
-      throw error;
-    },
-  );
 }
 
 /** Marks `span` failed with `error` (recorded as an exception, its message as the status). */

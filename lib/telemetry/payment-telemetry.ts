@@ -11,6 +11,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { PAYMENT_TELEMETRY_SCOPE, PaymentMetricName } from './payment-telemetry.names.js';
+import { telemetryFailed } from './telemetry-fault.js';
 
 /** The package's instruments, all from one meter. */
 export interface PaymentInstruments {
@@ -53,8 +54,13 @@ export class PaymentTelemetry {
     const provider = metrics.getMeterProvider();
     if (provider !== this.meterProvider) {
       this.meterProvider = provider;
-      const meter = provider.getMeter(PAYMENT_TELEMETRY_SCOPE);
-      this.currentInstruments = meter === NOOP_METER ? undefined : createInstruments(meter);
+      try {
+        const meter = provider.getMeter(PAYMENT_TELEMETRY_SCOPE);
+        this.currentInstruments = meter === NOOP_METER ? undefined : createInstruments(meter);
+      } catch (error) {
+        telemetryFailed(error);
+        this.currentInstruments = undefined;
+      }
     }
     return this.currentInstruments;
   }
@@ -66,7 +72,12 @@ export class PaymentTelemetry {
     const provider = typeof (global as Partial<ProxyTracerProvider>).getDelegate === 'function' ? (global as ProxyTracerProvider).getDelegate() : global;
     if (provider !== this.tracerProvider) {
       this.tracerProvider = provider;
-      this.currentTracer = provider === NOOP_TRACER_PROVIDER ? undefined : provider.getTracer(PAYMENT_TELEMETRY_SCOPE);
+      try {
+        this.currentTracer = provider === NOOP_TRACER_PROVIDER ? undefined : provider.getTracer(PAYMENT_TELEMETRY_SCOPE);
+      } catch (error) {
+        telemetryFailed(error);
+        this.currentTracer = undefined;
+      }
     }
     return this.currentTracer;
   }

@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { type Attributes, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { type Attributes, context, INVALID_SPAN_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { redactRedisUrlIn } from '../config/redact-url.js';
 import { isKnownPaymentEventType } from '../events/payment-event.types.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
@@ -7,6 +7,7 @@ import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.ex
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 import { type PaymentTelemetry, paymentTelemetry } from './payment-telemetry.js';
 import { PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
+import { telemetryFailed } from './telemetry-fault.js';
 
 /** Outcome of a non-2xx answer to a verified event, by its code. */
 const OUTCOME_BY_CODE: Readonly<Record<string, PaymentWebhookOutcome>> = {
@@ -38,6 +39,7 @@ type LogLevel = 'debug' | 'warn' | 'error';
  *   the first 5xx refusal of an untrusted request (a missing secret) at `error`.
  *
  * With no OpenTelemetry SDK registered nothing is allocated: no attributes, spans or closures.
+ * Whatever the SDK throws stays here: the answer is the delivery's, never the telemetry's.
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
@@ -61,18 +63,24 @@ export class WebhookDeliveryTelemetry {
    */
   traced<T>(tracer: Tracer, event: AnyPaymentEvent, work: (span: Span) => Promise<T>): Promise<T> {
     const parent = context.active();
-    const span = tracer.startSpan(
-      `payment webhook ${metricEventType(event.eventType)}`,
-      {
-        kind: SpanKind.INTERNAL,
-        attributes: {
-          [PaymentSpanAttribute.ACCOUNT]: this.account,
-          [PaymentSpanAttribute.EVENT_ID]: event.eventId,
-          [PaymentSpanAttribute.EVENT_TYPE]: event.eventType,
+    let span: Span;
+    try {
+      span = tracer.startSpan(
+        `payment webhook ${metricEventType(event.eventType)}`,
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [PaymentSpanAttribute.ACCOUNT]: this.account,
+            [PaymentSpanAttribute.EVENT_ID]: event.eventId,
+            [PaymentSpanAttribute.EVENT_TYPE]: event.eventType,
+          },
         },
-      },
-      parent,
-    );
+        parent,
+      );
+    } catch (error) {
+      telemetryFailed(error);
+      span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT); // records nothing
+    }
     return context.with(trace.setSpan(parent, span), work, undefined, span);
   }
 
@@ -103,9 +111,12 @@ export class WebhookDeliveryTelemetry {
   /** A verified delivery answered 2xx (`handled`, `duplicate`, `queued`). */
   answered(event: AnyPaymentEvent, outcome: PaymentWebhookOutcome, startedAt: number, span?: Span): void {
     this.record(outcome, undefined, event.eventType, startedAt);
-    if (span !== undefined) {
+    if (span === undefined) return;
+    try {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
       span.end();
+    } catch (error) {
+      telemetryFailed(error);
     }
   }
 
@@ -116,7 +127,8 @@ export class WebhookDeliveryTelemetry {
     this.record(outcome, code, event.eventType, startedAt);
     const level: LogLevel = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? 'warn' : 'error';
     const reason = this.log(level, outcome, status, code, event, error);
-    if (span !== undefined) {
+    if (span === undefined) return;
+    try {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
       span.setAttribute(PaymentSpanAttribute.CODE, code);
       if (outcome !== 'in_flight') {
@@ -125,6 +137,8 @@ export class WebhookDeliveryTelemetry {
         span.setStatus({ code: SpanStatusCode.ERROR, message: `${code}: ${reason}` });
       }
       span.end();
+    } catch (failure) {
+      telemetryFailed(failure);
     }
   }
 
@@ -134,8 +148,12 @@ export class WebhookDeliveryTelemetry {
     const attributes: Attributes = { outcome, account: this.account };
     if (code !== undefined) attributes.code = code;
     if (eventType !== undefined) attributes.event_type = metricEventType(eventType);
-    instruments.webhookRequests.add(1, attributes);
-    instruments.webhookDuration.record((performance.now() - startedAt) / 1000, attributes);
+    try {
+      instruments.webhookRequests.add(1, attributes);
+      instruments.webhookDuration.record((performance.now() - startedAt) / 1000, attributes);
+    } catch (error) {
+      telemetryFailed(error);
+    }
   }
 
   /** Logs the delivery's one line; returns the reason it gave. */

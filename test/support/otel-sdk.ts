@@ -11,7 +11,7 @@ import {
   type MetricData,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 export interface TestOtel {
   /** Every metric of the package's meter, as exported now (cumulative since registration). */
@@ -22,13 +22,14 @@ export interface TestOtel {
   reset(): Promise<void>;
 }
 
-export async function registerTestOtel(): Promise<TestOtel> {
+/** `spanProcessors` run after the in-memory exporter's (a test's faulty processor, say). */
+export async function registerTestOtel(spanProcessors: SpanProcessor[] = []): Promise<TestOtel> {
   const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   // a long interval: exports happen only when the test flushes
   const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 });
   const meterProvider = new MeterProvider({ readers: [reader] });
   const spanExporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] });
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter), ...spanProcessors] });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   if (!context.setGlobalContextManager(contextManager)) throw new Error('a context manager is already registered');
   if (!metrics.setGlobalMeterProvider(meterProvider)) throw new Error('a MeterProvider is already registered');
