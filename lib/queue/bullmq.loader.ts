@@ -41,6 +41,8 @@ export interface BullQueue<T> {
   getJob(jobId: string): Promise<BullJob<T> | undefined>;
   /** Failed jobs, newest first; `end` inclusive. */
   getFailed(start?: number, end?: number): Promise<Array<BullJob<T> | undefined>>;
+  /** Removes up to `limit` jobs of `type` that finished more than `grace` ms ago; their ids. */
+  clean(grace: number, limit: number, type: 'failed'): Promise<string[]>;
   on(event: 'error', listener: (error: Error) => void): unknown;
   close(): Promise<void>;
 }

@@ -28,7 +28,7 @@ export interface PaymentDeadLetter {
   receivedAt: Date;
   /** When the last attempt failed. */
   failedAt: Date;
-  /** When the dead letter is dropped unless replayed or discarded before. */
+  /** End of its retention: the queue's hourly trim removes it after this, unless replayed or discarded before. */
   expiresAt: Date;
 }
 

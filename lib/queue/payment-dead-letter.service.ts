@@ -4,7 +4,7 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
-import { deadLetterExpiresAt, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
+import { type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
@@ -36,11 +36,9 @@ export class PaymentDeadLetterService {
     }
     const queue = this.accounts.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
     const jobs = await queue.queue.getFailed(offset, offset + limit - 1);
-    const now = Date.now();
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined && isEventJob(job))
-      .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs))
-      .filter((letter) => letter.expiresAt.getTime() > now);
+      .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs));
   }
 
   /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
@@ -54,7 +52,7 @@ export class PaymentDeadLetterService {
    * Runs the event again through the queue, with a fresh set of attempts: a worker claims it
    * and runs its handlers once (if they fail again, it becomes a dead letter again).
    * Resolves `false` when `eventId` is not a dead letter (never was, already replayed,
-   * discarded or expired).
+   * discarded or removed after its retention).
    */
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
     return this.oneAtATime(account, eventId, () => this.replayNow(eventId, account));
@@ -108,7 +106,10 @@ export class PaymentDeadLetterService {
     return result;
   }
 
-  /** The failed, unexpired job of `eventId`. */
+  /**
+   * The failed job of `eventId`. One past its retention counts until the queue's hourly trim
+   * removes it: while it is in the failed set, a new copy of the event is not queued again.
+   */
   private async deadJob(queue: PaymentEventQueue, eventId: string): Promise<PaymentEventJob | undefined> {
     if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID_LENGTH) {
       throw new TypeError(`PaymentDeadLetterService: eventId must be a string of 1 to ${MAX_EVENT_ID_LENGTH} characters`);
@@ -116,7 +117,6 @@ export class PaymentDeadLetterService {
     const job = await queue.queue.getJob(queue.jobId(eventId));
     if (job === undefined || !isEventJob(job) || job.data.event.eventId !== eventId) return undefined;
     if ((await job.getState()) !== 'failed') return undefined;
-    if (deadLetterExpiresAt(job, queue.options.queueDeadLetterRetentionMs) <= Date.now()) return undefined;
     return job;
   }
 }

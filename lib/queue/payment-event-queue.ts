@@ -1,4 +1,4 @@
-import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
@@ -13,13 +13,18 @@ import { type PaymentEventJobData, paymentEventJobId, toPaymentEventJobData } fr
 import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 
+/** How often dead letters past their retention are removed (at most every retention). */
+const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
+/** Dead letters removed per Redis command while trimming. */
+const DEAD_LETTER_TRIM_BATCH = 1000;
+
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
  * dead-letter service reads and moves its failed jobs. Runs on the app's fail-fast Redis
  * connection for the queue URL (no offline queue: a command fails at once while Redis is
  * down), so an event is acknowledged only once Redis has it.
  */
-export class PaymentEventQueue implements OnApplicationShutdown {
+export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly account: string;
   readonly queue: BullQueue<PaymentEventJobData>;
   private readonly logger = new Logger('PaymentQueue');
@@ -27,6 +32,7 @@ export class PaymentEventQueue implements OnApplicationShutdown {
   private readonly describe: (error: unknown) => string;
   private outageLogged = false;
   private closed = false;
+  private trimTimer: NodeJS.Timeout | undefined;
 
   constructor(
     bull: BullMqModule,
@@ -87,7 +93,39 @@ export class PaymentEventQueue implements OnApplicationShutdown {
     return { received: true, queued: true };
   }
 
+  /**
+   * Removes dead letters past their retention now and then every hour. Until it does, an
+   * expired dead letter stays listed and replayable: BullMQ's own trimming (`removeOnFail`)
+   * runs only when another job fails, and a job left in the failed set would make a new copy
+   * of its event an accepted no-op (same job id), invisible and lost.
+   */
+  onApplicationBootstrap(): void {
+    if (this.closed || this.trimTimer !== undefined) return;
+    const retentionMs = this.options.queueDeadLetterRetentionMs;
+    void this.trimDeadLetters();
+    this.trimTimer = setInterval(() => void this.trimDeadLetters(), Math.max(1000, Math.min(retentionMs, DEAD_LETTER_TRIM_INTERVAL_MS)));
+    this.trimTimer.unref();
+  }
+
+  private async trimDeadLetters(): Promise<void> {
+    try {
+      for (let batch = 0; batch < 100 && !this.closed; batch++) {
+        const removed = await withTimeout(
+          this.queue.clean(this.options.queueDeadLetterRetentionMs, DEAD_LETTER_TRIM_BATCH, 'failed'),
+          this.options.redisTimeoutMs,
+          () => new Error(`Redis did not answer within ${this.options.redisTimeoutMs} ms`),
+        );
+        if (removed.length > 0) this.logger.log(`Removed ${removed.length} dead letter(s) of account ${this.account} past their retention`);
+        if (removed.length < DEAD_LETTER_TRIM_BATCH) return;
+      }
+    } catch (error) {
+      // an outage is reported by the route and the health check; the next round tries again
+      this.logger.debug?.(`Trimming the dead letters of account ${this.account} failed: ${this.describe(error)}`);
+    }
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.trimTimer);
     if (this.closed) return;
     this.closed = true;
     try {

@@ -33,7 +33,7 @@ export function paymentEventJobOptions(options: ResolvedPaymentOptions): BullJob
     attempts: options.queueAttempts,
     backoff: { type: 'exponential', delay: options.queueBackoffMs, jitter: BACKOFF_JITTER },
     removeOnComplete: KEEP_COMPLETED,
-    // age in seconds; trimmed lazily by BullMQ, so readers also skip expired dead letters
+    // age in seconds; BullMQ trims only when another job fails, so the queue also trims hourly
     removeOnFail: { age: Math.ceil(options.queueDeadLetterRetentionMs / 1000) },
     stackTraceLimit: STACK_TRACE_LIMIT,
   };
