@@ -62,6 +62,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
    * 'completed' or 'failed') after the processor settled.
    */
   private readonly inFlight = new Map<string, InFlightJob>();
+  /** Handler runs until they end, those that outlived `queueJobTimeoutMs` included. */
+  private readonly handling = new Set<Promise<void>>();
   private stopped = false;
 
   constructor(
@@ -98,7 +100,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /**
    * Stops taking jobs (a fetch already under way may still bring one, which runs like the
    * others) and lets running ones finish for up to `queueShutdownTimeoutMs`, their outcome
-   * recorded. Jobs still running then are given up: their lock and their claim are no longer renewed,
+   * recorded; handlers that outlived their attempt's `queueJobTimeoutMs` are waited for too
+   * (their claim is still held here). Jobs still running then are given up: their lock and their claim are no longer renewed,
    * and another worker takes them over once both lapsed (so a handler that is still running
    * here, in a process that does not exit, may run again elsewhere).
    */
@@ -112,7 +115,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     await worker.pause(true).catch(() => undefined);
     this.logger.log(
       `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
-        `for ${this.inFlight.size} running`,
+        `for ${Math.max(this.inFlight.size, this.handling.size)} running`,
     );
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
@@ -123,8 +126,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       }, this.options.queueShutdownTimeoutMs);
     });
     // a job fetched just before the pause may start after the first look
-    while (this.inFlight.size > 0 && !timedOut) {
-      await Promise.race([Promise.all([...this.inFlight.values()].map((job) => job.recorded)), deadline]);
+    while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
+      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling];
+      await Promise.race([Promise.all(running), deadline]);
     }
     clearTimeout(timer);
     if (timedOut) {
@@ -180,22 +184,54 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
     const event = toReceivedPaymentEvent(job.data);
     const timeoutMs = this.options.queueJobTimeoutMs;
+    const handling = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+    const tracked = handling.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.handling.add(tracked);
+    void tracked.then(() => this.handling.delete(tracked));
+    let timedOut = false;
     try {
       // BullMQ renews the job's lock while this process lives: without a bound a hung handler
       // would keep a worker slot for good. The bound frees the slot; the store claim stays.
-      const key = webhookEventKey(this.account, event.eventId);
-      await withTimeout(
-        this.deduplicator.run(key, this.claims, () => this.dispatcher.dispatch(event)),
-        timeoutMs,
-        () => jobTimeoutError(event.eventType, event.eventId, timeoutMs),
-      );
+      await withTimeout(handling, timeoutMs, () => {
+        timedOut = true;
+        return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
+      });
     } catch (error) {
+      if (timedOut) void this.afterLateRun(job, handling);
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
         throw new this.bull.DelayedError();
       }
       throw attemptError(error);
+    }
+  }
+
+  /**
+   * A run that outlived its attempt and then succeeded: the event is processed, so a dead
+   * letter its attempt left behind goes (a replay once the store forgot the event would run
+   * the handlers again). A retry still pending finds the event processed and runs nothing.
+   */
+  private async afterLateRun(job: PaymentEventJob, handling: Promise<unknown>): Promise<void> {
+    try {
+      await handling;
+    } catch {
+      return; // failed after all: the dead letter (or the retry) stands
+    }
+    try {
+      // the attempt's failure is being recorded meanwhile: read the state once it is
+      await this.inFlight.get(job.id ?? '')?.recorded;
+      if ((await job.getState()) !== 'failed') return;
+      await job.remove();
+      this.logger.log(`Dead letter ${job.data.event.eventId} (account ${this.account}) removed: its timed-out run finished successfully`);
+    } catch (error) {
+      this.logger.warn(
+        `${job.data.event.eventType} event ${job.data.event.eventId} (account ${this.account}) was processed after its last attempt timed out, ` +
+          `but its dead letter could not be removed (discard it; do not replay it): ${this.describe(error)}`,
+      );
     }
   }
 

@@ -43,4 +43,51 @@ describe('queue mode: a handler that does not return', () => {
     expect(q.handlers.count('entered', stuckId)).toBe(1);
     expect(await q.deadLetters.get(stuckId)).toBeUndefined();
   });
+
+  it('a last attempt that timed out leaves a dead letter; when its run then succeeds, the dead letter goes (no replay runs it twice)', async () => {
+    const late = await startQueueApp(redis.url, {
+      payment: { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'late-run:', queueAttempts: 1, queueJobTimeoutMs: 1000 },
+    });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      const release = late.handlers.hold(id);
+      expect(await postWebhook(late.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      await waitFor('the attempt timed out into a dead letter', async () => (await late.deadLetters.get(id)) !== undefined, 10_000);
+      release();
+      await waitFor('the run finished', () => late.handlers.count('done', id) === 1);
+      await waitFor('its dead letter was removed', async () => (await late.deadLetters.get(id)) === undefined, 10_000);
+      expect(await late.deadLetters.replay(id)).toBe(false);
+      await sleep(300);
+      expect(late.handlers.count('entered', id)).toBe(1);
+    } finally {
+      await late.close();
+    }
+  });
+
+  it('shutdown waits for a handler that outlived its attempt (within queueShutdownTimeoutMs): no second run elsewhere', async () => {
+    const options = { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'late-shutdown:', queueJobTimeoutMs: 1000, queueShutdownTimeoutMs: 5000 };
+    const first = await startQueueApp(redis.url, { payment: options });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    const release = first.handlers.hold(id);
+    expect(await postWebhook(first.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler started', () => first.handlers.count('entered', id) === 1);
+    await sleep(1500); // its attempt timed out; the handler still runs
+    const startedClosing = Date.now();
+    const closing = first.close();
+    setTimeout(release, 500);
+    await closing;
+    expect(Date.now() - startedClosing).toBeGreaterThanOrEqual(450);
+    expect(first.handlers.count('done', id)).toBe(1);
+
+    const second = await startQueueApp(redis.url, { payment: options });
+    try {
+      await sleep(2500); // the retry comes due here: it finds the event processed
+      expect(second.handlers.count('entered', id)).toBe(0);
+      expect(await postWebhook(second.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    } finally {
+      await second.close();
+    }
+  });
 });
