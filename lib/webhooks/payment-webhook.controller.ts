@@ -1,5 +1,4 @@
 import {
-  applyDecorators,
   Controller,
   HttpCode,
   Inject,
@@ -56,12 +55,7 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
       return this.webhooks.process(request);
     }
   }
-  if (decorators.length > 0) {
-    // As if written above the handler: metadata readers see it on the handler (and through
-    // Reflector.getAllAndOverride/getAllAndMerge), guards and interceptors apply to the route.
-    const descriptor = Object.getOwnPropertyDescriptor(PaymentWebhookController.prototype, 'receive')!;
-    applyDecorators(...decorators)(PaymentWebhookController.prototype, 'receive', descriptor);
-  }
+  if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators);
 
   const routeProvider: Provider = {
     provide: PAYMENT_WEBHOOK_ROUTE,
@@ -104,4 +98,25 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
       installWebhookBodyErrorHandler(adapter, this.route.path, () => this.appConfig.getGlobalPrefix());
     }
   }
+}
+
+/**
+ * Applies `decorators` as if written above the route method, in the order given: metadata
+ * readers see theirs on the handler (and through `Reflector.getAllAndOverride/getAllAndMerge`),
+ * guards and interceptors apply to the route, and a decorator that wraps the method (tracing,
+ * auditing) has its wrapper called. A wrapper gets the metadata of the method it replaced.
+ */
+function applyRouteDecorators(prototype: object, decorators: readonly MethodDecorator[]): void {
+  const original = Object.getOwnPropertyDescriptor(prototype, 'receive')!;
+  let descriptor: PropertyDescriptor = { ...original };
+  for (const decorate of decorators) {
+    descriptor = (decorate(prototype, 'receive', descriptor) as PropertyDescriptor | void) ?? descriptor;
+  }
+  const wrapper: unknown = descriptor.value;
+  if (typeof wrapper === 'function' && wrapper !== original.value) {
+    for (const key of Reflect.getOwnMetadataKeys(original.value)) {
+      if (!Reflect.hasOwnMetadata(key, wrapper)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original.value), wrapper);
+    }
+  }
+  Object.defineProperty(prototype, 'receive', descriptor);
 }
