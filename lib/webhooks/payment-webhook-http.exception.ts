@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import type { PaymentWebhookError, PaymentWebhookErrorBody } from './payment-webhook.errors.js';
+import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookInternalError } from './payment-webhook.errors.js';
 
 /**
  * A `PaymentWebhookError` as a Nest `HttpException`, so the JSON body
@@ -19,4 +19,13 @@ export class PaymentWebhookHttpException extends HttpException {
   override getResponse(): PaymentWebhookErrorBody {
     return super.getResponse() as PaymentWebhookErrorBody;
   }
+}
+
+/**
+ * What the route throws for `error`: the module's refusals as they are, anything else as a
+ * 500 `WEBHOOK_INTERNAL_ERROR` whose cause it is.
+ */
+export function toWebhookHttpException(error: unknown): PaymentWebhookHttpException {
+  if (error instanceof PaymentWebhookHttpException) return error;
+  return new PaymentWebhookHttpException(error instanceof PaymentWebhookError ? error : new WebhookInternalError({ cause: error }));
 }

@@ -253,3 +253,15 @@ export class WebhookReconciliationFailedError extends PaymentWebhookError {
     );
   }
 }
+
+/**
+ * Something other than the module's own refusals failed while answering (a custom store that
+ * returned something unexpected, a bug): 500, so the service retries. Its `cause` is what was
+ * thrown; the answer's message says nothing about it (it may hold payload values).
+ */
+export class WebhookInternalError extends PaymentWebhookError {
+  override readonly name = 'WebhookInternalError';
+  constructor(options?: { cause?: unknown }) {
+    super(PaymentWebhookErrorCode.INTERNAL_ERROR, 500, 'Internal error while receiving the webhook; it was not processed, retry later', options);
+  }
+}

@@ -11,8 +11,8 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { PaymentWebhookError, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
+import { PaymentWebhookHttpException, toWebhookHttpException } from './payment-webhook-http.exception.js';
+import { WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
 import {
@@ -85,9 +85,7 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
     try {
       event = this.verifier.verify(request);
     } catch (error) {
-      return Promise.reject(
-        this.telemetry.rejected(error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error, startedAt),
-      );
+      return Promise.reject(this.telemetry.rejected(toWebhookHttpException(error), startedAt));
     }
     // No closure, no span when the host has no tracing.
     const tracer = this.telemetry.tracer();
@@ -120,8 +118,9 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
         ack = duplicate ? { received: true, duplicate: true } : { received: true };
       }
     } catch (error) {
-      this.telemetry.failed(event, error, startedAt, span);
-      throw error;
+      const answer = toWebhookHttpException(error);
+      this.telemetry.failed(event, answer, startedAt, span);
+      throw answer;
     }
     this.telemetry.answered(event, outcome, startedAt, span);
     return ack;

@@ -212,6 +212,29 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
     }
   });
 
+  it.each(MOUNTED_ADAPTERS.filter(([a]) => a === adapter).map(([, mount]) => mount))(
+    'answers 500 WEBHOOK_INTERNAL_ERROR (the cause logged, not answered) when a custom store misbehaves (%s)',
+    async (mount) => {
+      const logged: string[] = [];
+      const capture = { log() {}, warn() {}, debug() {}, verbose() {}, error: (message: unknown) => void logged.push(String(message)) };
+      const broken = {
+        claim: async () => undefined as never,
+        complete: async () => undefined,
+        release: async () => undefined,
+      };
+      const w = await startWebhookApp({ adapter, mount, payment: { store: broken }, logger: capture });
+      try {
+        const r = await postWebhook(w.url, envelope());
+        expect(r).toMatchObject({ status: 500, json: { statusCode: 500, code: 'WEBHOOK_INTERNAL_ERROR' } });
+        expect(r.json.message).not.toMatch(/outcome|undefined/);
+        expect(w.handlers.calls).toHaveLength(0);
+        expect(logged.join('\n')).toContain('WEBHOOK_INTERNAL_ERROR');
+      } finally {
+        await w.close();
+      }
+    },
+  );
+
   it('without rawBody: true answers 500 with the fix, logs it once, and calls no handler', async () => {
     const logged: string[] = [];
     const capture = {
