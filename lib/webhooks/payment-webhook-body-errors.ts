@@ -1,4 +1,4 @@
-import type { HttpServer } from '@nestjs/common';
+import { HttpException, type HttpServer } from '@nestjs/common';
 import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
 import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
 
@@ -74,13 +74,11 @@ export function installWebhookBodyErrorHandler(adapter: HttpServer, webhookPath:
 function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest): void {
   // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
-  const handler = (error: BodyParserError, req: { url?: string; originalUrl?: string }, res: any, next: (e?: unknown) => void): void => {
+  // It passes them on as an HttpException with the webhook body: Nest's handler answers it
+  // as it is, or the host's global exception filter gets it like any other rejection.
+  const handler = (error: BodyParserError, req: { url?: string; originalUrl?: string }, _res: unknown, next: (e?: unknown) => void): void => {
     const body = isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
-    if (!body || res.headersSent) {
-      next(error);
-      return;
-    }
-    res.status(body.statusCode).json(body);
+    next(body === undefined ? error : new HttpException(body, body.statusCode, { cause: error }));
   };
   adapter.getInstance().use(handler);
 }
@@ -88,12 +86,24 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest): void {
 /** Statuses a Fastify content-type parser can produce. */
 const PARSER_STATUSES = new Set([400, 413, 415]);
 
+/** The keys of the body Nest's default exception handling writes. */
+const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
+
+/** Set on a webhook request whose body the Fastify parser refused (see `installFastify`). */
+const PARSER_REFUSED = Symbol('nestjs-payment-gateway:parser-refused');
+
 function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
-  // instance's error handler without a code; add it on the way out, for this path only.
-  instance.addHook('onSend', (request: { url?: string }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
-    if (!PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
+  // instance's error handler without a code; add it on the way out, for this path only. Only
+  // those: an answer a host exception filter wrote (sent as a body, not as an error, so no
+  // onError hook runs) is the host's and stays as it is.
+  instance.addHook('onError', (request: Record<symbol, unknown>, _reply: unknown, error: { statusCode?: unknown }, done: () => void) => {
+    if (typeof error?.statusCode === 'number' && PARSER_STATUSES.has(error.statusCode)) request[PARSER_REFUSED] = true;
+    done();
+  });
+  instance.addHook('onSend', (request: { url?: string; [PARSER_REFUSED]?: unknown }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
+    if (request[PARSER_REFUSED] !== true || !PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
       done(null, payload);
       return;
     }
@@ -104,7 +114,8 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest): void {
       done(null, payload);
       return;
     }
-    if (typeof parsed !== 'object' || parsed === null || typeof (parsed as { code?: unknown }).code === 'string') {
+    // Nest's default body only: one a host filter shaped its own way stays the host's
+    if (typeof parsed !== 'object' || parsed === null || !Object.keys(parsed).every((key) => NEST_ERROR_BODY_KEYS.has(key))) {
       done(null, payload);
       return;
     }

@@ -24,7 +24,7 @@ import {
   VersioningType,
 } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, BaseExceptionFilter, DiscoveryService, NestFactory, Reflector } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, BaseExceptionFilter, DiscoveryService, HttpAdapterHost, NestFactory, Reflector } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { map, type Observable } from 'rxjs';
@@ -70,6 +70,17 @@ class RecordingExceptionFilter extends BaseExceptionFilter {
   override catch(exception: unknown, host: ArgumentsHost): void {
     RecordingExceptionFilter.seen.push(exception);
     super.catch(exception, host);
+  }
+}
+
+/** A filter that answers in the host's own shape (as in Nest's docs). */
+@Catch()
+class HostShapedExceptionFilter {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const status = exception instanceof HttpException ? exception.getStatus() : 500;
+    this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { ok: false, status, path: 'host-shaped' }, status);
   }
 }
 
@@ -272,6 +283,29 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       });
       expect(RecordingExceptionFilter.seen).toHaveLength(1);
       expect((RecordingExceptionFilter.seen[0] as HttpException).getStatus()).toBe(401);
+    });
+
+    it("receives the body parser's refusals as well (broken JSON), answered with their webhook code", async () => {
+      expect(await postWebhook(w.url, '{"eventId": broken', { signature: null })).toMatchObject({
+        status: 400,
+        json: { statusCode: 400, code: 'WEBHOOK_INVALID_JSON' },
+      });
+      expect(RecordingExceptionFilter.seen).toHaveLength(1);
+      expect((RecordingExceptionFilter.seen[0] as HttpException).getStatus()).toBe(400);
+    });
+
+    it("keeps the answers of a filter that writes the host's own body shape, parser refusals included", async () => {
+      const shaped = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_FILTER, useClass: HostShapedExceptionFilter }] });
+      try {
+        const hostBody = (status: number) => ({ status, json: { ok: false, status, path: 'host-shaped' } });
+        expect(await postWebhook(shaped.url, envelope(), { signature: null })).toMatchObject(hostBody(400));
+        expect(await postWebhook(shaped.url, { eventId: 'evt_no_type' })).toMatchObject(hostBody(400));
+        expect(await postWebhook(shaped.url, '{"eventId": broken', { signature: null })).toMatchObject(hostBody(400));
+        expect(await postWebhook(shaped.url, envelope(), { contentType: 'text/plain' })).toMatchObject(hostBody(415));
+        expect(await postWebhook(shaped.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+      } finally {
+        await shaped.close();
+      }
     });
   });
 
