@@ -21,7 +21,7 @@ import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from './payment-client.inspect.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
-import { isRetryable, type RetryPolicy } from './payment-retry.policy.js';
+import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
@@ -157,7 +157,9 @@ export class PaymentRequestExecutor {
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
       const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
-      if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) throw this.retryAfterTooLong(failure, retryAfterMs);
+      if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) {
+        throw retryAfterTooLongError(failure as PaymentRateLimitError, retryAfterMs, this.options.maxRetryAfterMs);
+      }
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
       previous = failure;
@@ -255,24 +257,6 @@ export class PaymentRequestExecutor {
     return Math.floor(this.runtime.random() * ceiling);
   }
 
-  /**
-   * A `Retry-After` is never cut short (an early retry is refused again and burns a
-   * retry); one longer than `maxRetryAfterMs` is not waited for: the 429 is thrown now.
-   */
-  private retryAfterTooLong(failure: PaymentRateLimitError, retryAfterMs: number): PaymentRateLimitError {
-    return new PaymentRateLimitError({
-      account: this.options.account,
-      code: failure.code,
-      message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${this.options.maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
-      httpStatus: failure.httpStatus,
-      errors: failure.errors,
-      retryAfterSeconds: failure.retryAfterSeconds,
-      method: failure.method,
-      path: failure.path,
-      idempotencyKey: failure.idempotencyKey,
-    });
-  }
-
   /** Summaries of the token manager and the limiter; never a token or a secret. */
   toJSON(): Record<string, unknown> {
     return { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens.toJSON(), limiter: this.limiter.toJSON() };
@@ -343,10 +327,6 @@ export class PaymentRequestExecutor {
       idempotencyKey: call.idempotencyKey,
     });
   }
-}
-
-function retryAfterMsOf(failure: PaymentRateLimitError): number | undefined {
-  return failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000;
 }
 
 function dataOf(body: unknown): unknown {

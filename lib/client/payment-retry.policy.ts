@@ -34,3 +34,26 @@ export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolea
       return false;
   }
 }
+
+/** The 429's `Retry-After` in ms, when it has one. */
+export function retryAfterMsOf(failure: PaymentRateLimitError): number | undefined {
+  return failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000;
+}
+
+/**
+ * A `Retry-After` is never cut short (an early retry is refused again and burns a retry);
+ * one longer than `maxRetryAfterMs` is not waited for: this 429 is thrown at once.
+ */
+export function retryAfterTooLongError(failure: PaymentRateLimitError, retryAfterMs: number, maxRetryAfterMs: number): PaymentRateLimitError {
+  return new PaymentRateLimitError({
+    account: failure.account,
+    code: failure.code,
+    message: `${failure.message}; Retry-After ${retryAfterMs / 1000} s is longer than maxRetryAfterMs (${maxRetryAfterMs} ms): not retried; try again in ${retryAfterMs / 1000} s`,
+    httpStatus: failure.httpStatus,
+    errors: failure.errors,
+    retryAfterSeconds: failure.retryAfterSeconds,
+    method: failure.method,
+    path: failure.path,
+    idempotencyKey: failure.idempotencyKey,
+  });
+}
