@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../common/error-message.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 
 /** One claim kept alive while its handlers run. */
@@ -20,8 +21,9 @@ export interface TrackedWebhookClaim {
  * of the lease old, so a slow handler keeps its event and a concurrent copy still gets 409.
  *
  * - A renewal the store refuses (the claim was lost) stops renewing that claim.
- * - A renewal that fails (store time-out) is tried again a third of a lease later, for as
- *   long as the lease has not lapsed; once it has, another delivery may take the event.
+ * - A renewal that fails (store time-out), or does not answer within a third of the lease (a
+ *   custom store that hangs), is tried again a sixth of a lease later, for as long as the
+ *   lease has not lapsed; once it has, another delivery may take the event.
  * - Renewal stops after `maxRenewalMs`, so a hung handler cannot block its event for good.
  *
  * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked.
@@ -98,7 +100,9 @@ export class WebhookLeaseRenewer {
 
   private renew(claim: TrackedWebhookClaim, sentAt: number): void {
     claim.renewing = true;
-    this.store.extend!(claim.key, claim.claimToken, this.leaseMs).then(
+    const renewal = this.store.extend!(claim.key, claim.claimToken, this.leaseMs);
+    // a renewal that never settles would leave `renewing` set and the lease to lapse unseen
+    withTimeout(renewal, this.renewEveryMs, () => new Error(`the store did not answer within ${this.renewEveryMs} ms`)).then(
       (renewed) => {
         claim.renewing = false;
         if (renewed) {
@@ -117,7 +121,8 @@ export class WebhookLeaseRenewer {
           `Could not renew the claim of webhook event "${claim.key}" (${describeError(error)}); ` +
             (lapsed ? 'its lease has lapsed, so another delivery may run it again' : 'retrying'),
         );
-        claim.nextAttemptAt = this.now() + this.renewEveryMs;
+        // half the usual gap: a renewal given up after a third of the lease still has time
+        claim.nextAttemptAt = this.now() + Math.floor(this.renewEveryMs / 2);
       },
     );
   }

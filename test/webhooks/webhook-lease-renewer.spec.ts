@@ -65,6 +65,21 @@ describe('WebhookLeaseRenewer', () => {
     renewer.close();
   });
 
+  it('does not wait forever on a renewal that never answers (a custom store that hangs): the next one is sent', async () => {
+    const store = new FlakyExtendStore();
+    const logger = new CollectingLogger();
+    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
+    const extend = store.extend.bind(store);
+    let hangs = 1;
+    store.extend = (key, token, leaseMs) => (hangs-- > 0 ? new Promise<boolean>(() => undefined) : extend(key, token, leaseMs));
+    const tracked = renewer.track('evt_hang', await claimed(store, 'evt_hang'));
+    await sleep(LEASE_MS * 5);
+    await expect(store.claim('evt_hang', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    expect(logger.messages().some((l) => l.includes('did not answer'))).toBe(true);
+    renewer.untrack(tracked);
+    renewer.close();
+  });
+
   it('gives up once the lease has lapsed without a successful renewal, and says so', async () => {
     const store = new FlakyExtendStore();
     const logger = new CollectingLogger();
