@@ -21,8 +21,6 @@ const MAX_LIST_LIMIT = 1000;
 @Injectable()
 export class PaymentDeadLetterService {
   private readonly logger = new Logger('PaymentQueue');
-  /** Per dead letter, the settling of its last replay or discard (see `oneAtATime`). */
-  private readonly running = new Map<string, Promise<void>>();
 
   constructor(private readonly accounts: PaymentAccountRegistry) {}
 
@@ -55,17 +53,18 @@ export class PaymentDeadLetterService {
    * discarded or removed after its retention).
    */
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    return this.oneAtATime(account, eventId, () => this.replayNow(eventId, account));
+    const queue = this.accounts.requireQueue(account);
+    assertEventId(eventId);
+    return queue.withDeadLetterLock(eventId, () => this.replayNow(queue, eventId, account));
   }
 
-  private async replayNow(eventId: string, account: string): Promise<boolean> {
-    const queue = this.accounts.requireQueue(account);
+  private async replayNow(queue: PaymentEventQueue, eventId: string, account: string): Promise<boolean> {
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
     try {
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
     } catch (error) {
-      // a concurrent replay or discard won the race
+      // the job moved meanwhile (BullMQ's retry checks the failed set itself)
       if ((await job.getState()) !== 'failed') return false;
       throw error;
     }
@@ -75,11 +74,13 @@ export class PaymentDeadLetterService {
 
   /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
   async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    return this.oneAtATime(account, eventId, () => this.discardNow(eventId, account));
+    const queue = this.accounts.requireQueue(account);
+    assertEventId(eventId);
+    return queue.withDeadLetterLock(eventId, () => this.discardNow(queue, eventId));
   }
 
-  private async discardNow(eventId: string, account: string): Promise<boolean> {
-    const queue = this.accounts.requireQueue(account);
+  private async discardNow(queue: PaymentEventQueue, eventId: string): Promise<boolean> {
+    const account = queue.account;
     const job = await this.deadJob(queue, eventId);
     if (job === undefined) return false;
     await job.remove();
@@ -88,32 +89,11 @@ export class PaymentDeadLetterService {
   }
 
   /**
-   * Replay and discard of one dead letter run one after the other in this process. Each
-   * checks that the job is failed, then acts; interleaved, a discard could remove the job a
-   * replay had just put back in the queue, and the event would be gone while replay said `true`.
-   */
-  private oneAtATime<T>(account: string, eventId: string, action: () => Promise<T>): Promise<T> {
-    const key = `${account}\n${eventId}`;
-    const result = (this.running.get(key) ?? Promise.resolve()).then(action);
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.running.set(key, settled);
-    void settled.then(() => {
-      if (this.running.get(key) === settled) this.running.delete(key);
-    });
-    return result;
-  }
-
-  /**
    * The failed job of `eventId`. One past its retention counts until the queue's hourly trim
    * removes it: while it is in the failed set, a new copy of the event is not queued again.
    */
   private async deadJob(queue: PaymentEventQueue, eventId: string): Promise<PaymentEventJob | undefined> {
-    if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID_LENGTH) {
-      throw new TypeError(`PaymentDeadLetterService: eventId must be a string of 1 to ${MAX_EVENT_ID_LENGTH} characters`);
-    }
+    assertEventId(eventId);
     const job = await queue.queue.getJob(queue.jobId(eventId));
     if (job === undefined || !isEventJob(job) || job.data.event.eventId !== eventId) return undefined;
     if ((await job.getState()) !== 'failed') return undefined;
@@ -125,4 +105,10 @@ export class PaymentDeadLetterService {
 function isEventJob(job: PaymentEventJob): boolean {
   const data = job.data as Partial<PaymentEventJob['data']> | undefined;
   return data?.v === 1 && typeof data.event?.eventId === 'string';
+}
+
+function assertEventId(eventId: unknown): asserts eventId is string {
+  if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID_LENGTH) {
+    throw new TypeError(`PaymentDeadLetterService: eventId must be a string of 1 to ${MAX_EVENT_ID_LENGTH} characters`);
+  }
 }

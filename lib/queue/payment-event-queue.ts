@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import type { RedisClientLike } from '../stores/redis-client.js';
+import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
@@ -17,6 +19,12 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
 /** Dead letters removed per Redis command while trimming. */
 const DEAD_LETTER_TRIM_BATCH = 1000;
+/** A replay or discard takes a few round trips; its lock lapses after this if its holder died. */
+const DEAD_LETTER_LOCK_MS = 30_000;
+/** How long a replay or discard waits for another one of the same dead letter. */
+const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
+const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
+const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -38,7 +46,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     bull: BullMqModule,
     readonly options: ResolvedPaymentOptions,
     private readonly store: WebhookEventStore,
-    connection: RedisClientLike,
+    private readonly connection: RedisClientLike,
   ) {
     this.account = options.account;
     const url = options.queueRedisUrl ?? '';
@@ -56,6 +64,30 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   /** The job id of `eventId` in this account's queue. */
   jobId(eventId: string): string {
     return paymentEventJobId(this.account, eventId);
+  }
+
+  /**
+   * Runs `action` (a replay or discard of `eventId`'s dead letter) holding a lock in the queue's
+   * Redis: each checks that the job is failed and then acts, and interleaved, in any two
+   * instances, a discard could remove the job a replay had just put back in the queue (the
+   * event gone while replay said `true`).
+   */
+  async withDeadLetterLock<T>(eventId: string, action: () => Promise<T>): Promise<T> {
+    const key = `${this.options.redisKeyPrefix}${this.account}:dead-letter-lock:${eventId}`;
+    const token = randomUUID();
+    const deadline = Date.now() + DEAD_LETTER_LOCK_WAIT_MS;
+    await untilFirstConnected(this.connection, this.options.redisTimeoutMs);
+    while ((await this.connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, DEAD_LETTER_LOCK_MS)) !== 'OK') {
+      if (Date.now() > deadline) {
+        throw new Error(`Another replay or discard of dead letter ${eventId} (account ${this.account}) is still under way; try again`);
+      }
+      await sleep(20);
+    }
+    try {
+      return await action();
+    } finally {
+      await this.connection.eval(RELEASE_LOCK_SCRIPT, 1, key, token).catch(() => undefined); // else it lapses
+    }
   }
 
   /**

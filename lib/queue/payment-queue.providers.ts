@@ -33,7 +33,7 @@ export function createPaymentQueueProviders(): Provider[] {
         const connection = connections.client(options.queueRedisUrl!, options.redisTimeoutMs);
         const queue = new PaymentEventQueue(loadBullMq(), options, store, connection);
         accounts.attachQueue(options.account, queue);
-        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!));
+        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs));
         return queue;
       },
     },

@@ -76,6 +76,33 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
 }
 
 /**
+ * Resolves once `client` is ready when it is still making its connection (status `wait`,
+ * `connecting` or `connect`), at most after `timeoutMs`; at once otherwise, so a command on a
+ * client in an outage fails fast as usual. A fail-fast client (no offline queue) refuses
+ * commands while it connects, which right after boot would look like an outage.
+ */
+export function untilFirstConnected(client: RedisClientLike, timeoutMs: number): Promise<void> {
+  const connecting = client.status === 'wait' || client.status === 'connecting' || client.status === 'connect';
+  if (!connecting) return Promise.resolve();
+  if (client.status === 'wait') client.connect?.().catch(() => undefined);
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.removeListener('ready', done);
+      client.removeListener('end', done);
+      client.removeListener('error', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    timer.unref?.();
+    client.once('ready', done);
+    client.once('end', done);
+    // a refused first connection: the caller's command then fails now, not after the time-out
+    client.once('error', done);
+  });
+}
+
+/**
  * QUIT when connected (pending replies arrive first), within `timeoutMs`; otherwise, or when
  * QUIT fails, drops the socket.
  */

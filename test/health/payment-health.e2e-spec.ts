@@ -95,6 +95,13 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       expect(again.body.info.payments.accounts.default.store.status).toBe('up');
     });
 
+    it('in queue mode, right after boot: up, the queue connection still being made is waited for', async () => {
+      w = await healthApp({ processing: 'queue', queueWorker: false, redisUrl: redis.url });
+      const first = await getHealth(w);
+      expect(first.body.info?.payments.accounts.default).toMatchObject({ store: { status: 'up' }, queue: { status: 'up' } });
+      expect(first.status).toBe(200);
+    });
+
     it('reports each account: the memory store is always up, the Redis one named by account; `accounts` picks some', async () => {
       w = await healthApp({}, [PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: 'whsec_eu', redisUrl: redis.url })]);
       const up = await getHealth(w);

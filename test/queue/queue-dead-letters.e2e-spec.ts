@@ -82,6 +82,28 @@ describe('queue mode: dead letters', () => {
     for (const { id } of letters) await waitFor(`${id} was handled after its replay`, () => q.handlers.count('done', id) === 1);
   });
 
+  it('replay in one instance and discard in another at the same moment: one acts, a replayed event is never removed', async () => {
+    const letters = await Promise.all(Array.from({ length: 16 }, () => deadLetterOf()));
+    for (const { id } of letters) q.handlers.failing.delete(id);
+    const other = await startQueueApp(redis.url); // same Redis and key prefix: the same queue
+    try {
+      // staggered by 0 to 3 ms, so their Redis round trips interleave in different ways
+      const after = <T>(ms: number, act: () => Promise<T>) => sleep(ms).then(act);
+      const outcomes = await Promise.all(
+        letters.map(({ id }, i) => Promise.all([after(i % 4, () => q.deadLetters.replay(id)), after(3 - (i % 4), () => other.deadLetters.discard(id))])),
+      );
+      for (const [[replayed, discarded], { id }] of outcomes.map((o, i) => [o, letters[i]!] as const)) {
+        expect([replayed, discarded]).not.toEqual([true, true]);
+        expect(replayed || discarded).toBe(true);
+        if (replayed) {
+          await waitFor(`${id} was handled after its replay`, () => q.handlers.count('done', id) + other.handlers.count('done', id) === 1);
+        }
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it('discard removes a dead letter without running it', async () => {
     const { id } = await deadLetterOf();
     expect(await q.deadLetters.discard(id)).toBe(true);
