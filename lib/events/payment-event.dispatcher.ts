@@ -26,6 +26,7 @@ import {
   PAYMENT_EVENT_MODULE_FIELDS,
   type PaymentEventEnvelope,
   type PaymentEventExtras,
+  isKnownPaymentEventType,
   paymentEventFamilyOf,
 } from './payment-event.types.js';
 
@@ -89,13 +90,14 @@ export class PaymentEventDispatcher {
     const event = envelope as AnyPaymentEvent;
     event.account ??= this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     event.receivedAt ??= new Date();
-    if (this.options?.reconcile) {
-      await this.reconcile(event);
-    }
     const handlers = this.registry.match(event.eventType, event.account);
     const emitterName = this.eventEmitter !== undefined ? paymentEventEmitterName(event.eventType) : undefined;
     // No EventEmitter2 work at all when nobody listens.
     const emit = emitterName !== undefined && hasListeners(this.eventEmitter!, emitterName);
+    // a status call only for someone who reads its answer: an unheard event is acknowledged as is
+    if (this.options?.reconcile && (handlers.length > 0 || emit)) {
+      await this.reconcile(event);
+    }
     // looked up once per event: each handler's span (when the host traces) comes from it
     const tracer = paymentTelemetry.tracer();
 
@@ -193,7 +195,8 @@ export class PaymentEventDispatcher {
 
   /** Attaches `canonicalStatus` from the payment status call: order state comes from it, not from event order. */
   private async reconcile(event: AnyPaymentEvent): Promise<void> {
-    if (paymentEventFamilyOf(event.eventType) !== 'payment') return;
+    // a type the package does not know (a new one) may carry no trxId: it reaches '*' handlers as is
+    if (paymentEventFamilyOf(event.eventType) !== 'payment' || !isKnownPaymentEventType(event.eventType)) return;
     const trxId = (event.data as { trxId?: unknown } | undefined)?.trxId;
     if (typeof trxId !== 'string' || trxId === '') {
       // Handlers rely on the canonical status when reconcile is on: never run them without it.

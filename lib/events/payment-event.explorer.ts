@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
-import { isObservable, lastValueFrom } from 'rxjs';
+import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvName } from '../config/payment-env.js';
@@ -126,8 +126,20 @@ export class PaymentEventExplorer implements OnModuleInit {
   }
 }
 
-/** Calls the method; an observable it returns becomes a promise of its end (a promise or value is returned as is). */
+/**
+ * Calls the method. An observable it returns, or resolves with (an `async` method returning
+ * one, as Nest's route handlers may), becomes a promise of its end: run to completion, its
+ * error a handler failure. A plain value is returned as is.
+ */
 function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): unknown {
   const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
-  return isObservable(result) ? lastValueFrom(result, { defaultValue: undefined }) : result;
+  if (isObservable(result)) return untilComplete(result);
+  if (result !== null && typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+    return Promise.resolve(result).then((value) => (isObservable(value) ? untilComplete(value) : value));
+  }
+  return result;
+}
+
+function untilComplete(observable: Observable<unknown>): Promise<unknown> {
+  return lastValueFrom(observable, { defaultValue: undefined });
 }

@@ -30,6 +30,25 @@ class ObservableHandlers {
       tap((id) => this.finished.push(id)),
     );
   }
+
+  // an async method that ends with an observable (as Nest route handlers may): run it too
+  @OnPaymentEvent('refund.failed')
+  async onRefundFailed(event: AnyPaymentEvent): Promise<Observable<unknown>> {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    if (this.failNext) {
+      this.failNext = false;
+      return of(event.eventId).pipe(
+        delay(10),
+        tap(() => {
+          throw new Error('payout ledger unavailable');
+        }),
+      );
+    }
+    return of(event.eventId).pipe(
+      delay(30),
+      tap((id) => this.finished.push(id)),
+    );
+  }
 }
 
 @Injectable()
@@ -85,6 +104,17 @@ describe('dispatch rules', () => {
     await dispatcher.dispatch(event);
     // dispatch resolved only after the delayed observable ran its effect
     expect(handlers.finished).toEqual([event.eventId]);
+  });
+
+  it('runs an observable an async handler resolves with to its end, and fails the dispatch when it errors', async () => {
+    const handlers = moduleRef.get(ObservableHandlers);
+    const event = envelope('refund.failed');
+    await dispatcher.dispatch(event);
+    expect(handlers.finished).toContain(event.eventId);
+    handlers.failNext = true;
+    const error = await dispatcher.dispatch(envelope('refund.failed')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentEventHandlerError);
+    expect(((error as PaymentEventHandlerError).errors[0] as Error).message).toBe('payout ledger unavailable');
   });
 
   it('fails the dispatch when the returned observable errors', async () => {

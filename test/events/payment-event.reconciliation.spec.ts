@@ -60,20 +60,20 @@ function event(eventType: string, data: Record<string, unknown>): AnyPaymentEven
   };
 }
 
-async function boot(reconcile: boolean): Promise<{ app: TestingModule; client: StatusStandIn; seen: Seen }> {
+async function boot(reconcile: boolean, handlers = true): Promise<{ app: TestingModule; client: StatusStandIn; seen: Seen }> {
   const client = new StatusStandIn();
   const app = await Test.createTestingModule({
     imports: [DiscoveryModule, EventEmitterModule.forRoot()],
     providers: [
       ...EVENT_PIPELINE_PROVIDERS,
-      Seen,
+      ...(handlers ? [Seen] : []),
       { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: { reconcile } as Partial<ResolvedPaymentOptions> },
       { provide: PAYMENT_ACCOUNT_CLIENT, useValue: client },
     ],
   }).compile();
   app.useLogger(false);
   await app.init();
-  return { app, client, seen: app.get(Seen) };
+  return { app, client, seen: handlers ? app.get(Seen) : new Seen() };
 }
 
 describe('reconciliation (reconcile: true)', () => {
@@ -146,6 +146,23 @@ describe('reconciliation (reconcile: true)', () => {
     );
     expect(client.asked).toEqual([]);
     expect(seen.events).toEqual([]);
+  });
+
+  it('does not reconcile a payment type the package does not know (a new one, maybe without trxId): it reaches * as is', async () => {
+    const e = event('payment.link_created', { linkId: 'lnk_1' });
+    await dispatcher.dispatch(e);
+    expect(client.asked).toEqual([]);
+    expect(seen.events).toEqual([{ handler: 'all', eventId: e.eventId, canonicalStatus: undefined }]);
+  });
+
+  it('reads no status for an event nobody handles or listens to (it is acknowledged as is)', async () => {
+    const bare = await boot(true, false);
+    try {
+      await bare.app.get(PaymentEventDispatcher).dispatch(event('payment.created', { trxId: 'trx_unheard' }));
+      expect(bare.client.asked).toEqual([]);
+    } finally {
+      await bare.app.close();
+    }
   });
 
   it('does not read a status for other families', async () => {
