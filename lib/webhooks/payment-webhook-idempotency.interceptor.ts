@@ -58,7 +58,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   constructor(
     @Inject(WebhookEventStore) store: WebhookEventStore,
     @Optional() @Inject(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS) protected readonly options: WebhookIdempotencyOptions = {},
-    @Optional() protected readonly reflector?: Reflector,
+    // built by hand without one, `@WebhookIdempotencyKey` on the route must still count
+    @Optional() protected readonly reflector: Reflector = new Reflector(),
   ) {
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
   }
@@ -91,7 +92,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     let byClass = this.settingsCache.get(handler);
     let settings = byClass?.get(controller);
     if (settings === undefined) {
-      const fromRoute = this.reflector?.getAllAndOverride<WebhookIdempotencyOptions | undefined>(
+      const fromRoute = this.reflector.getAllAndOverride<WebhookIdempotencyOptions | undefined>(
         WEBHOOK_IDEMPOTENCY_METADATA,
         [handler, controller],
       );

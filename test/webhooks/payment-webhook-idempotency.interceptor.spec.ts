@@ -114,6 +114,19 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     expect(next.runs).toBe(2);
   });
 
+  it("built by hand without a Reflector (the README's way), still reads the route's @WebhookIdempotencyKey", async () => {
+    const byHand = new PaymentWebhookIdempotencyInterceptor(store);
+    const next = handler(async () => ({ ok: true }));
+    try {
+      const request = () => ({ headers: {}, body: { deliveryId: 'dlv_by_hand' } });
+      await expect(run(byHand, context('custom', request()), next)).resolves.toEqual({ ok: true });
+      await expect(run(byHand, context('custom', request()), next)).resolves.toEqual({ ok: true, duplicate: true });
+      expect(next.runs).toBe(1);
+    } finally {
+      byHand.onApplicationShutdown();
+    }
+  });
+
   it('answers 503 and runs nothing when the store cannot be reached', async () => {
     // the real Redis store, pointed at a port nothing listens on
     const store = new RedisWebhookEventStore(`redis://127.0.0.1:${await unusedLoopbackPort()}`, { operationTimeoutMs: 500 });
