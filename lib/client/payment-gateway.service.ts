@@ -24,7 +24,7 @@ import type {
   RefundResult,
 } from './payment-api.types.js';
 import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
-import { inspectSummary } from './payment-client.inspect.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';

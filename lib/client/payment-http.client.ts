@@ -3,7 +3,7 @@ import https from 'node:https';
 import { inspect, type InspectOptions } from 'node:util';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure } from './payment-api.errors.js';
-import { inspectSummary } from './payment-client.inspect.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 
 export interface HttpAttempt {
   method: string;

@@ -1,7 +1,7 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
 import type { PaymentClock } from './payment-client.clock.js';
-import { inspectSummary } from './payment-client.inspect.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 
 /** The service's limits count requests per rolling minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;

@@ -18,7 +18,7 @@ import {
 } from './payment-api.errors.js';
 import { abortedCallError, untilAborted } from './payment-call-abort.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
-import { inspectSummary } from './payment-client.inspect.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';

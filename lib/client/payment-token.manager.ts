@@ -2,7 +2,7 @@ import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
-import { inspectSummary } from './payment-client.inspect.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 
 /** What the token endpoint gave: the token and its lifetime. */
 export interface IssuedToken {

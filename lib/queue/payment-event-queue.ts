@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { inspect, type InspectOptions } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
@@ -41,13 +43,16 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   private outageLogged = false;
   private closed = false;
   private trimTimer: NodeJS.Timeout | undefined;
+  /** The app's fail-fast connection to the queue's Redis (its options hold the password). */
+  readonly #connection: RedisClientLike;
 
   constructor(
     bull: BullMqModule,
     readonly options: ResolvedPaymentOptions,
     private readonly store: WebhookEventStore,
-    private readonly connection: RedisClientLike,
+    connection: RedisClientLike,
   ) {
+    this.#connection = connection;
     this.account = options.account;
     const url = options.queueRedisUrl ?? '';
     this.describe = redisErrorDescriber(url);
@@ -76,8 +81,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const key = `${this.options.redisKeyPrefix}${this.account}:dead-letter-lock:${eventId}`;
     const token = randomUUID();
     const deadline = Date.now() + DEAD_LETTER_LOCK_WAIT_MS;
-    await untilFirstConnected(this.connection, this.options.redisTimeoutMs);
-    while ((await this.connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, DEAD_LETTER_LOCK_MS)) !== 'OK') {
+    await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
+    while ((await this.#connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, DEAD_LETTER_LOCK_MS)) !== 'OK') {
       if (Date.now() > deadline) {
         throw new Error(`Another replay or discard of dead letter ${eventId} (account ${this.account}) is still under way; try again`);
       }
@@ -86,7 +91,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     try {
       return await action();
     } finally {
-      await this.connection.eval(RELEASE_LOCK_SCRIPT, 1, key, token).catch(() => undefined); // else it lapses
+      await this.#connection.eval(RELEASE_LOCK_SCRIPT, 1, key, token).catch(() => undefined); // else it lapses
     }
   }
 
@@ -180,6 +185,11 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     } catch {
       return false;
     }
+  }
+
+  /** The account only: the BullMQ queue and its connection hold the Redis password. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentEventQueue', { account: this.account }, depth, options);
   }
 
   /** Once per outage: a flood of deliveries must not flood the log. */

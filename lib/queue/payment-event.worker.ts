@@ -1,6 +1,8 @@
+import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { errorMessage } from '../common/error-message.util.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
@@ -261,6 +263,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     } catch (listenerError) {
       this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${this.describe(listenerError)}`);
     }
+  }
+
+  /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.handling.size }, depth, options);
   }
 
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */

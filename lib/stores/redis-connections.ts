@@ -1,4 +1,6 @@
+import { inspect, type InspectOptions } from 'node:util';
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
 /**
@@ -26,6 +28,11 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
       this.clients.set(key, entry);
     }
     return entry.client;
+  }
+
+  /** How many connections, never their URLs (they hold the passwords). */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentRedisConnections', { connections: this.clients.size }, depth, options);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -43,14 +43,17 @@ type LogLevel = 'debug' | 'warn' | 'error';
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
+  /** Removes the store's Redis URL (its password) from a logged reason; a closure, so `inspect` never shows the URL. */
+  readonly #redact: (text: string) => string;
 
   constructor(
     private readonly account: string,
     private readonly logger: LoggerService,
-    /** The store's Redis URL: its password is removed from every logged reason. */
-    private readonly redisUrl?: string,
+    redisUrl?: string,
     private readonly telemetry: PaymentTelemetry = paymentTelemetry,
-  ) {}
+  ) {
+    this.#redact = redisUrl ? (text) => redactRedisUrlIn(text, redisUrl) : (text) => text;
+  }
 
   /** The tracer when the host registered a TracerProvider; `undefined` means: do not trace. */
   tracer(): Tracer | undefined {
@@ -177,7 +180,7 @@ export class WebhookDeliveryTelemetry {
       current = current.cause;
     }
     const reason = parts.length > 0 ? parts.join(': ') : String(answer);
-    return this.redisUrl ? redactRedisUrlIn(reason, this.redisUrl) : reason;
+    return this.#redact(reason);
   }
 }
 
