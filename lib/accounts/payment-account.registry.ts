@@ -58,10 +58,14 @@ export class PaymentAccountRegistry {
     return account;
   }
 
-  /** Records the module route of `name`; two accounts on one path stop the boot. */
+  /**
+   * Records the module route of `name`; two accounts on one path stop the boot. Compared
+   * without case: Express matches routes that way, so `payments/EU/webhook` would take the
+   * deliveries of `payments/eu/webhook`.
+   */
   registerWebhookPath(name: string, path: string): void {
     for (const other of this.accounts.values()) {
-      if (other.name !== name && other.webhookPath === path) {
+      if (other.name !== name && other.webhookPath?.toLowerCase() === path.toLowerCase()) {
         throw new PaymentConfigurationError(
           [`accounts '${other.name}' and '${name}' both receive webhooks on '/${path}': give each its own webhookPath`],
           name,

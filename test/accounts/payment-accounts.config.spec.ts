@@ -156,6 +156,9 @@ describe('named account configuration', () => {
       PaymentModule.forRoot({ ...base, account: 'us', webhookPath: '/hooks/' }),
     ]);
     expect(samePath.message).toContain("accounts 'eu' and 'us' both receive webhooks on '/hooks'");
+    // Express matches paths without case: the default account would take eu's deliveries
+    const caseOnly = await bootError([PaymentModule.forRoot({ ...base, webhookPath: 'payments/EU/webhook' }), PaymentModule.forRoot({ ...base, account: 'eu' })]);
+    expect(caseOnly.message).toContain("both receive webhooks on '/payments/eu/webhook'");
   });
 
   it('refuses an invalid account name at forRoot()', () => {
