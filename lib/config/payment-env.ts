@@ -94,6 +94,15 @@ export function paymentEnvNames(account: string = DEFAULT_PAYMENT_ACCOUNT): stri
 }
 
 /**
+ * The variables `option` of `account` is read from, for error messages: a named account's
+ * shared settings fall back to the default account's variable, which may be the one set.
+ */
+export function paymentEnvSources(option: PaymentEnvOptionKey, account: string = DEFAULT_PAYMENT_ACCOUNT): string {
+  const own = paymentEnvName(option, account);
+  return account !== DEFAULT_PAYMENT_ACCOUNT && ENV_KINDS[option].shared ? `${own} (or ${PAYMENT_ENV_VARIABLES[option]})` : own;
+}
+
+/**
  * Reads every variable of `account` through `get` (the host's ConfigService when it has one,
  * else `process.env`); empty strings count as unset.
  */

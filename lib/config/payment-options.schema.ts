@@ -94,10 +94,12 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(100, { message: 'must be at least 100 ms' })
+  @Max(86_400_000, { message: 'must be at most 86400000 ms (one day)' })
   webhookLeaseMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(1000, { message: 'must be at least 1000 ms' })
+  @Max(31_622_400_000, { message: 'must be at most 31622400000 ms (366 days)' })
   webhookRetentionMs!: number;
 
   @IsInt({ message: 'must be a whole number' })

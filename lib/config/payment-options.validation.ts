@@ -1,21 +1,26 @@
 import { validateSync, type ValidationError } from 'class-validator';
 import { isApiPath } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
-import { PAYMENT_ENV_VARIABLES, paymentEnvName, type PaymentEnvOptionKey } from './payment-env.js';
+import { PAYMENT_ENV_VARIABLES, paymentEnvSources, type PaymentEnvOptionKey } from './payment-env.js';
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 
 function describeKey(key: string, explicit: PaymentModuleOptions, account: string): string {
   if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
-  const envName = paymentEnvName(key as PaymentEnvOptionKey, account);
+  const envName = paymentEnvSources(key as PaymentEnvOptionKey, account);
   // Name the place the value came from (or, when absent, the variable most users set).
   const givenExplicitly = (explicit as Record<string, unknown>)[key] != null;
   return givenExplicitly ? `option '${key}' (env ${envName})` : `${envName} (option '${key}')`;
 }
 
 function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages: string[] }> {
-  return errors.map((e) => ({ key: e.property, messages: [...new Set(Object.values(e.constraints ?? {}))] }));
+  return errors.map((e) => {
+    const constraints = e.constraints ?? {};
+    // `2.5` or `abc` is not a whole number: its range messages would only confuse
+    if (constraints.isInt !== undefined) return { key: e.property, messages: [constraints.isInt] };
+    return { key: e.property, messages: [...new Set(Object.values(constraints))] };
+  });
 }
 
 /** What the module calls on a store; `extend`, `isProcessed`, `ping` and `close` are optional. */
@@ -165,6 +170,11 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`${describe(key)} ${messages.join('; ')}`);
   }
 
+  if (typeof schema.baseUrl === 'string' && !problems.some((p) => p.startsWith(describe('baseUrl')))) {
+    const baseUrlProblem = baseUrlShapeProblem(schema.baseUrl);
+    if (baseUrlProblem) problems.push(`${describe('baseUrl')} ${baseUrlProblem}`);
+  }
+
   // Cross-field rules the decorators cannot express.
   if ((schema.clientId === undefined) !== (schema.clientSecret === undefined)) {
     const missing = schema.clientId === undefined ? 'clientId' : 'clientSecret';
@@ -193,4 +203,24 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
   }
   return problems;
+}
+
+/**
+ * What `IsUrl` lets through but the client cannot use: the API path is appended to the base
+ * URL, so a query or fragment would swallow it and `/api/v1` would appear twice.
+ */
+function baseUrlShapeProblem(baseUrl: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return undefined; // IsUrl reported it
+  }
+  if (url.search !== '' || url.hash !== '' || baseUrl.includes('?') || baseUrl.includes('#')) {
+    return 'must not have a query or fragment: the API path is appended to it';
+  }
+  if (/\/api\/v1\/*$/i.test(url.pathname)) {
+    return `must be given without /api/v1 (and without /sandbox): the module appends them, e.g. ${url.origin}`;
+  }
+  return undefined;
 }

@@ -133,6 +133,12 @@ describe('named account configuration', () => {
     expect(error.message).not.toContain('never-print-me');
   });
 
+  it('names the default variable too when a shared setting may come from it (the one the operator set)', async () => {
+    restore = withEnv({ PAYMENT_EU_BASE_URL: 'https://eu.example.com', PAYMENT_REDIS_URL: 'redis://h:99999' });
+    const error = await bootError([PaymentModule.forRoot({ account: 'eu' })]);
+    expect(error.problems).toEqual([expect.stringMatching(/^PAYMENT_EU_REDIS_URL \(or PAYMENT_REDIS_URL\) \(option 'redisUrl'\)/)]);
+  });
+
   it('refuses a duplicate account name, two names reading the same variables, and two accounts on one path', async () => {
     restore = withEnv({});
     const base = { baseUrl: 'https://pay.example.com', webhookSecret: 'whsec_x' };

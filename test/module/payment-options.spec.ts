@@ -173,6 +173,30 @@ describe('resolvePaymentOptions', () => {
     expect(`${error.message}${JSON.stringify(error)}${inspect(error)}`).not.toContain('b4se-Pw9');
   });
 
+  it('a base URL the API path cannot be appended to is a boot error: with /api/v1, a query or a fragment', () => {
+    for (const [baseUrl, problem] of [
+      ['https://pay.example.com/sandbox/api/v1', 'without /api/v1'],
+      ['https://pay.example.com/api/v1/', 'without /api/v1'],
+      ['https://pay.example.com/?tenant=a', 'query or fragment'],
+      ['https://pay.example.com/#x', 'query or fragment'],
+    ]) {
+      expect(captureError(() => resolvePaymentOptions({ baseUrl })).problems).toEqual([expect.stringContaining(problem)]);
+    }
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com/gateway' }).apiBaseUrl).toBe('https://pay.example.com/gateway/sandbox/api/v1');
+  });
+
+  it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts', () => {
+    const error = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetries: 2.5, httpTimeoutMs: Number.NaN, webhookRetentionMs: 1e20, webhookLeaseMs: 1e12 }),
+    );
+    expect(error.problems).toEqual([
+      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds$/),
+      expect.stringMatching(/'maxRetries'.* must be a whole number$/),
+      expect.stringMatching(/'webhookLeaseMs'.* must be at most 86400000 ms/),
+      expect.stringMatching(/'webhookRetentionMs'.* must be at most 31622400000 ms/),
+    ]);
+  });
+
   it('a store without complete or release is a boot error, not a failure on the first webhook', () => {
     const claimOnly = { claim: async () => ({ outcome: 'claimed', claimToken: 't' }) };
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: claimOnly as never }));
