@@ -3,6 +3,8 @@ import {
   HttpCode,
   Inject,
   Injectable,
+  Logger,
+  type OnApplicationShutdown,
   type OnModuleInit,
   type Provider,
   Req,
@@ -25,6 +27,9 @@ export interface PaymentWebhookRoute {
   /** Path without leading slash, relative to any global prefix; `undefined` when there is no route. */
   path?: string;
 }
+
+/** What no path means in messages. */
+const NO_ROUTE = 'no route (no webhook secret)';
 
 /**
  * The module's webhook controller for ONE account, and the providers that place its route.
@@ -57,23 +62,42 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
   }
   if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators);
 
+  // The route lives on the class, so applications built from one forRoot() result share it:
+  // the one whose providers ran last decides it for all. Said once, where it differs.
+  const placed = new Set<PaymentWebhookRoute>();
+  const warnIfShared = (route: PaymentWebhookRoute, account: string): void => {
+    const other = [...placed].find((p) => p.path !== route.path);
+    if (other === undefined) return;
+    new Logger('PaymentWebhooks').warn(
+      `One PaymentModule.forRoot() result (account ${account}) is used by two live applications with different webhook routes ` +
+        `('${other.path ?? NO_ROUTE}' and '${route.path ?? NO_ROUTE}'): both now have the latter. Call PaymentModule.forRoot() once per application.`,
+    );
+  };
   const routeProvider: Provider = {
     provide: PAYMENT_WEBHOOK_ROUTE,
     inject: [PAYMENT_ACCOUNT_OPTIONS, PaymentAccountRegistry],
-    useFactory: (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
-      const handler = PaymentWebhookController.prototype.receive;
-      if (options.webhookSecrets.length === 0) {
-        // another app built from the same forRoot() result may have placed the route
-        Reflect.deleteMetadata(PATH_METADATA, handler);
-        Reflect.deleteMetadata(METHOD_METADATA, handler);
-        return {};
-      }
-      const path = options.webhookPath; // already without leading/trailing slashes
-      accounts.registerWebhookPath(options.account, path);
-      Reflect.defineMetadata(PATH_METADATA, path, handler);
-      Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
-      return { path };
+    useFactory: (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute & OnApplicationShutdown => {
+      const route = placeRoute(options, accounts);
+      warnIfShared(route, options.account);
+      const placement = { ...route, onApplicationShutdown: () => void placed.delete(placement) };
+      placed.add(placement);
+      return placement;
     },
+  };
+  /** Adds PATH/METHOD to the handler when the account has a webhook secret; removes them when not. */
+  const placeRoute = (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
+    const handler = PaymentWebhookController.prototype.receive;
+    if (options.webhookSecrets.length === 0) {
+      // another app built from the same forRoot() result may have placed the route
+      Reflect.deleteMetadata(PATH_METADATA, handler);
+      Reflect.deleteMetadata(METHOD_METADATA, handler);
+      return {};
+    }
+    const path = options.webhookPath; // already without leading/trailing slashes
+    accounts.registerWebhookPath(options.account, path);
+    Reflect.defineMetadata(PATH_METADATA, path, handler);
+    Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
+    return { path };
   };
 
   return { controller: PaymentWebhookController, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { PaymentModule } from '../../lib/payment.module.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { waitFor } from '../support/wait.js';
 import {
@@ -295,6 +296,32 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
     } finally {
       await withSecret.close();
       await without.close();
+    }
+  });
+
+  it('warns when one forRoot() result serves two live applications with different routes (the route is the class\'s)', async () => {
+    const warnings: string[] = [];
+    const capture = { log() {}, error() {}, debug() {}, verbose() {}, warn: (message: unknown) => void warnings.push(String(message)) };
+    const shared = PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET });
+    const before = process.env.PAYMENT_WEBHOOK_PATH;
+    const apps: WebhookApp[] = [];
+    try {
+      process.env.PAYMENT_WEBHOOK_PATH = 'first/webhook';
+      apps.push(await startWebhookApp({ adapter, module: shared, logger: capture }));
+      expect(warnings.filter((w) => w.includes('two live applications'))).toEqual([]);
+      process.env.PAYMENT_WEBHOOK_PATH = 'second/webhook';
+      apps.push(await startWebhookApp({ adapter, module: shared, logger: capture }));
+      expect(warnings.filter((w) => w.includes('two live applications'))).toEqual([
+        expect.stringContaining("('first/webhook' and 'second/webhook'): both now have the latter"),
+      ]);
+      for (const app of apps.splice(0)) await app.close();
+      // once closed, the next application is alone
+      apps.push(await startWebhookApp({ adapter, module: shared, logger: capture }));
+      expect(warnings.filter((w) => w.includes('two live applications'))).toHaveLength(1);
+    } finally {
+      for (const app of apps) await app.close();
+      if (before === undefined) delete process.env.PAYMENT_WEBHOOK_PATH;
+      else process.env.PAYMENT_WEBHOOK_PATH = before;
     }
   });
 
