@@ -41,10 +41,15 @@ export class PaymentEventExplorer implements OnModuleInit {
     this.registry.clear();
     // One instance may sit behind several wrappers (e.g. the same `useValue` in two modules).
     const seen = new Set<unknown>();
+    const hostsByClass = new Map<unknown, number>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      this.exploreWrapper(wrapper, seen);
+      if (this.exploreWrapper(wrapper, seen)) {
+        const type = (wrapper.instance as object).constructor;
+        hostsByClass.set(type, (hostsByClass.get(type) ?? 0) + 1);
+      }
     }
     this.assertBoundAccountsExist();
+    this.warnClassesProvidedTwice(hostsByClass);
     if (this.registry.size > 0) {
       this.logger.log(`${this.registry.size} @OnPaymentEvent handler(s) registered`);
       this.warnAccountsWithoutSecret();
@@ -70,19 +75,37 @@ export class PaymentEventExplorer implements OnModuleInit {
     }
   }
 
-  private exploreWrapper(wrapper: InstanceWrapper, seen: Set<unknown>): void {
+  /**
+   * A class listed in the `providers` of two modules is two instances, and both run their
+   * handlers: each event reaches the class twice. Nest allows it (event-emitter listeners
+   * behave alike) and two instances may differ on purpose, so it is said, not refused.
+   */
+  private warnClassesProvidedTwice(hostsByClass: Map<unknown, number>): void {
+    for (const [type, count] of hostsByClass) {
+      if (count < 2) continue;
+      const name = (type as { name?: string }).name || 'a class';
+      this.logger.warn(
+        `${name} has @OnPaymentEvent handlers and ${count} instances (it is provided in ${count} modules): ` +
+          `each instance runs them, so every event reaches ${name} ${count} times. Provide it in one module and import that one.`,
+      );
+    }
+  }
+
+  /** Registers the handlers of one provider or controller; true when it had any (a new one). */
+  private exploreWrapper(wrapper: InstanceWrapper, seen: Set<unknown>): boolean {
     // An alias (`useExisting`) points at a provider scanned on its own.
-    if (wrapper.isAlias) return;
+    if (wrapper.isAlias) return false;
     const instance = wrapper.instance as HandlerHost | undefined | null;
-    if (!instance || typeof instance !== 'object') return;
+    if (!instance || typeof instance !== 'object') return false;
     const prototype = Object.getPrototypeOf(instance) as object | null;
-    if (!prototype || prototype === Object.prototype) return;
+    if (!prototype || prototype === Object.prototype) return false;
     // Transient wrappers hold an unconstructed prototype, like request-scoped ones: resolve those per event.
     const isStatic = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
     const identity = isStatic ? instance : wrapper;
-    if (seen.has(identity)) return;
+    if (seen.has(identity)) return false;
     seen.add(identity);
 
+    let found = false;
     for (const methodName of this.scanner.getAllMethodNames(prototype)) {
       const metadata = this.metadata.getHandlerMetadata((prototype as HandlerHost)[methodName]);
       if (!metadata) continue;
@@ -91,7 +114,9 @@ export class PaymentEventExplorer implements OnModuleInit {
         ? (event) => callHandler(instance, methodName, event)
         : this.scopedInvoker(wrapper, methodName);
       this.registry.add({ name: `${className}.${methodName}`, bindings: metadata.bindings, invoke, scoped: !isStatic });
+      found = true;
     }
+    return found;
   }
 
   /**

@@ -2,7 +2,7 @@
 // to is acknowledged but warned about once per type, and account-bound handlers hear only
 // their account. Real DI (Test module), real handlers; nothing of Nest is mocked.
 import 'reflect-metadata';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { delay, Observable, of, tap, throwError } from 'rxjs';
@@ -146,5 +146,30 @@ describe('dispatch rules', () => {
     expect(handlers.seen.sort()).toEqual(
       [`eu-only:eu:${eu.eventId}`, `all:eu:${eu.eventId}`, `all:us:${us.eventId}`, `all:default:${plain.eventId}`].sort(),
     );
+  });
+});
+
+@Injectable()
+class TwiceProvided {
+  @OnPaymentEvent('payment.succeeded')
+  onSucceeded(): void {}
+}
+
+describe('a handler class provided in two modules', () => {
+  it('is warned about at boot: each instance runs its handlers, so every event reaches the class twice', async () => {
+    @Module({ providers: [TwiceProvided] })
+    class Orders {}
+    @Module({ providers: [TwiceProvided] })
+    class Billing {}
+    const logger = new CollectingLogger();
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule, Orders, Billing], providers: [...EVENT_PIPELINE_PROVIDERS] }).compile();
+    moduleRef.useLogger(logger);
+    await moduleRef.init();
+    try {
+      const warnings = logger.lines.filter((l) => l.level === 'warn').map((l) => l.message);
+      expect(warnings).toEqual([expect.stringContaining('TwiceProvided has @OnPaymentEvent handlers and 2 instances (it is provided in 2 modules)')]);
+    } finally {
+      await moduleRef.close();
+    }
   });
 });
