@@ -8,7 +8,7 @@ import type { WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webho
  * Keys from here are stored apart from the service's event ids.
  * @publicApi
  */
-export const WebhookIdempotencyKey = (
-  key: WebhookIdempotencyKeyFn,
+export const WebhookIdempotencyKey = <TRequest = any>(
+  key: WebhookIdempotencyKeyFn<TRequest>,
   options: Omit<WebhookIdempotencyOptions, 'key'> = {},
-): MethodDecorator & ClassDecorator => SetMetadata(WEBHOOK_IDEMPOTENCY_METADATA, { ...options, key });
+): MethodDecorator & ClassDecorator => SetMetadata(WEBHOOK_IDEMPOTENCY_METADATA, { ...options, key: key as WebhookIdempotencyKeyFn });

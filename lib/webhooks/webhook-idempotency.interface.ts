@@ -3,10 +3,13 @@ import type { ExecutionContext } from '@nestjs/common';
 /**
  * Returns the deduplication key of a request; `undefined`/empty → 400. Derive it from data
  * the signature covers (the verified body), never from a header a replay could change.
+ * `TRequest` types the request (`WebhookIdempotencyKey<{ body: { deliveryId?: string } }>(...)`);
+ * untyped by default, as Nest's `@Req()`.
  * @publicApi
  */
-export type WebhookIdempotencyKeyFn = (
-  request: any,
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type WebhookIdempotencyKeyFn<TRequest = any> = (
+  request: TRequest,
   context: ExecutionContext,
 ) => string | undefined | null | Promise<string | undefined | null>;
 

@@ -140,3 +140,19 @@ export class RejectedHandlers {
   @OnPaymentEvent('payment.succeeded')
   notAMethod = 1;
 }
+
+// @WebhookIdempotencyKey: untyped by default (like @Req()), checked when the request type is given
+import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
+
+class TypedKeyRoutes {
+  @WebhookIdempotencyKey((req) => req.body.anything)
+  untyped(): void {}
+
+  @WebhookIdempotencyKey<{ body: { deliveryId?: string } }>((req) => req.body.deliveryId)
+  typed(): void {}
+
+  // @ts-expect-error a field the typed request does not have
+  @WebhookIdempotencyKey<{ body: { deliveryId?: string } }>((req) => req.body.deliveryID)
+  misspelt(): void {}
+}
+void TypedKeyRoutes;
