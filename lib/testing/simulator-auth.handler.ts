@@ -56,7 +56,8 @@ export class SimulatorAuthHandler {
     if (!m) throw new SimulatorHttpError('PAY_1001');
     const token = this.state.tokens.get(m[1]);
     if (!token) throw new SimulatorHttpError('PAY_1002');
-    if (this.clock.now() >= token.issuedAt + SIMULATOR_TOKEN_TTL_MS) throw new SimulatorHttpError('PAY_1003');
+    // expired when issued MORE than the lifetime ago
+    if (this.clock.now() > token.issuedAt + SIMULATOR_TOKEN_TTL_MS) throw new SimulatorHttpError('PAY_1003');
     if (token.mode !== req.mode) throw new SimulatorHttpError('PAY_2003');
     const merchant = this.state.merchants.get(token.merchantId);
     if (!merchant?.active) throw new SimulatorHttpError('PAY_6001');

@@ -20,6 +20,8 @@ import {
 import type { SimulatorState } from './simulator.state.js';
 import type { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js';
 import type { PaymentOutcome, SimulatedPayment } from './simulator.types.js';
+// node:timers, not the globals: jest's fake timers replace those, and the simulator runs on real time
+import { clearTimeout, setTimeout } from 'node:timers';
 
 /** The options that shape how payments behave. */
 export interface PaymentBehaviour {

@@ -34,7 +34,8 @@ export class SimulatorRefundsHandler {
     const body = readJsonObject(req);
     const p = ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001');
     if (p.status !== 'SUCCESS') throw new SimulatorHttpError('PAY_2004');
-    if (!SIMULATED_GATEWAYS.find((g) => g.id === p.gateway)?.apiRefunds) throw new SimulatorHttpError('PAY_2006');
+    // the script wins over a gateway the request named: `no-api-refund` promises PAY_2006
+    if (p.outcome === 'no-api-refund' || !SIMULATED_GATEWAYS.find((g) => g.id === p.gateway)?.apiRefunds) throw new SimulatorHttpError('PAY_2006');
     const errors: FieldErrors = {};
     const remaining = parseAmount(p.amount)! - parseAmount(p.refundedAmount)!;
     // Without an amount the refund takes whatever is left.

@@ -6,6 +6,8 @@ import type {
   SimulatorDeliveryRecord,
   SimulatorDeliveryState,
 } from './simulator.types.js';
+// node:timers, not the globals: jest's fake timers replace those, and the simulator runs on real time
+import { clearTimeout, setTimeout } from 'node:timers';
 
 /** The service retries a failed delivery after 5 min, 15 min, 1 h, 4 h and 24 h (attempts 2…6). @publicApi */
 export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];

@@ -1,5 +1,7 @@
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+// node:timers, not the globals: jest's fake timers replace those, and the simulator runs on real time
+import { clearTimeout, setTimeout } from 'node:timers';
 
 /** How much of a receiver's answer the delivery log keeps. */
 const RESPONSE_BODY_LOG_BYTES = 1024;

@@ -313,6 +313,10 @@ describe('PaymentServiceSimulator API', () => {
       expectError(await simCall(sim, 'POST', `/payment/${pending}/refund`, { token, body: {} }), 422, 'PAY_2004');
       const manual = await paid(token, 'no-api-refund');
       expectError(await simCall(sim, 'POST', `/payment/${manual}/refund`, { token, body: {} }), 422, 'PAY_2006');
+      // the script holds whatever gateway the request named
+      sim.scriptNextPayment('no-api-refund');
+      const viaCard = (await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: '10', gateway: 'card' }) })).body.data.trxId;
+      expectError(await simCall(sim, 'POST', `/payment/${viaCard}/refund`, { token, body: {} }), 422, 'PAY_2006');
       expectError(await simCall(sim, 'POST', '/payment/trx_none/refund', { token, body: {} }), 404, 'PAY_2001');
       expectError(await simCall(sim, 'GET', '/refund/rfd_none', { token }), 404, 'PAY_2005');
       expect(sim.refunds).toHaveLength(0);

@@ -150,6 +150,26 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     }
   });
 
+  it("runs its own timers on real time under jest fake timers: confirmations, retries, a receiver's time-out", async () => {
+    await setup({ deliveryTimeoutMs: 200 });
+    jest.useFakeTimers();
+    try {
+      // a stalled answer (time-out), then a 500, then 200: two retries on the simulator's schedule
+      receiver.respond = (_h, i) => (i === 0 ? 'stall' : i === 1 ? 500 : 200);
+      sim.scriptNextPayment('pending-then-succeed'); // confirmed later, on a timer
+      await createPayment();
+      await sim.waitForDeliveries({ timeoutMs: 10_000 });
+      expect(sim.deliveries.map((d) => [d.eventType, d.state])).toEqual([
+        ['payment.created', 'delivered'],
+        ['payment.pending', 'delivered'],
+        ['payment.succeeded', 'delivered'],
+      ]);
+      expect(sim.deliveryLog.slice(0, 3).map((d) => d.error ?? d.status)).toEqual([expect.stringMatching(/timed out/), 500, 200]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('a re-trigger rejects instead of hanging when the simulator is stopped', async () => {
     await setup();
     receiver.respond = () => 'stall';
