@@ -19,6 +19,7 @@ import {
 } from '../webhooks/webhook-deduplicator.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
+import type { PaymentEventQueue } from './payment-event-queue.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
@@ -73,6 +74,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     private readonly options: ResolvedPaymentOptions,
     store: WebhookEventStore,
     private readonly dispatcher: PaymentEventDispatcher,
+    /** The producer side of the same queue: its dead-letter lock. */
+    private readonly queue: PaymentEventQueue,
     private readonly eventEmitter?: EventEmitter2,
   ) {
     this.account = options.account;
@@ -202,7 +205,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
       });
     } catch (error) {
-      if (timedOut) void this.afterLateRun(job, handling);
+      if (timedOut) {
+        // shutdown waits for this too: it needs the connections still open
+        const late = this.afterLateRun(job, handling);
+        this.handling.add(late);
+        void late.then(() => this.handling.delete(late));
+      }
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
@@ -223,12 +231,17 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     } catch {
       return; // failed after all: the dead letter (or the retry) stands
     }
+    const eventId = job.data.event.eventId;
     try {
       // the attempt's failure is being recorded meanwhile: read the state once it is
       await this.inFlight.get(job.id ?? '')?.recorded;
-      if ((await job.getState()) !== 'failed') return;
-      await job.remove();
-      this.logger.log(`Dead letter ${job.data.event.eventId} (account ${this.account}) removed: its timed-out run finished successfully`);
+      // under the dead-letter lock: a replay or discard of it never interleaves with this
+      const removed = await this.queue.withDeadLetterLock(eventId, async () => {
+        if ((await job.getState()) !== 'failed') return false;
+        await job.remove();
+        return true;
+      });
+      if (removed) this.logger.log(`Dead letter ${eventId} (account ${this.account}) removed: its timed-out run finished successfully`);
     } catch (error) {
       this.logger.warn(
         `${job.data.event.eventType} event ${job.data.event.eventId} (account ${this.account}) was processed after its last attempt timed out, ` +

@@ -54,7 +54,7 @@ export function createPaymentQueueProviders(): Provider[] {
         queue: PaymentEventQueue | null,
         eventEmitter?: EventEmitter2,
       ): PaymentEventWorker | null =>
-        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, eventEmitter) : null,
+        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, queue, eventEmitter) : null,
     },
   ];
 }

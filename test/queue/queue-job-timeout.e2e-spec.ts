@@ -65,6 +65,26 @@ describe('queue mode: a handler that does not return', () => {
     }
   });
 
+  it('a timed-out last attempt whose run succeeds during shutdown still has its dead letter removed before close() returns', async () => {
+    const options = { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'late-close:', queueAttempts: 1, queueJobTimeoutMs: 1000, queueShutdownTimeoutMs: 5000 };
+    const first = await startQueueApp(redis.url, { payment: options });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    const release = first.handlers.hold(id);
+    expect(await postWebhook(first.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the attempt timed out into a dead letter', async () => (await first.deadLetters.get(id)) !== undefined, 10_000);
+    const closing = first.close();
+    setTimeout(release, 300);
+    await closing;
+    expect(first.handlers.count('done', id)).toBe(1);
+    const second = await startQueueApp(redis.url, { payment: options });
+    try {
+      expect(await second.deadLetters.get(id)).toBeUndefined();
+    } finally {
+      await second.close();
+    }
+  });
+
   it('shutdown waits for a handler that outlived its attempt (within queueShutdownTimeoutMs): no second run elsewhere', async () => {
     const options = { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'late-shutdown:', queueJobTimeoutMs: 1000, queueShutdownTimeoutMs: 5000 };
     const first = await startQueueApp(redis.url, { payment: options });
