@@ -136,6 +136,7 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(1000, { message: 'must be at least 1000 ms' })
+  @Max(31_622_400_000, { message: 'must be at most 31622400000 ms (366 days)' })
   queueDeadLetterRetentionMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })

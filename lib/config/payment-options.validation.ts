@@ -219,8 +219,8 @@ function baseUrlShapeProblem(baseUrl: string): string | undefined {
   if (url.search !== '' || url.hash !== '' || baseUrl.includes('?') || baseUrl.includes('#')) {
     return 'must not have a query or fragment: the API path is appended to it';
   }
-  if (/\/api\/v1\/*$/i.test(url.pathname)) {
-    return `must be given without /api/v1 (and without /sandbox): the module appends them, e.g. ${url.origin}`;
+  if (/\/(api\/v1|sandbox)\/*$/i.test(url.pathname)) {
+    return `must be given without /api/v1 and without /sandbox: the module appends them, e.g. ${url.origin}`;
   }
   return undefined;
 }

@@ -177,6 +177,7 @@ describe('resolvePaymentOptions', () => {
     for (const [baseUrl, problem] of [
       ['https://pay.example.com/sandbox/api/v1', 'without /api/v1'],
       ['https://pay.example.com/api/v1/', 'without /api/v1'],
+      ['https://pay.example.com/sandbox', 'without /sandbox'],
       ['https://pay.example.com/?tenant=a', 'query or fragment'],
       ['https://pay.example.com/#x', 'query or fragment'],
     ]) {
@@ -187,13 +188,21 @@ describe('resolvePaymentOptions', () => {
 
   it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts', () => {
     const error = captureError(() =>
-      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetries: 2.5, httpTimeoutMs: Number.NaN, webhookRetentionMs: 1e20, webhookLeaseMs: 1e12 }),
+      resolvePaymentOptions({
+        baseUrl: 'https://pay.example.com',
+        maxRetries: 2.5,
+        httpTimeoutMs: Number.NaN,
+        webhookRetentionMs: 1e20,
+        webhookLeaseMs: 1e12,
+        queueDeadLetterRetentionMs: 1e16,
+      }),
     );
     expect(error.problems).toEqual([
       expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds$/),
       expect.stringMatching(/'maxRetries'.* must be a whole number$/),
       expect.stringMatching(/'webhookLeaseMs'.* must be at most 86400000 ms/),
       expect.stringMatching(/'webhookRetentionMs'.* must be at most 31622400000 ms/),
+      expect.stringMatching(/'queueDeadLetterRetentionMs'.* must be at most 31622400000 ms/),
     ]);
   });
 
