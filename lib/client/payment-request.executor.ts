@@ -155,7 +155,7 @@ export class PaymentRequestExecutor {
         observed?.retrying(failure.code, 0);
         continue;
       }
-      if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw failure;
+      if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
       const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) {
         throw retryAfterTooLongError(failure as PaymentRateLimitError, retryAfterMs, this.options.maxRetryAfterMs);
@@ -170,6 +170,24 @@ export class PaymentRequestExecutor {
       );
       await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
     }
+  }
+
+  /**
+   * The error the call ends with. A last attempt that surely did not reach the service (a
+   * refused connection) does not undo an earlier one that may have: the network error says so.
+   */
+  private finalFailure(failure: PaymentApiError, mayHaveActed: boolean): PaymentApiError {
+    if (!mayHaveActed || !(failure instanceof PaymentNetworkError) || failure.mayHaveReachedService) return failure;
+    return new PaymentNetworkError({
+      code: failure.code,
+      account: this.options.account,
+      message: `${failure.message}; an earlier attempt may have reached the service`,
+      method: failure.method,
+      path: failure.path,
+      mayHaveReachedService: true,
+      failure: failure.failure,
+      idempotencyKey: failure.idempotencyKey,
+    });
   }
 
   /** The call's abort when its signal fired (the wait was given up), else nothing. */

@@ -118,6 +118,19 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     expect(error.message).toContain('not sent again');
   });
 
+  it('the final error keeps what an earlier attempt may have done: a time-out, then a refused connection', async () => {
+    await start({ httpTimeoutMs: 300, maxRetries: 1 });
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true }); // created, answer lost
+    const call = rejectionOf(client.createPayment({ amount: '5', currency: 'USD' }, { idempotencyKey: 'order-10' }));
+    await waitFor('the backoff after the time-out began', () => clock.sleeps.length === 1);
+    expect(sim.payments).toHaveLength(1);
+    await sim.stop(); // the retry is refused: it surely did not reach the service, the first one may have
+    const error = await call;
+    expect(error).toBeInstanceOf(PaymentNetworkError);
+    expect(error).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-10' });
+    expect(error.message).toContain('an earlier attempt may have reached the service');
+  });
+
   it('a signal firing while the request is on the wire leaves its own failure: a payout that may have arrived says so', async () => {
     await start({ httpTimeoutMs: 800, maxRetries: 0 });
     sim.injectFault({ path: '/payout', kind: 'stall' });
