@@ -75,15 +75,28 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
   return ctor as RedisConstructor;
 }
 
+/** One wait per client, however many callers arrive while it connects (three listeners, not three per caller). */
+const connectingWaits = new WeakMap<RedisClientLike, Promise<void>>();
+
 /**
- * Resolves once `client` is ready when it is still making its connection (status `wait`,
- * `connecting` or `connect`), at most after `timeoutMs`; at once otherwise, so a command on a
- * client in an outage fails fast as usual. A fail-fast client (no offline queue) refuses
+ * Resolves once `client` is ready when it is making a connection (status `wait`,
+ * `connecting` or `connect`: at boot, or a reconnect attempt under way), at most after
+ * `timeoutMs` or at its first error; at once otherwise, so a command on a client that is
+ * waiting to reconnect fails fast as usual. A fail-fast client (no offline queue) refuses
  * commands while it connects, which right after boot would look like an outage.
  */
 export function untilFirstConnected(client: RedisClientLike, timeoutMs: number): Promise<void> {
   const connecting = client.status === 'wait' || client.status === 'connecting' || client.status === 'connect';
   if (!connecting) return Promise.resolve();
+  let wait = connectingWaits.get(client);
+  if (wait === undefined) {
+    wait = waitForConnection(client, timeoutMs).finally(() => connectingWaits.delete(client));
+    connectingWaits.set(client, wait);
+  }
+  return wait;
+}
+
+function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<void> {
   if (client.status === 'wait') client.connect?.().catch(() => undefined);
   return new Promise<void>((resolve) => {
     const done = () => {

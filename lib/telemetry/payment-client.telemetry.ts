@@ -97,35 +97,40 @@ export class PaymentClientCallTelemetry {
     }
   }
 
+  /** The call's measurements and the end of its span, each guarded on its own: one failing never skips the other. */
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
-    try {
-      this.record(outcome, error, okStatus);
-    } catch (failure) {
-      telemetryFailed(failure);
-    }
-  }
-
-  private record(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
     const code = error === undefined ? undefined : codeOf(error);
     const httpStatus = error === undefined ? okStatus : statusOf(error);
     if (this.instruments !== undefined) {
-      const attributes: Attributes = { operation: this.operation, outcome, account: this.account };
-      if (code !== undefined) attributes.code = code;
-      if (httpStatus !== undefined) attributes.http_status = httpStatus;
-      this.instruments.clientRequests.add(1, attributes);
-      this.instruments.clientDuration.record((performance.now() - this.startedAt) / 1000, attributes);
+      try {
+        const attributes: Attributes = { operation: this.operation, outcome, account: this.account };
+        if (code !== undefined) attributes.code = code;
+        if (httpStatus !== undefined) attributes.http_status = httpStatus;
+        this.instruments.clientRequests.add(1, attributes);
+        this.instruments.clientDuration.record((performance.now() - this.startedAt) / 1000, attributes);
+      } catch (failure) {
+        telemetryFailed(failure);
+      }
     }
     const span = this.span;
     if (span === undefined) return;
-    span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
-    span.setAttribute(PaymentSpanAttribute.RETRIES, this.retries);
-    if (httpStatus !== undefined) span.setAttribute('http.response.status_code', httpStatus);
-    if (code !== undefined) {
-      span.setAttribute(PaymentSpanAttribute.CODE, code);
-      // The client's errors carry no token or secret: their text is redacted when built.
-      recordSpanError(span, error);
+    try {
+      span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
+      span.setAttribute(PaymentSpanAttribute.RETRIES, this.retries);
+      if (httpStatus !== undefined) span.setAttribute('http.response.status_code', httpStatus);
+      if (code !== undefined) {
+        span.setAttribute(PaymentSpanAttribute.CODE, code);
+        // The client's errors carry no token or secret: their text is redacted when built.
+        recordSpanError(span, error);
+      }
+    } catch (failure) {
+      telemetryFailed(failure);
     }
-    span.end();
+    try {
+      span.end();
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 }
 

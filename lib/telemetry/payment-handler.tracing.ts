@@ -58,6 +58,10 @@ function startHandlerSpan(tracer: Tracer, handler: string, event: AnyPaymentEven
 function endSpan(span: Span, ...failure: [error: unknown] | []): void {
   try {
     if (failure.length > 0) recordSpanError(span, failure[0]);
+  } catch (error) {
+    telemetryFailed(error);
+  }
+  try {
     span.end();
   } catch (error) {
     telemetryFailed(error);
