@@ -4,6 +4,7 @@ import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { Tracer } from '@opentelemetry/api';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
+import { asPromise, isThenable } from '../common/as-promise.util.js';
 import { errorMessage } from '../common/error-message.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import {
@@ -222,19 +223,6 @@ export class PaymentEventDispatcher {
       });
     }
     event.canonicalStatus = status;
-  }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
-}
-
-/** A handler's run as a promise, a synchronous throw included. */
-function asPromise(run: () => unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(run());
-  } catch (error) {
-    return Promise.reject(error);
   }
 }
 

@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { isThenable } from '../common/as-promise.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvName } from '../config/payment-env.js';
 import type { PaymentEventHandler } from './payment-event-handler.interface.js';
@@ -159,7 +160,7 @@ export class PaymentEventExplorer implements OnModuleInit {
 function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): unknown {
   const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
   if (isObservable(result)) return untilComplete(result);
-  if (result !== null && typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+  if (isThenable(result)) {
     return Promise.resolve(result).then((value) => (isObservable(value) ? untilComplete(value) : value));
   }
   return result;

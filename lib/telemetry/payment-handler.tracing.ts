@@ -1,4 +1,5 @@
 import { type Context, context, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { asPromise } from '../common/as-promise.util.js';
 import { errorMessage } from '../common/error-message.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentSpanAttribute } from './payment-telemetry.names.js';
@@ -18,15 +19,9 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
     span = startHandlerSpan(tracer, handler, event, parent);
   } catch (error) {
     telemetryFailed(error);
-    return new Promise((resolve) => resolve(invoke()));
+    return asPromise(invoke);
   }
-  let running: Promise<unknown>;
-  try {
-    running = Promise.resolve(context.with(trace.setSpan(parent, span), invoke));
-  } catch (error) {
-    running = Promise.reject(error);
-  }
-  return running.then(
+  return asPromise(() => context.with(trace.setSpan(parent, span), invoke)).then(
     (result) => {
       endSpan(span);
       return result;
