@@ -1,6 +1,6 @@
 import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
 import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
-import { recordSpanError } from './payment-handler.tracing.js';
+import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
@@ -118,19 +118,13 @@ export class PaymentClientCallTelemetry {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
       span.setAttribute(PaymentSpanAttribute.RETRIES, this.retries);
       if (httpStatus !== undefined) span.setAttribute('http.response.status_code', httpStatus);
-      if (code !== undefined) {
-        span.setAttribute(PaymentSpanAttribute.CODE, code);
-        // The client's errors carry no token or secret: their text is redacted when built.
-        recordSpanError(span, error);
-      }
+      if (code !== undefined) span.setAttribute(PaymentSpanAttribute.CODE, code);
     } catch (failure) {
       telemetryFailed(failure);
     }
-    try {
-      span.end();
-    } catch (failure) {
-      telemetryFailed(failure);
-    }
+    // The client's errors carry no token or secret: their text is redacted when built.
+    if (code !== undefined) endSpan(span, error);
+    else endSpan(span);
   }
 }
 

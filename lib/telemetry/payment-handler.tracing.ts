@@ -49,8 +49,11 @@ function startHandlerSpan(tracer: Tracer, handler: string, event: AnyPaymentEven
   );
 }
 
-/** Ends `span` (failed with `error` when given); whatever the SDK throws stays here. */
-function endSpan(span: Span, ...failure: [error: unknown] | []): void {
+/**
+ * Ends `span`, recording `error` on it first when one is given; each step guarded on its own,
+ * so a failing error record never leaves the span open, and whatever the SDK throws stays here.
+ */
+export function endSpan(span: Span, ...failure: [error: unknown] | []): void {
   try {
     if (failure.length > 0) recordSpanError(span, failure[0]);
   } catch (error) {

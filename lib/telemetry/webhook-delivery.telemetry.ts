@@ -7,6 +7,7 @@ import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.ex
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 import { type PaymentTelemetry, paymentTelemetry } from './payment-telemetry.js';
 import { PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
+import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
 
 /** Outcome of a non-2xx answer to a verified event, by its code. */
@@ -117,10 +118,10 @@ export class WebhookDeliveryTelemetry {
     if (span === undefined) return;
     try {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
-      span.end();
     } catch (error) {
       telemetryFailed(error);
     }
+    endSpan(span);
   }
 
   /** A verified delivery answered non-2xx because `error` was thrown; `error` is rethrown by the caller. */
@@ -139,10 +140,10 @@ export class WebhookDeliveryTelemetry {
         span.recordException({ name: code, message: reason });
         span.setStatus({ code: SpanStatusCode.ERROR, message: `${code}: ${reason}` });
       }
-      span.end();
     } catch (failure) {
       telemetryFailed(failure);
     }
+    endSpan(span);
   }
 
   private record(outcome: PaymentWebhookOutcome, code: string | undefined, eventType: string | undefined, startedAt: number): void {
