@@ -65,7 +65,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
    * 'completed' or 'failed') after the processor settled.
    */
   private readonly inFlight = new Map<string, InFlightJob>();
-  /** Handler runs until they end, those that outlived `queueJobTimeoutMs` included. */
+  /** Handler runs until they end (those past `queueJobTimeoutMs` included), and the clean-up after a late one; see `track`. */
   private readonly handling = new Set<Promise<void>>();
   private stopped = false;
 
@@ -190,12 +190,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const event = toReceivedPaymentEvent(job.data);
     const timeoutMs = this.options.queueJobTimeoutMs;
     const handling = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
-    const tracked = handling.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.handling.add(tracked);
-    void tracked.then(() => this.handling.delete(tracked));
+    this.track(handling);
     let timedOut = false;
     try {
       // BullMQ renews the job's lock while this process lives: without a bound a hung handler
@@ -205,12 +200,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
       });
     } catch (error) {
-      if (timedOut) {
-        // shutdown waits for this too: it needs the connections still open
-        const late = this.afterLateRun(job, handling);
-        this.handling.add(late);
-        void late.then(() => this.handling.delete(late));
-      }
+      // shutdown waits for this too: it needs the connections still open
+      if (timedOut) this.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
@@ -218,6 +209,16 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       }
       throw attemptError(error);
     }
+  }
+
+  /** Counts `work` as running until it settles: shutdown waits for it. */
+  private track(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.handling.add(settled);
+    void settled.then(() => this.handling.delete(settled));
   }
 
   /**
