@@ -162,7 +162,8 @@ function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, proble
 export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: PaymentModuleOptions, account: string): string[] {
   const describe = (key: string): string => describeKey(key, explicit, account);
   const problems: string[] = [];
-  for (const { key, messages } of flattenErrors(validateSync(schema))) {
+  const schemaErrors = flattenErrors(validateSync(schema));
+  for (const { key, messages } of schemaErrors) {
     if (key === 'baseUrl' && schema.baseUrl === undefined) {
       problems.push(`${describe(key)} is required: the service base URL, e.g. https://payments.example.com`);
       continue;
@@ -170,7 +171,8 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`${describe(key)} ${messages.join('; ')}`);
   }
 
-  if (typeof schema.baseUrl === 'string' && !problems.some((p) => p.startsWith(describe('baseUrl')))) {
+  // a base URL the schema accepted can still be one the API path cannot be appended to
+  if (typeof schema.baseUrl === 'string' && !schemaErrors.some((e) => e.key === 'baseUrl')) {
     const baseUrlProblem = baseUrlShapeProblem(schema.baseUrl);
     if (baseUrlProblem) problems.push(`${describe('baseUrl')} ${baseUrlProblem}`);
   }
@@ -214,7 +216,7 @@ function baseUrlShapeProblem(baseUrl: string): string | undefined {
   try {
     url = new URL(baseUrl);
   } catch {
-    return undefined; // IsUrl reported it
+    return undefined; // not reached: IsUrl refuses what URL cannot parse
   }
   if (url.search !== '' || url.hash !== '' || baseUrl.includes('?') || baseUrl.includes('#')) {
     return 'must not have a query or fragment: the API path is appended to it';
