@@ -75,8 +75,18 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
   return ctor as RedisConstructor;
 }
 
+/**
+ * How a wait for a connection ended: `ready`, or why not (the client ended, its first
+ * attempt failed with `cause`, or `timeout`). `ready` also when the client was not connecting.
+ */
+export type RedisConnectionWait =
+  | { readonly outcome: 'ready' | 'ended' | 'timeout' }
+  | { readonly outcome: 'error'; readonly cause: unknown };
+
+const NOT_CONNECTING: RedisConnectionWait = Object.freeze({ outcome: 'ready' });
+
 /** One wait per client, however many callers arrive while it connects (three listeners, not three per caller). */
-const connectingWaits = new WeakMap<RedisClientLike, Promise<void>>();
+const connectingWaits = new WeakMap<RedisClientLike, Promise<RedisConnectionWait>>();
 
 /**
  * Resolves once `client` is ready when it is making a connection (status `wait`,
@@ -84,10 +94,11 @@ const connectingWaits = new WeakMap<RedisClientLike, Promise<void>>();
  * `timeoutMs` or at its first error; at once otherwise, so a command on a client that is
  * waiting to reconnect fails fast as usual. A fail-fast client (no offline queue) refuses
  * commands while it connects, which right after boot would look like an outage.
+ * Never rejects: the result says how the wait ended, for callers that explain a failure.
  */
-export function untilFirstConnected(client: RedisClientLike, timeoutMs: number): Promise<void> {
+export function untilFirstConnected(client: RedisClientLike, timeoutMs: number): Promise<RedisConnectionWait> {
   const connecting = client.status === 'wait' || client.status === 'connecting' || client.status === 'connect';
-  if (!connecting) return Promise.resolve();
+  if (!connecting) return Promise.resolve(NOT_CONNECTING);
   let wait = connectingWaits.get(client);
   if (wait === undefined) {
     wait = waitForConnection(client, timeoutMs).finally(() => connectingWaits.delete(client));
@@ -96,22 +107,25 @@ export function untilFirstConnected(client: RedisClientLike, timeoutMs: number):
   return wait;
 }
 
-function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<void> {
+function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<RedisConnectionWait> {
   if (client.status === 'wait') client.connect?.().catch(() => undefined);
-  return new Promise<void>((resolve) => {
-    const done = () => {
+  return new Promise<RedisConnectionWait>((resolve) => {
+    const done = (result: RedisConnectionWait) => {
       clearTimeout(timer);
-      client.removeListener('ready', done);
-      client.removeListener('end', done);
-      client.removeListener('error', done);
-      resolve();
+      client.removeListener('ready', onReady);
+      client.removeListener('end', onEnd);
+      client.removeListener('error', onError);
+      resolve(result);
     };
-    const timer = setTimeout(done, timeoutMs);
-    timer.unref?.();
-    client.once('ready', done);
-    client.once('end', done);
+    const onReady = () => done({ outcome: 'ready' });
+    const onEnd = () => done({ outcome: 'ended' });
     // a refused first connection: the caller's command then fails now, not after the time-out
-    client.once('error', done);
+    const onError = (cause: unknown) => done({ outcome: 'error', cause });
+    const timer = setTimeout(() => done({ outcome: 'timeout' }), timeoutMs);
+    timer.unref?.();
+    client.once('ready', onReady);
+    client.once('end', onEnd);
+    client.once('error', onError);
   });
 }
 

@@ -3,7 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
-import { closeRedisClient, createFailFastRedisClient, DEFAULT_REDIS_OPERATION_TIMEOUT_MS, type RedisClientLike } from './redis-client.js';
+import {
+  closeRedisClient,
+  createFailFastRedisClient,
+  DEFAULT_REDIS_OPERATION_TIMEOUT_MS,
+  type RedisClientLike,
+  untilFirstConnected,
+} from './redis-client.js';
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
@@ -83,7 +89,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   #everReady = false;
   #closed = false;
   #outageLogged = false;
-  #firstReady: Promise<void> | undefined;
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -198,38 +203,18 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     if (this.#everReady || (status !== 'wait' && status !== 'connecting' && status !== 'connect')) {
       throw new WebhookStoreUnavailableError(`Redis is not connected (status: ${status})`);
     }
-    // one shared wait, however many calls arrive before the first connection
-    this.#firstReady ??= this.#waitForFirstReady().finally(() => {
-      this.#firstReady = undefined;
-    });
-    await this.#firstReady;
-  }
-
-  #waitForFirstReady(): Promise<void> {
-    if (this.#client.status === 'wait' && this.#client.connect) this.#client.connect().catch(() => undefined);
-    return new Promise<void>((resolve, reject) => {
-      const done = (error?: unknown) => {
-        clearTimeout(timer);
-        this.#client.removeListener('ready', onReady);
-        this.#client.removeListener('end', onEnd);
-        this.#client.removeListener('error', onError);
-        if (error) reject(error);
-        else resolve();
-      };
-      const onReady = () => done();
-      const onEnd = () => done(new WebhookStoreUnavailableError('Redis connection ended'));
-      // a refused first connection fails now rather than after the whole time-out
-      const onError = (cause: unknown) =>
-        done(new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(cause)}`, { cause }));
-      const timer = setTimeout(
-        () => done(new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`)),
-        this.#timeoutMs,
-      );
-      timer.unref?.();
-      this.#client.once('ready', onReady);
-      this.#client.once('end', onEnd);
-      this.#client.once('error', onError);
-    });
+    // one shared wait per client, however many calls arrive before the first connection
+    const wait = await untilFirstConnected(this.#client, this.#timeoutMs);
+    switch (wait.outcome) {
+      case 'ready':
+        return;
+      case 'ended':
+        throw new WebhookStoreUnavailableError('Redis connection ended');
+      case 'timeout':
+        throw new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`);
+      case 'error':
+        throw new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(wait.cause)}`, { cause: wait.cause });
+    }
   }
 
   readonly #onReady = (): void => {

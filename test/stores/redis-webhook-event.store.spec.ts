@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { loadRedisConstructor } from '../../lib/stores/redis-client.js';
 import { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { RedisClientMissingError, WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
@@ -111,6 +112,50 @@ describe('RedisWebhookEventStore', () => {
     expect(String((error as Error).message)).not.toContain('s3cret-pw');
     expect(JSON.stringify(store)).not.toContain('s3cret-pw');
     expect(JSON.stringify(store)).toContain('"store":"redis"');
+  });
+
+  describe('while the first connection is made', () => {
+    it('fails at the first refused attempt, not after the whole time-out, with the reason', async () => {
+      const store = track(new RedisWebhookEventStore('redis://127.0.0.1:1', { operationTimeoutMs: 10_000 }));
+      const started = Date.now();
+      const error = await store.claim('evt_1', LEASE_MS).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(WebhookStoreUnavailableError);
+      expect((error as Error).message).toMatch(/^Redis unavailable: .*ECONNREFUSED/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    });
+
+    it('gives up after its time-out when Redis accepts the socket but never answers', async () => {
+      // a listener that takes connections and stays silent: ioredis waits for its ready check
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket.on('error', () => undefined));
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as AddressInfo;
+      try {
+        const store = track(new RedisWebhookEventStore(`redis://127.0.0.1:${port}`, { operationTimeoutMs: 300 }));
+        // two calls before the connection share one wait and fail the same way
+        const errors = await Promise.all([store.claim('evt_1', LEASE_MS), store.claim('evt_2', LEASE_MS)].map((p) => p.catch((e: unknown) => e)));
+        for (const error of errors) {
+          expect(error).toBeInstanceOf(WebhookStoreUnavailableError);
+          expect((error as Error).message).toBe('Redis not ready after 300 ms');
+        }
+      } finally {
+        await Promise.all(toClose.splice(0).map((c) => c.close()));
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    });
+
+    it('fails when the client it was given is closed while connecting', async () => {
+      const client = new Redis(server.url, { lazyConnect: true, enableOfflineQueue: false });
+      const store = track(new RedisWebhookEventStore(client, { operationTimeoutMs: 5_000 }));
+      const pending = store.claim('evt_1', LEASE_MS).catch((e: unknown) => e);
+      client.disconnect();
+      const error = await pending;
+      expect(error).toBeInstanceOf(WebhookStoreUnavailableError);
+      expect((error as Error).message).toMatch(/^Redis (connection ended|is not connected)/);
+    });
   });
 
   it('rejects a missing connection argument and reports a missing ioredis with a named error', () => {
