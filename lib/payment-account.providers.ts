@@ -6,6 +6,7 @@ import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
+import type { WebhookIdempotencyOptions } from './webhooks/webhook-idempotency.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
 import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
 import { PaymentAccountHealthProbes } from './health/payment-account-health.probes.js';
@@ -76,7 +77,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     providers.push({
       provide: PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
       inject: [PAYMENT_ACCOUNT_OPTIONS],
-      useFactory: accountDeduplicationSettings,
+      useFactory: (options: ResolvedPaymentOptions): WebhookIdempotencyOptions => ({
+        ...accountDeduplicationSettings(options),
+        shutdownTimeoutMs: options.webhookShutdownTimeoutMs,
+      }),
     });
     exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);
   }

@@ -166,6 +166,12 @@ export interface PaymentModuleOptions {
   webhookLeaseMs?: number;
   /** How long processed event ids are remembered. Env: `PAYMENT_WEBHOOK_RETENTION_MS`. @default 604800000 (7 days) */
   webhookRetentionMs?: number;
+  /**
+   * On `app.close()`, how long deliveries whose handlers are still running may take to finish
+   * (their claims renewed meanwhile), those whose sender already hung up included. Past it
+   * their claims lapse and a later copy may run them again. Env: `PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS`. @default 10000
+   */
+  webhookShutdownTimeoutMs?: number;
   /** Most event ids the memory store keeps (least recent evicted first). @default 100000 */
   memoryStoreMaxEntries?: number;
   /** Read `GET /payment/status` before payment handlers run and attach `canonicalStatus`. Env: `PAYMENT_RECONCILE`. @default false */
@@ -253,6 +259,7 @@ export interface ResolvedPaymentOptions {
   store?: WebhookEventStore;
   webhookLeaseMs: number;
   webhookRetentionMs: number;
+  webhookShutdownTimeoutMs: number;
   memoryStoreMaxEntries: number;
   reconcile: boolean;
   processing: PaymentProcessingMode;

@@ -23,6 +23,8 @@ export const PAYMENT_OPTION_DEFAULTS = {
   webhookLeaseMs: 60_000,
   // the service retries for 29 h 20 min and the portal can re-trigger later, so keep ids a week
   webhookRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  // on app.close(), like the queue worker's grace
+  webhookShutdownTimeoutMs: 10_000,
   memoryStoreMaxEntries: 100_000,
   reconcile: false,
   // queue mode: retries within seconds to minutes (1 s doubling, 10 attempts ≈ 8.5 min), not the service's hours

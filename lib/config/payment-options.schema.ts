@@ -102,6 +102,11 @@ export class PaymentOptionsSchema {
   @Max(31_622_400_000, { message: 'must be at most 31622400000 ms (366 days)' })
   webhookRetentionMs!: number;
 
+  @IsInt({ message: 'must be a whole number of milliseconds' })
+  @Min(0, { message: 'must be 0 or more' })
+  @Max(600_000, { message: 'must be at most 600000 ms' })
+  webhookShutdownTimeoutMs!: number;
+
   @IsInt({ message: 'must be a whole number' })
   @Min(1, { message: 'must be at least 1' })
   memoryStoreMaxEntries!: number;

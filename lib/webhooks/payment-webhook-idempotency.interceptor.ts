@@ -6,6 +6,7 @@ import {
   Logger,
   type NestInterceptor,
   type OnApplicationShutdown,
+  type OnModuleDestroy,
   Optional,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
@@ -49,7 +50,7 @@ const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: tr
  * @publicApi
  */
 @Injectable()
-export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnApplicationShutdown {
+export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnModuleDestroy, OnApplicationShutdown {
   protected readonly logger = new Logger('PaymentWebhooks');
   private readonly deduplicator: WebhookDeduplicator;
   /** Settings per route handler, then per controller class (a method can be inherited by several). */
@@ -75,6 +76,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         (error: unknown) => subscriber.error(error),
       );
     });
+  }
+
+  /** Lets handlers still running finish (see `shutdownTimeoutMs`) before the HTTP server closes and the store with it. */
+  onModuleDestroy(): Promise<void> {
+    return this.deduplicator.finishRunning(this.options.shutdownTimeoutMs ?? PAYMENT_OPTION_DEFAULTS.webhookShutdownTimeoutMs, 'PaymentWebhookIdempotencyInterceptor');
   }
 
   /** Stops claim renewal once the HTTP server has drained (Nest closes it after module destroy). */

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -48,7 +48,7 @@ const LIVE_EVENT_ENVIRONMENT = 'production';
  * (or had completed for an earlier delivery), or in queue mode once Redis holds the event.
  */
 @Injectable()
-export class PaymentWebhookProcessor implements OnApplicationShutdown {
+export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('PaymentWebhooks');
   private readonly account: string;
   private readonly live: boolean;
@@ -56,6 +56,7 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
   private readonly deduplicator: WebhookDeduplicator;
   private readonly dedupe: WebhookDeduplicationSettings;
   private readonly telemetry: WebhookDeliveryTelemetry;
+  private readonly shutdownTimeoutMs: number;
 
   constructor(
     @Inject(PAYMENT_ACCOUNT_OPTIONS) options: ResolvedPaymentOptions,
@@ -71,6 +72,7 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
     this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
     this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, webhookStoreRedisUrl(options));
     this.dedupe = accountDeduplicationSettings(options);
+    this.shutdownTimeoutMs = options.webhookShutdownTimeoutMs;
     accounts.attachWebhooks(this.account, this, dispatcher);
   }
 
@@ -145,9 +147,18 @@ export class PaymentWebhookProcessor implements OnApplicationShutdown {
   }
 
   /**
-   * Stops claim renewal once the HTTP server has drained: Nest runs module-destroy hooks first,
-   * and a handler still running in the drain must keep its claim, or a copy delivered to another
-   * instance would run it a second time.
+   * Waits (up to `webhookShutdownTimeoutMs`) for deliveries still in their handlers, those
+   * whose sender hung up included: the HTTP server's drain waits only for open connections,
+   * and the store closes right after it. Module-destroy hooks run before that drain; this
+   * module's run before those of the modules that import it.
+   */
+  onModuleDestroy(): Promise<void> {
+    return this.deduplicator.finishRunning(this.shutdownTimeoutMs, `account ${this.account}`);
+  }
+
+  /**
+   * Stops claim renewal once the HTTP server has drained: a handler still running in the drain
+   * must keep its claim, or a copy delivered to another instance would run it a second time.
    */
   onApplicationShutdown(): void {
     this.deduplicator.close();

@@ -55,6 +55,9 @@ export class WebhookDeduplicator {
   private readonly renewers = new Map<string, WebhookLeaseRenewer>();
   /** The last settings object and its loop: callers pass the same object on every delivery. */
   private lastRenewal: { settings: WebhookDeduplicationSettings; renewer: WebhookLeaseRenewer } | undefined;
+  /** Runs between claim and outcome, and who waits for them to reach none (`whenIdle`). */
+  private running = 0;
+  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(
     readonly store: WebhookEventStore,
@@ -83,17 +86,66 @@ export class WebhookDeduplicator {
 
     const renewer = this.renewerFor(settings);
     const tracked = renewer.track(key, claim.claimToken);
-    let result: T;
+    this.running++;
     try {
-      result = await work(arg as A);
-    } catch (error) {
+      let result: T;
+      try {
+        result = await work(arg as A);
+      } catch (error) {
+        renewer.untrack(tracked);
+        await this.releaseQuietly(key, claim.claimToken);
+        throw error;
+      }
       renewer.untrack(tracked);
-      await this.releaseQuietly(key, claim.claimToken);
-      throw error;
+      await this.recordCompletion(key, claim.claimToken, settings);
+      return result;
+    } finally {
+      if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-    renewer.untrack(tracked);
-    await this.recordCompletion(key, claim.claimToken, settings);
-    return result;
+  }
+
+  /** Runs between their claim and its outcome (completion recorded or claim released). */
+  get runningCount(): number {
+    return this.running;
+  }
+
+  /**
+   * Resolves `true` once no run is between its claim and its outcome, `false` when runs are
+   * still going after `timeoutMs`. At shutdown, before the store closes: a run whose sender
+   * hung up is no longer part of the HTTP server's drain, and if its completion cannot be
+   * recorded its event runs again on the next delivery.
+   */
+  whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.running === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const index = this.idleWaiters.indexOf(wake);
+        if (index >= 0) this.idleWaiters.splice(index, 1);
+        resolve(false);
+      }, timeoutMs);
+      this.idleWaiters.push(wake);
+    });
+  }
+
+  /**
+   * Shutdown's first step (before the HTTP server closes and the store with it): lets the
+   * running deliveries of `owner` finish for up to `timeoutMs`, logging the wait and what
+   * was given up.
+   */
+  async finishRunning(timeoutMs: number, owner: string): Promise<void> {
+    const running = this.running;
+    if (running === 0) return;
+    this.logger.log(`Waiting up to ${timeoutMs} ms for ${running} running webhook delivery(ies) of ${owner}`);
+    if (!(await this.whenIdle(timeoutMs))) {
+      this.logger.warn(
+        `${this.running} webhook delivery(ies) of ${owner} still running after ${timeoutMs} ms of shutdown; ` +
+          'their claims are no longer renewed, so a later copy of those events may run their handlers again',
+      );
+    }
   }
 
   /** Stops lease renewal (module shutdown). */

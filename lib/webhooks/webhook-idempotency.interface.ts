@@ -31,4 +31,10 @@ export interface WebhookIdempotencyOptions {
    * after this long, so a hung handler cannot block its key for good. @default 900000 (15 minutes)
    */
   maxLeaseRenewalMs?: number;
+  /**
+   * On `app.close()`, how long handlers still running (their sender may have hung up) may take
+   * to finish before the store closes. Read from the interceptor's own options, not per route.
+   * @default the module's `webhookShutdownTimeoutMs` (10000)
+   */
+  shutdownTimeoutMs?: number;
 }

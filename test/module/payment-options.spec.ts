@@ -43,6 +43,7 @@ describe('resolvePaymentOptions', () => {
       maxRetries: 5,
       reconcile: true,
       webhookRetentionMs: 7 * 24 * 3600 * 1000,
+      webhookShutdownTimeoutMs: 10_000,
     });
     expect(options.endpoints.paymentStatusParam).toBe('trx_id');
     expect(options.tokenResponse.defaultExpiresInSeconds).toBe(600);
@@ -204,6 +205,15 @@ describe('resolvePaymentOptions', () => {
       expect.stringMatching(/'webhookRetentionMs'.* must be at most 31622400000 ms/),
       expect.stringMatching(/'queueDeadLetterRetentionMs'.* must be at most 31622400000 ms/),
     ]);
+  });
+
+  it('webhookShutdownTimeoutMs: from PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS (or a named account\'s own), 0 to 600000 ms', () => {
+    const read = (vars: Record<string, string>, account?: string) => readPaymentEnv((name) => vars[name], account);
+    expect(resolvePaymentOptions({}, read({ PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS: '2500' })).webhookShutdownTimeoutMs).toBe(2500);
+    const eu = read({ PAYMENT_EU_BASE_URL: 'https://pay.example.com', PAYMENT_EU_WEBHOOK_SHUTDOWN_TIMEOUT_MS: '0' }, 'eu');
+    expect(resolvePaymentOptions({}, eu, 'eu').webhookShutdownTimeoutMs).toBe(0);
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookShutdownTimeoutMs: 600_001 }));
+    expect(error.problems).toEqual([expect.stringMatching(/'webhookShutdownTimeoutMs'.* must be at most 600000 ms/)]);
   });
 
   it('a store without complete or release is a boot error, not a failure on the first webhook', () => {

@@ -114,6 +114,35 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     expect(next.runs).toBe(2);
   });
 
+  it('onModuleDestroy waits for a handler still running (its sender may have hung up), up to shutdownTimeoutMs', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const next = handler(async () => {
+      await gate;
+      return { received: true };
+    });
+    const first = run(interceptor, context('verified', verifiedRequest('evt_shutdown')), next);
+    await new Promise((resolve) => setImmediate(resolve));
+    let destroyed = false;
+    const destroying = interceptor.onModuleDestroy().then(() => (destroyed = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(destroyed).toBe(false);
+    open();
+    await destroying;
+    await expect(first).resolves.toEqual({ received: true });
+    // completion was recorded: a copy is a duplicate
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_shutdown')), next)).resolves.toEqual({ received: true, duplicate: true });
+    expect(next.runs).toBe(1);
+
+    const impatient = new PaymentWebhookIdempotencyInterceptor(store, { shutdownTimeoutMs: 20 }, new Reflector());
+    void run(impatient, context('verified', verifiedRequest('evt_hung')), handler(() => new Promise(() => undefined)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const started = Date.now();
+    await impatient.onModuleDestroy();
+    expect(Date.now() - started).toBeLessThan(1000);
+    impatient.onApplicationShutdown();
+  });
+
   it("built by hand without a Reflector (the README's way), still reads the route's @WebhookIdempotencyKey", async () => {
     const byHand = new PaymentWebhookIdempotencyInterceptor(store);
     const next = handler(async () => ({ ok: true }));

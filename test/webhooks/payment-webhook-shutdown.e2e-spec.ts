@@ -7,7 +7,8 @@ import { SANDBOX_CLIENT } from '../support/client-simulator.js';
 import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp, type WebhookMount } from '../support/webhooks-app.js';
 
 /** A handler that sends a refund (to a slow service) before it returns. */
 @Injectable()
@@ -67,5 +68,77 @@ describe('inline webhooks during app.close()', () => {
     expect(handlersOf(other).entered.get(id)).toBeUndefined();
     expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
     expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+  });
+});
+
+/** Sends a signed delivery and hangs up as soon as `hangUp` resolves (the service's delivery time-out). */
+async function deliverAndHangUp(baseUrl: string, event: Record<string, unknown>, hangUp: Promise<void>): Promise<void> {
+  const raw = Buffer.from(JSON.stringify(event));
+  const abort = new AbortController();
+  const sent = fetch(`${baseUrl}/payments/webhook`, {
+    method: 'POST',
+    body: raw,
+    signal: abort.signal,
+    headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, WEBHOOK_SECRET) },
+  }).catch(() => undefined);
+  await hangUp;
+  abort.abort();
+  await sent;
+}
+
+// A delivery whose sender hung up is no longer part of the HTTP server's drain: app.close()
+// itself waits for its handlers (webhookShutdownTimeoutMs), or its completion could not be
+// recorded once the store closed, and the service's retry would run the handlers again.
+describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks whose sender hung up, during app.close() (%s)', (mount) => {
+  let redis: TestRedisServer;
+  const apps: WebhookApp[] = [];
+  const services: ClientStubServer[] = [];
+  const startService = async () => {
+    const service = await new ClientStubServer().start();
+    services.push(service);
+    return service;
+  };
+  const start = async (service: ClientStubServer, payment: Record<string, unknown> = {}) => {
+    const { clientId, clientSecret } = SANDBOX_CLIENT;
+    const app = await startWebhookApp({
+      adapter: 'express',
+      mount,
+      payment: { redisUrl: redis.url, webhookLeaseMs: 1000, baseUrl: service.url, clientId, clientSecret, ...payment },
+      extraProviders: [CallingHandler],
+    });
+    apps.push(app);
+    return app;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
+    await Promise.all(services.map((service) => service.stop()));
+    await redis?.stop();
+  });
+
+  it('close() waits for the handler, which keeps its claim and records completion: the retry is a duplicate, one refund', async () => {
+    const service = await startService();
+    const closing = await start(service);
+    const other = await start(service);
+    service.answer('POST', '/payment/trx_1/refund', { ...success({ refundUid: 'rfd_1' }, 201), delayMs: 3000 });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+
+    await deliverAndHangUp(closing.url, event, waitFor('the handler is sending the refund', () => service.calls('/payment/trx_1/refund').length === 1));
+    const startedClosing = Date.now();
+    const closed = closing.close();
+    await sleep(1800); // past the lease: only renewal keeps the claim
+    expect((await postWebhook(other.url, event)).status).toBe(409);
+    await closed;
+    expect(Date.now() - startedClosing).toBeGreaterThanOrEqual(2000); // it waited for the refund's answer
+    expect(closing.app.get(CallingHandler).done.get(id)).toBe(1);
+    // the service's retry after the lease: recorded as processed, not run again
+    await sleep(1200);
+    expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
+    expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
   });
 });

@@ -27,4 +27,67 @@ describe('WebhookDeduplicator', () => {
     await running;
     deduplicator.close();
   });
+
+  describe('at shutdown (finishRunning)', () => {
+    const settings = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
+
+    it('waits for runs between claim and outcome, the completion included, and returns at once when none runs', async () => {
+      const store = new MemoryWebhookEventStore();
+      const logger = new CollectingLogger();
+      const deduplicator = new WebhookDeduplicator(store, logger);
+      let idle = false;
+      await deduplicator.finishRunning(1000, 'account test').then(() => (idle = true));
+      expect(idle).toBe(true);
+      expect(logger.messages()).toEqual([]);
+
+      let release!: () => void;
+      const running = deduplicator.run('evt_1', settings, () => new Promise<void>((resolve) => (release = resolve)));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(deduplicator.runningCount).toBe(1);
+      let finished = false;
+      const finishing = deduplicator.finishRunning(10_000, 'account test').then(() => (finished = true));
+      await jest.advanceTimersByTimeAsync(LEASE_MS * 4);
+      expect(finished).toBe(false);
+      // still held meanwhile: renewal goes on until close()
+      await expect(store.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+      release();
+      await finishing;
+      await running;
+      // the wait ended after completion was recorded
+      await expect(store.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'processed' });
+      expect(logger.messages('log')).toEqual(['Waiting up to 10000 ms for 1 running webhook delivery(ies) of account test']);
+      expect(logger.messages('warn')).toEqual([]);
+      deduplicator.close();
+    });
+
+    it('gives up after its time-out and says so; a failed run ends the wait too', async () => {
+      const store = new MemoryWebhookEventStore();
+      const logger = new CollectingLogger();
+      const deduplicator = new WebhookDeduplicator(store, logger);
+      const hung = deduplicator.run('evt_hung', settings, () => new Promise<void>(() => undefined));
+      void hung;
+      await jest.advanceTimersByTimeAsync(0);
+      let finished = false;
+      const finishing = deduplicator.finishRunning(500, 'account test').then(() => (finished = true));
+      await jest.advanceTimersByTimeAsync(499);
+      expect(finished).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      await finishing;
+      expect(logger.messages('warn')).toEqual([
+        expect.stringMatching(/^1 webhook delivery\(ies\) of account test still running after 500 ms of shutdown; .*run their handlers again$/),
+      ]);
+      deduplicator.close();
+
+      const other = new WebhookDeduplicator(store, logger);
+      let fail!: (error: Error) => void;
+      const failing = other.run('evt_2', settings, () => new Promise<void>((_, reject) => (fail = reject))).catch((error: unknown) => error);
+      await jest.advanceTimersByTimeAsync(0);
+      const waited = other.finishRunning(10_000, 'account test');
+      fail(new Error('handler failed'));
+      await expect(failing).resolves.toThrow('handler failed');
+      await waited;
+      expect(other.runningCount).toBe(0);
+      other.close();
+    });
+  });
 });
