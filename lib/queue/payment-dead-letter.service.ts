@@ -4,7 +4,7 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
-import { type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
+import { isPaymentEventJob, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
@@ -35,14 +35,15 @@ export class PaymentDeadLetterService {
     const queue = this.accounts.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
     const jobs = await queue.queue.getFailed(offset, offset + limit - 1);
     return jobs
-      .filter((job): job is PaymentEventJob => job !== undefined && isEventJob(job))
+      .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))
       .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs));
   }
 
   /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
   async get(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentDeadLetter | undefined> {
     const queue = this.accounts.requireQueue(account);
-    const job = await this.deadJob(queue, eventId);
+    assertEventId(eventId);
+    const job = await queue.findDeadLetter(eventId);
     return job === undefined ? undefined : toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs);
   }
 
@@ -55,21 +56,9 @@ export class PaymentDeadLetterService {
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
     const queue = this.accounts.requireQueue(account);
     assertEventId(eventId);
-    return queue.withDeadLetterLock(eventId, () => this.replayNow(queue, eventId, account));
-  }
-
-  private async replayNow(queue: PaymentEventQueue, eventId: string, account: string): Promise<boolean> {
-    const job = await this.deadJob(queue, eventId);
-    if (job === undefined) return false;
-    try {
-      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-    } catch (error) {
-      // the job moved meanwhile (BullMQ's retry checks the failed set itself)
-      if ((await job.getState()) !== 'failed') return false;
-      throw error;
-    }
-    this.logger.log(`Dead letter ${eventId} (account ${account}) replayed: back in the queue`);
-    return true;
+    const replayed = await queue.replayDeadLetter(eventId);
+    if (replayed) this.logger.log(`Dead letter ${eventId} (account ${account}) replayed: back in the queue`);
+    return replayed;
   }
 
   /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
@@ -81,30 +70,12 @@ export class PaymentDeadLetterService {
 
   private async discardNow(queue: PaymentEventQueue, eventId: string): Promise<boolean> {
     const account = queue.account;
-    const job = await this.deadJob(queue, eventId);
+    const job = await queue.findDeadLetter(eventId);
     if (job === undefined) return false;
     await job.remove();
     this.logger.log(`Dead letter ${eventId} (account ${account}) discarded`);
     return true;
   }
-
-  /**
-   * The failed job of `eventId`. One past its retention counts until the queue's hourly trim
-   * removes it: while it is in the failed set, a new copy of the event is not queued again.
-   */
-  private async deadJob(queue: PaymentEventQueue, eventId: string): Promise<PaymentEventJob | undefined> {
-    assertEventId(eventId);
-    const job = await queue.queue.getJob(queue.jobId(eventId));
-    if (job === undefined || !isEventJob(job) || job.data.event.eventId !== eventId) return undefined;
-    if ((await job.getState()) !== 'failed') return undefined;
-    return job;
-  }
-}
-
-/** A job this module wrote (a foreign job in the same queue is never reported or moved). */
-function isEventJob(job: PaymentEventJob): boolean {
-  const data = job.data as Partial<PaymentEventJob['data']> | undefined;
-  return data?.v === 1 && typeof data.event?.eventId === 'string';
 }
 
 function assertEventId(eventId: unknown): asserts eventId is string {

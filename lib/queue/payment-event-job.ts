@@ -65,3 +65,9 @@ export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): 
     expiresAt: new Date(deadLetterExpiresAt(job, retentionMs)),
   };
 }
+
+/** A job this module wrote (a foreign job in the same queue is never reported or moved). */
+export function isPaymentEventJob(job: PaymentEventJob): boolean {
+  const data = job.data as Partial<PaymentEventJobData> | undefined;
+  return data?.v === 1 && typeof data.event?.eventId === 'string';
+}

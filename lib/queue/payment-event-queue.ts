@@ -13,7 +13,13 @@ import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.ex
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullQueue } from './bullmq.loader.js';
-import { type PaymentEventJobData, paymentEventJobId, toPaymentEventJobData } from './payment-event-job.js';
+import {
+  isPaymentEventJob,
+  type PaymentEventJob,
+  type PaymentEventJobData,
+  paymentEventJobId,
+  toPaymentEventJobData,
+} from './payment-event-job.js';
 import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 
@@ -27,6 +33,8 @@ const DEAD_LETTER_LOCK_MS = 30_000;
 const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
 const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
 const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/** 1 when the job is in the failed set (a dead letter). */
+const IS_DEAD_LETTER_SCRIPT = "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end return 0";
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -45,6 +53,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   private trimTimer: NodeJS.Timeout | undefined;
   /** The app's fail-fast connection to the queue's Redis (its options hold the password). */
   readonly #connection: RedisClientLike;
+  /** BullMQ's failed set of this queue: where dead letters are. */
+  private readonly deadLetterKey: string;
 
   constructor(
     bull: BullMqModule,
@@ -57,6 +67,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const url = options.queueRedisUrl ?? '';
     this.describe = redisErrorDescriber(url);
     const layout = paymentQueueLayout(options);
+    this.deadLetterKey = `${layout.prefix}:${layout.name}:failed`;
     this.queue = new bull.Queue<PaymentEventJobData>(layout.name, {
       connection,
       prefix: layout.prefix,
@@ -121,20 +132,62 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     return ack;
   }
 
-  /** The processed-check, then the job (unless the event was processed). */
+  /**
+   * The processed-check, then the job (unless the event was processed). A job already there
+   * is left as it is (a copy of an event waiting or running adds nothing), except a dead
+   * letter: a new delivery of it (the portal's re-trigger) replays it, as the inline route
+   * would run it again; answered `queued`, it must not stay a dead letter its trim may delete.
+   */
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
     // new answer objects each time: a host interceptor may add to them
     if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
     const data = toPaymentEventJobData(this.account, event, receivedAt);
-    await this.queue.add(event.eventType, data, { jobId: this.jobId(event.eventId) });
+    const jobId = this.jobId(event.eventId);
+    // both commands leave together (one round trip); the failed set does not change on add
+    const [, deadLetter] = await Promise.all([
+      this.queue.add(event.eventType, data, { jobId }),
+      this.#connection.eval(IS_DEAD_LETTER_SCRIPT, 1, this.deadLetterKey, jobId),
+    ]);
+    if (deadLetter === 1 && (await this.replayDeadLetter(event.eventId))) {
+      this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
+    }
     return { received: true, queued: true };
+  }
+
+  /**
+   * The failed job of `eventId`, a job this module wrote. One past its retention counts until
+   * the hourly trim removes it.
+   */
+  async findDeadLetter(eventId: string): Promise<PaymentEventJob | undefined> {
+    const job = await this.queue.getJob(this.jobId(eventId));
+    if (job === undefined || !isPaymentEventJob(job) || job.data.event.eventId !== eventId) return undefined;
+    if ((await job.getState()) !== 'failed') return undefined;
+    return job;
+  }
+
+  /**
+   * Puts the dead letter of `eventId` back in the queue with a fresh set of attempts, under the
+   * dead-letter lock; `false` when the event is not (or no longer) a dead letter.
+   */
+  replayDeadLetter(eventId: string): Promise<boolean> {
+    return this.withDeadLetterLock(eventId, async () => {
+      const job = await this.findDeadLetter(eventId);
+      if (job === undefined) return false;
+      try {
+        await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+      } catch (error) {
+        // the job moved meanwhile (BullMQ's retry checks the failed set itself)
+        if ((await job.getState()) !== 'failed') return false;
+        throw error;
+      }
+      return true;
+    });
   }
 
   /**
    * Removes dead letters past their retention now and then every hour. Until it does, an
    * expired dead letter stays listed and replayable: BullMQ's own trimming (`removeOnFail`)
-   * runs only when another job fails, and a job left in the failed set would make a new copy
-   * of its event an accepted no-op (same job id), invisible and lost.
+   * runs only when another job fails.
    */
   onApplicationBootstrap(): void {
     if (this.closed || this.trimTimer !== undefined) return;

@@ -44,10 +44,20 @@ describe('queue mode: dead letters', () => {
     expect((await q.deadLetters.list()).map((l) => l.eventId)).toContain(id);
     await waitFor('the dead-letter event was emitted', () => q.listener!.received.some((l) => l.eventId === id));
     expect(q.listener!.received.filter((l) => l.eventId === id)).toEqual([expect.objectContaining({ eventId: id, attempts: 3 })]);
-    // a copy delivered later finds the dead letter and adds nothing
-    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
-    await sleep(200);
-    expect(q.handlers.count('entered', id)).toBe(3);
+  });
+
+  it("a new delivery of a dead letter (the portal's re-trigger) replays it: once, with fresh attempts, not a dead letter any more", async () => {
+    const { event, id } = await deadLetterOf();
+    q.handlers.failing.delete(id);
+    // two copies at once: one replay, one run
+    const answers = await Promise.all([postWebhook(q.url, event), postWebhook(q.url, event)]);
+    for (const answer of answers) expect(answer).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await waitFor('the re-delivered event was handled', () => q.handlers.count('done', id) === 1);
+    await sleep(300);
+    expect(q.handlers.count('entered', id)).toBe(4);
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(q.handlers.count('done', id)).toBe(1);
   });
 
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
