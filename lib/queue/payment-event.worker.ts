@@ -1,13 +1,12 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
-import { errorMessage } from '../common/error-message.util.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
-import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
+import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -22,6 +21,7 @@ import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
+import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
 
 /** A job this worker runs, until BullMQ has recorded its outcome. */
@@ -34,6 +34,8 @@ interface InFlightJob {
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
+/** Events whose wait behind a timed-out run are followed at once (beyond it the record starts over). */
+const MAX_WAITS_REPORTED = 1000;
 
 /**
  * One account's BullMQ worker, started at application bootstrap (after the handlers were
@@ -59,6 +61,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
+  /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
+  private readonly waitingBehindTimedOutRun = new Map<string, { since: number; reportedAt: number }>();
   private worker: BullWorker<PaymentEventJobData> | undefined;
   /**
    * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
@@ -96,7 +100,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       (job, token) => this.process(job, token),
       paymentWorkerOptions(this.options),
     );
-    worker.on('completed', (job) => this.recorded(job));
+    worker.on('completed', (job) => {
+      this.recorded(job);
+      this.waitingBehindTimedOutRun.delete(job.data.event.eventId);
+    });
     worker.on('failed', (job, error) => this.onFailed(job, error));
     worker.on('error', (error) => this.onError(error));
     this.worker = worker;
@@ -203,12 +210,37 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       // shutdown waits for this too: it needs the connections still open
       if (timedOut) this.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
+        if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.reportWaitBehindTimedOutRun(event);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
         throw new this.bull.DelayedError();
       }
       throw attemptError(error);
     }
+  }
+
+  /**
+   * A retry that finds its event held by the run its previous attempt timed out on waits
+   * without using attempts (never two runs at once), so a hung handler would keep its event
+   * silently for as long as its process lives: reported as an error every `queueJobTimeoutMs`
+   * of waiting, naming the fix.
+   */
+  private reportWaitBehindTimedOutRun(event: AnyPaymentEvent): void {
+    const now = Date.now();
+    const seen = this.waitingBehindTimedOutRun.get(event.eventId);
+    if (seen === undefined) {
+      // the attempt's time-out was logged a moment ago
+      if (this.waitingBehindTimedOutRun.size >= MAX_WAITS_REPORTED) this.waitingBehindTimedOutRun.clear();
+      this.waitingBehindTimedOutRun.set(event.eventId, { since: now, reportedAt: now });
+      return;
+    }
+    if (now - seen.reportedAt < this.options.queueJobTimeoutMs) return;
+    seen.reportedAt = now;
+    this.logger.error(
+      `${event.eventType} event ${event.eventId} (account ${this.account}) has waited ${Math.round((now - seen.since) / 1000)} s more ` +
+        `for its handlers that outlived queueJobTimeoutMs: they keep the event while they run. If they hang, restart the worker ` +
+        'process running them; the event then runs in another worker.',
+    );
   }
 
   /** Counts `work` as running until it settles: shutdown waits for it. */
@@ -255,6 +287,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.recorded(job);
     if (job === undefined) return;
     const { eventId, eventType } = job.data.event;
+    if (typeof job.finishedOn === 'number') this.waitingBehindTimedOutRun.delete(eventId);
     const attempts = job.opts.attempts ?? 1;
     if (typeof job.finishedOn !== 'number') {
       this.logger.warn(
@@ -294,34 +327,4 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.lastErrorLog.set(message, now);
     this.logger.warn(`Worker of account ${this.account}: ${message}`);
   }
-}
-
-/** A job whose handlers outlived `queueJobTimeoutMs`: the attempt fails, the handler is left running. */
-function jobTimeoutError(eventType: string, eventId: string, timeoutMs: number): Error {
-  const error = new Error(
-    `Handlers of ${eventType} event ${eventId} did not finish within queueJobTimeoutMs (${timeoutMs} ms); ` +
-      'the attempt is given up, the handler is still running and keeps the event: its retry waits until that run ends ' +
-      '(or this process stops)',
-  );
-  error.name = 'PaymentEventJobTimeoutError';
-  return error;
-}
-
-/**
- * The error a failed attempt is recorded with (the dead letter's `lastError`): handler
- * failures name each handler with its error, other errors add their cause's message.
- */
-function attemptError(error: unknown): unknown {
-  if (!(error instanceof Error)) return error;
-  let message: string | undefined;
-  if (error instanceof PaymentEventHandlerError) {
-    const details = error.failures.map((f) => `${f.handler}: ${errorMessage(f.error)}`).join('; ');
-    message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
-  } else if (error.cause !== undefined) {
-    message = `${error.message} (${errorMessage(error.cause)})`;
-  }
-  if (message === undefined) return error;
-  const wrapped = new Error(message, { cause: error });
-  wrapped.name = error.name;
-  return wrapped;
 }

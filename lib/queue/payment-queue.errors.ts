@@ -1,3 +1,5 @@
+import { errorMessage } from '../common/error-message.util.js';
+import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
 import { PaymentWebhookError, PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 
 /**
@@ -36,4 +38,36 @@ export class BullMqMissingError extends Error {
       options,
     );
   }
+}
+
+/** In the message of an attempt that timed out (BullMQ keeps the message as the job's `failedReason`). */
+export const JOB_TIMEOUT_MARK = 'did not finish within queueJobTimeoutMs';
+/** A job whose handlers outlived `queueJobTimeoutMs`: the attempt fails, the handler is left running. */
+export function jobTimeoutError(eventType: string, eventId: string, timeoutMs: number): Error {
+  const error = new Error(
+    `Handlers of ${eventType} event ${eventId} ${JOB_TIMEOUT_MARK} (${timeoutMs} ms); ` +
+      'the attempt is given up, the handler is still running and keeps the event: its retry waits until that run ends ' +
+      '(or this process stops)',
+  );
+  error.name = 'PaymentEventJobTimeoutError';
+  return error;
+}
+
+/**
+ * The error a failed attempt is recorded with (the dead letter's `lastError`): handler
+ * failures name each handler with its error, other errors add their cause's message.
+ */
+export function attemptError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  let message: string | undefined;
+  if (error instanceof PaymentEventHandlerError) {
+    const details = error.failures.map((f) => `${f.handler}: ${errorMessage(f.error)}`).join('; ');
+    message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
+  } else if (error.cause !== undefined) {
+    message = `${error.message} (${errorMessage(error.cause)})`;
+  }
+  if (message === undefined) return error;
+  const wrapped = new Error(message, { cause: error });
+  wrapped.name = error.name;
+  return wrapped;
 }

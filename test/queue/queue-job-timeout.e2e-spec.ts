@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { FAST_QUEUE_OPTIONS, type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -42,6 +43,33 @@ describe('queue mode: a handler that does not return', () => {
     await sleep(500);
     expect(q.handlers.count('entered', stuckId)).toBe(1);
     expect(await q.deadLetters.get(stuckId)).toBeUndefined();
+  });
+
+  it('an event waiting behind its own timed-out run is reported as an error every queueJobTimeoutMs, not silently kept', async () => {
+    const logs = new CollectingLogger();
+    const waiting = await startQueueApp(redis.url, {
+      payment: { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'waits-reported:', queueJobTimeoutMs: 1000 },
+      logger: logs,
+    });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      const release = waiting.handlers.hold(id);
+      expect(await postWebhook(waiting.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      const reports = () => logs.messages('error').filter((m) => m.includes(id) && m.includes('has waited'));
+      await waitFor('the wait was reported twice', () => reports().length >= 2, 15_000);
+      expect(reports()[0]).toMatch(/has waited \d+ s more for its handlers that outlived queueJobTimeoutMs.*restart the worker process/);
+      // still one run, no dead letter: reporting changes nothing
+      expect(waiting.handlers.count('entered', id)).toBe(1);
+      expect(await waiting.deadLetters.get(id)).toBeUndefined();
+      release();
+      await waitFor('the run completed', () => waiting.handlers.count('done', id) === 1);
+      const reported = reports().length;
+      await sleep(2000);
+      expect(reports()).toHaveLength(reported);
+    } finally {
+      await waiting.close();
+    }
   });
 
   it('a last attempt that timed out leaves a dead letter; when its run then succeeds, the dead letter goes (no replay runs it twice)', async () => {
