@@ -85,6 +85,8 @@ export interface PaymentApiErrorDetails {
   idempotencyKey?: string;
   /** The merchant account whose client failed; named accounts also say it in the message. */
   account?: string;
+  /** Whether the service may have acted on this call (see `PaymentApiError.mayHaveReachedService`). @default false */
+  mayHaveReachedService?: boolean;
 }
 
 /** Named accounts say which account failed in the message itself; the default account adds nothing. */
@@ -104,6 +106,14 @@ export class PaymentApiError extends Error {
   readonly path: string | undefined;
   readonly idempotencyKey: string | undefined;
   readonly account: string | undefined;
+  /**
+   * True when the service may have acted on the call although it failed: its request may have
+   * been read (a time-out, a reset after sending), or an earlier attempt of it may have been (a
+   * time-out, then a 429 or a token failure on the retry). Check before sending a refund or
+   * payout again; call `createPayment` again with the same `idempotencyKey`. False when the
+   * call surely changed nothing.
+   */
+  readonly mayHaveReachedService: boolean;
 
   constructor(details: PaymentApiErrorDetails) {
     super(messageWithAccount(details.message, details.account));
@@ -116,6 +126,25 @@ export class PaymentApiError extends Error {
     this.path = details.path;
     this.idempotencyKey = details.idempotencyKey;
     this.account = details.account;
+    this.mayHaveReachedService = details.mayHaveReachedService ?? false;
+  }
+
+  /**
+   * A copy saying an earlier attempt of the call may have reached the service (same class,
+   * code and fields), for a call that ends on an error of a later attempt.
+   * @internal
+   */
+  withEarlierAttemptMayHaveActed(): this {
+    if (this.mayHaveReachedService) return this;
+    const copy = Object.create(Object.getPrototypeOf(this)) as this;
+    Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
+    const message = `${this.message}; an earlier attempt may have reached the service`;
+    Object.defineProperty(copy, 'message', { value: message, enumerable: false, writable: true, configurable: true });
+    Object.defineProperty(copy, 'mayHaveReachedService', { value: true, enumerable: true, configurable: true });
+    if (typeof this.stack === 'string') {
+      Object.defineProperty(copy, 'stack', { value: this.stack.replace(this.message, message), enumerable: false, writable: true, configurable: true });
+    }
+    return copy;
   }
 
   /**
@@ -143,6 +172,7 @@ export class PaymentApiError extends Error {
       path: this.path,
       idempotencyKey: this.idempotencyKey,
       account: this.account,
+      mayHaveReachedService: this.mayHaveReachedService,
     };
   }
 }
@@ -197,20 +227,19 @@ export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | '
 export class PaymentNetworkError extends PaymentApiError {
   /**
    * False only when the request surely never reached the service (refused connection,
-   * DNS failure): then even a refund or payout is safe to send again. True after a
-   * time-out or a reset once the request was sent: the service may have acted.
+   * DNS failure) and no earlier attempt may have: then even a refund or payout is safe to
+   * send again. True after a time-out or a reset once the request was sent.
    */
-  readonly mayHaveReachedService: boolean;
+  declare readonly mayHaveReachedService: boolean;
   readonly failure: PaymentNetworkFailure;
 
   constructor(details: PaymentApiErrorDetails & { mayHaveReachedService: boolean; failure: PaymentNetworkFailure }) {
     super(details);
-    this.mayHaveReachedService = details.mayHaveReachedService;
     this.failure = details.failure;
   }
 
   override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), mayHaveReachedService: this.mayHaveReachedService, failure: this.failure };
+    return { ...super.toJSON(), failure: this.failure };
   }
 }
 
@@ -223,16 +252,11 @@ export class PaymentAbortedError extends PaymentApiError {
    * True when an earlier attempt of this call may have reached the service (a time-out, then
    * the abort during the backoff): check before calling again, as after a `PaymentNetworkError`.
    */
-  readonly mayHaveReachedService: boolean;
+  declare readonly mayHaveReachedService: boolean;
 
   constructor(details: PaymentApiErrorDetails & { mayHaveReachedService: boolean; cause?: unknown }) {
     super(details);
-    this.mayHaveReachedService = details.mayHaveReachedService;
     if (details.cause !== undefined) Object.defineProperty(this, 'cause', { value: details.cause, enumerable: false });
-  }
-
-  override toJSON(): Record<string, unknown> {
-    return { ...super.toJSON(), mayHaveReachedService: this.mayHaveReachedService };
   }
 }
 

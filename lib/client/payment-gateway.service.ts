@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
-import { isApiPath } from '../common/api-path.util.js';
-import { isRecord } from '../common/is-record.util.js';
+import { isApiPath, isApiQuery } from '../common/api-path.util.js';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
@@ -257,8 +256,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       // a truthy string such as 'false' read from config would make a POST retryable
       if (options?.[flag] !== undefined && typeof options[flag] !== 'boolean') check.add(flag, 'must be true or false');
     }
-    if (options?.query !== undefined && !isQueryRecord(options.query)) {
-      check.add('query', 'must be an object of string, number or boolean values');
+    if (options?.query !== undefined && !isApiQuery(options.query)) {
+      check.add('query', 'must be an object of string, number or boolean values (strings of well-formed Unicode)');
     }
     const signal = check.signal(options?.signal);
     const scope = options?.scope ?? this.defaultScope(method, options?.path);
@@ -346,8 +345,4 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       path,
     });
   }
-}
-
-function isQueryRecord(value: unknown): boolean {
-  return isRecord(value) && Object.values(value).every((v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v));
 }

@@ -1,4 +1,5 @@
 import { isRecord } from '../common/is-record.util.js';
+import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
 import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
 
@@ -77,6 +78,11 @@ export class InputChecker {
     }
     if (/[\u0000-\u001f\u007f]/.test(value)) {
       this.add(field, 'must not contain control characters');
+      return undefined;
+    }
+    if (!isWellFormedUnicode(value)) {
+      // cannot be URL-encoded into a path or query
+      this.add(field, 'must be well-formed Unicode (no lone surrogates)');
       return undefined;
     }
     return value;

@@ -125,7 +125,7 @@ export class PaymentRequestExecutor {
         // aborted while waiting for the token; once sending, the attempt's own failure stands
         if (!sending) this.throwIfAborted(call, previous, mayHaveActed);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
-        failure = this.scrub(error, call);
+        failure = this.scrub(error, call, token);
       } finally {
         // After a time-out or reset the request may still be read by the service a moment
         // later; count it that late so the next window cannot overlap it.
@@ -141,7 +141,7 @@ export class PaymentRequestExecutor {
           path: call.path,
           idempotencyKey: call.idempotencyKey,
           account: this.options.account,
-          redact: (text) => this.redact(text),
+          redact: (text) => this.redact(text, token),
         });
       }
       if (!failure) throw new Error('unreachable: no answer and no failure');
@@ -158,7 +158,7 @@ export class PaymentRequestExecutor {
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
       const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) {
-        throw retryAfterTooLongError(failure as PaymentRateLimitError, retryAfterMs, this.options.maxRetryAfterMs);
+        throw this.finalFailure(retryAfterTooLongError(failure as PaymentRateLimitError, retryAfterMs, this.options.maxRetryAfterMs), mayHaveActed);
       }
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;
@@ -173,21 +173,12 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * The error the call ends with. A last attempt that surely did not reach the service (a
-   * refused connection) does not undo an earlier one that may have: the network error says so.
+   * The error the call ends with. A last attempt that surely did not act (a refused
+   * connection, a 429, a token failure) does not undo an earlier one that may have: the
+   * error says so (`mayHaveReachedService`).
    */
-  private finalFailure(failure: PaymentApiError, mayHaveActed: boolean): PaymentApiError {
-    if (!mayHaveActed || !(failure instanceof PaymentNetworkError) || failure.mayHaveReachedService) return failure;
-    return new PaymentNetworkError({
-      code: failure.code,
-      account: this.options.account,
-      message: `${failure.message}; an earlier attempt may have reached the service`,
-      method: failure.method,
-      path: failure.path,
-      mayHaveReachedService: true,
-      failure: failure.failure,
-      idempotencyKey: failure.idempotencyKey,
-    });
+  private finalFailure<E extends PaymentApiError>(failure: E, mayHaveActed: boolean): E {
+    return mayHaveActed ? failure.withEarlierAttemptMayHaveActed() : failure;
   }
 
   /** The call's abort when its signal fired (the wait was given up), else nothing. */
@@ -212,9 +203,10 @@ export class PaymentRequestExecutor {
       return await this.tokenFor(call.auth);
     } catch (error) {
       if (!(error instanceof PaymentNetworkError)) {
+        if (!(error instanceof PaymentApiError)) throw error;
         // a createPayment error carries its key, whichever request failed
         const key = call.idempotencyKey;
-        throw key !== undefined && error instanceof PaymentApiError && error.idempotencyKey === undefined ? error.withIdempotencyKey(key) : error;
+        throw this.finalFailure(key !== undefined && error.idempotencyKey === undefined ? error.withIdempotencyKey(key) : error, mayHaveActed);
       }
       throw new PaymentNetworkError({
         code: error.code,
@@ -284,9 +276,13 @@ export class PaymentRequestExecutor {
     return inspectSummary('PaymentRequestExecutor', { apiBaseUrl: this.options.apiBaseUrl, tokens: this.tokens, limiter: this.limiter }, depth, options);
   }
 
-  /** Removes the client secret, webhook secrets and recent tokens from error text. */
-  redact(text: string): string {
-    const secrets = [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens()];
+  /**
+   * Removes the client secret, webhook secrets, recent tokens and `callToken` from error text.
+   * The token a call sends is named on its own: a call that waited long (a `Retry-After`) may
+   * hold one the token manager no longer lists as recent.
+   */
+  redact(text: string, callToken?: string): string {
+    const secrets = [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), callToken];
     let out = text;
     for (const secret of secrets) {
       if (!secret || secret.length < 4) continue;
@@ -322,12 +318,12 @@ export class PaymentRequestExecutor {
     }
   }
 
-  private scrub(error: unknown, call: ServiceCall): PaymentApiError {
+  private scrub(error: unknown, call: ServiceCall, token: string | undefined): PaymentApiError {
     if (error instanceof PaymentNetworkError) {
       return new PaymentNetworkError({
         code: error.code,
         account: this.options.account,
-        message: this.redact(error.message),
+        message: this.redact(error.message, token),
         method: error.method,
         path: error.path,
         mayHaveReachedService: error.mayHaveReachedService,

@@ -1,9 +1,24 @@
+import { isRecord } from './is-record.util.js';
+import { isWellFormedUnicode } from './well-formed-unicode.util.js';
+
 /**
  * A path the client may append to the API base: one leading `/`, no `//` (a `//host` path
- * leaves the base), no query, fragment, spaces or backslashes, and no dot segment, also
+ * leaves the base), no query, fragment, spaces, backslashes or lone surrogates, and no dot segment, also
  * percent-encoded (`%2e%2E`, which the URL parser decodes): the request carries the bearer token.
  */
 export function isApiPath(value: unknown): value is string {
   if (typeof value !== 'string' || !value.startsWith('/') || value.includes('//') || /[\s?#\\]/.test(value)) return false;
+  // a lone surrogate would be sent as U+FFFD: another path than the one asked for
+  if (!isWellFormedUnicode(value)) return false;
   return !value.split('/').some((segment) => ['.', '..'].includes(segment.replace(/%2e/gi, '.')));
+}
+
+/** Query parameters the client may send: string (well-formed Unicode, else not URL-encodable), number or boolean values. */
+export function isApiQuery(value: unknown): boolean {
+  return (
+    isRecord(value) &&
+    Object.entries(value).every(
+      ([k, v]) => isWellFormedUnicode(k) && (v === undefined || typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && isWellFormedUnicode(v))),
+    )
+  );
 }

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { isRecord } from '../common/is-record.util.js';
+import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
 
@@ -39,10 +40,6 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
   }
 }
 
-/** No lone surrogates: `"evt\ud800"` and `"evt\udbff"` would otherwise encode to the same store key. */
-function isWellFormed(text: string): boolean {
-  return (text as string & { isWellFormed(): boolean }).isWellFormed();
-}
 
 /**
  * Checks a parsed, signature-verified body and returns it as an event. Only what dispatch
@@ -70,7 +67,7 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   if (typeof eventId !== 'string') fail('eventId', 'must be a string');
   else if (eventId.trim().length === 0) fail('eventId', 'must not be empty');
   else if (eventId.length > MAX_EVENT_ID_LENGTH) fail('eventId', `must be at most ${MAX_EVENT_ID_LENGTH} characters`);
-  else if (!isWellFormed(eventId)) fail('eventId', 'must be well-formed Unicode (no lone surrogates)');
+  else if (!isWellFormedUnicode(eventId)) fail('eventId', 'must be well-formed Unicode (no lone surrogates)');
 
   const eventType = body.eventType;
   if (typeof eventType !== 'string') fail('eventType', 'must be a string');

@@ -106,7 +106,7 @@ describe('paymentErrorFromResponse', () => {
     const serialized = JSON.stringify(error) + error.message + String(error.stack);
     expect(serialized).not.toContain(secret);
     expect(Object.keys(error.toJSON()).sort()).toEqual(
-      ['account', 'clientSide', 'code', 'errors', 'httpStatus', 'idempotencyKey', 'message', 'method', 'name', 'path', 'retryAfterSeconds'].sort(),
+      ['account', 'clientSide', 'code', 'errors', 'httpStatus', 'idempotencyKey', 'mayHaveReachedService', 'message', 'method', 'name', 'path', 'retryAfterSeconds'].sort(),
     );
   });
 

@@ -1,5 +1,11 @@
 import 'reflect-metadata';
-import { PaymentAbortedError, PaymentNetworkError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
+import {
+  PaymentAbortedError,
+  PaymentAuthenticationError,
+  PaymentNetworkError,
+  PaymentRateLimitError,
+  PaymentValidationError,
+} from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
@@ -129,6 +135,45 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     expect(error).toBeInstanceOf(PaymentNetworkError);
     expect(error).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-10' });
     expect(error.message).toContain('an earlier attempt may have reached the service');
+  });
+
+  it('an earlier time-out is kept on every final error: a Retry-After past maxRetryAfterMs, retries spent on 429s, a refused token', async () => {
+    await start({ httpTimeoutMs: 300, maxRetries: 2 });
+    const created = () => sim.payments.length;
+    // time-out (payment created, answer lost), then a 429 asking for an hour
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true });
+    sim.injectFault({ path: '/payment/create', kind: 'status', status: 429, retryAfterSeconds: 3600 });
+    const tooLong = await rejectionOf(client.createPayment({ amount: '5', currency: 'USD' }, { idempotencyKey: 'order-11' }));
+    expect(created()).toBe(1);
+    expect(tooLong).toBeInstanceOf(PaymentRateLimitError);
+    expect(tooLong).toMatchObject({ code: 'RATE_LIMITED', retryAfterSeconds: 3600, mayHaveReachedService: true, idempotencyKey: 'order-11' });
+    expect(tooLong.message).toContain('an earlier attempt may have reached the service');
+    expect(JSON.parse(JSON.stringify(tooLong))).toMatchObject({ mayHaveReachedService: true });
+
+    // time-out, then 429s until the retries are spent
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true });
+    sim.injectFault({ path: '/payment/create', kind: 'status', status: 429, retryAfterSeconds: 1, times: 2 });
+    const spent = await rejectionOf(client.createPayment({ amount: '6', currency: 'USD' }, { idempotencyKey: 'order-12' }));
+    expect(created()).toBe(2);
+    expect(spent).toBeInstanceOf(PaymentRateLimitError);
+    expect(spent).toMatchObject({ mayHaveReachedService: true, idempotencyKey: 'order-12' });
+
+    // time-out, then the token is refused, and so is the new one the client asks for
+    sim.injectFault({ path: '/payment/create', kind: 'stall', afterHandling: true });
+    sim.injectFault({ path: '/payment/create', kind: 'status', code: 'PAY_1003' });
+    const call = rejectionOf(client.createPayment({ amount: '7', currency: 'USD' }, { idempotencyKey: 'order-13' }));
+    await waitFor('its first attempt is on the wire', () => created() === 3);
+    sim.injectFault({ path: '/authentication/token', kind: 'status', code: 'PAY_1004', times: 10 });
+    const refused = await call;
+    expect(refused).toBeInstanceOf(PaymentAuthenticationError);
+    expect(refused).toMatchObject({ code: 'PAY_1004', mayHaveReachedService: true, idempotencyKey: 'order-13' });
+
+    // a call that surely changed nothing says so
+    sim.clearFaults();
+    sim.injectFault({ path: '/payment/create', kind: 'status', status: 429, retryAfterSeconds: 3600 });
+    const untouched = await rejectionOf(client.createPayment({ amount: '8', currency: 'USD' }, { idempotencyKey: 'order-14' }));
+    expect(untouched).toMatchObject({ code: 'RATE_LIMITED', mayHaveReachedService: false });
+    expect(created()).toBe(3);
   });
 
   it('a signal firing while the request is on the wire leaves its own failure: a payout that may have arrived says so', async () => {

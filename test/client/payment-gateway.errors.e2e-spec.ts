@@ -114,6 +114,13 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       [h.client.request({ method: 'GET', path: '/payment/../../admin' }), 'path'],
       [h.client.refundPayment('..', { amount: '1' }), 'trxId'],
       [h.client.getPayout('.'), 'payoutUid'],
+      // lone surrogates cannot be URL-encoded (a URIError, or a request that never leaves)
+      [h.client.refundPayment('trx\ud800', { amount: '1' }), 'trxId'],
+      [h.client.getPaymentStatus('trx\udc00'), 'trxId'],
+      [h.client.getPayout('\ud800po'), 'payoutUid'],
+      [h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'order\udbff' }), 'idempotencyKey'],
+      [h.client.request({ method: 'GET', path: '/payment/\ud800' }), 'path'],
+      [h.client.request({ method: 'GET', path: '/payments/gateways', query: { q: 'x\udfff' } }), 'query'],
     ];
     for (const [call, field] of cases) {
       const error = await rejectionOf(call);

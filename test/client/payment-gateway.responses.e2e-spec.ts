@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { inspect } from 'node:util';
 import { PaymentServerError } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
@@ -7,6 +8,7 @@ import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver
 import { ClientFakeClock } from '../support/client-fake-clock.js';
 import { captureLogs, rejectionOf, SANDBOX_CLIENT, startClientHarness } from '../support/client-simulator.js';
 import { ClientStubServer, success } from '../support/client-stub-server.js';
+import { waitFor } from '../support/wait.js';
 
 const recipient = { account_number: '0123456789' };
 
@@ -64,6 +66,32 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
         expect(rendered).not.toContain(form);
       }
       expect(rendered).toContain('[redacted]');
+    });
+
+    it('the token a call held through a long wait is redacted from its error, however many tokens were issued meanwhile', async () => {
+      Logger.overrideLogger(false);
+      stub = await new ClientStubServer().start();
+      const resolved = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: false, maxRetries: 1 });
+      clock = new ClientFakeClock(Date.UTC(2026, 0, 1)); // driven by the test
+      client = new PaymentGatewayService(resolved, { clock, random: () => 0.5 });
+      const refundRoute = '/payment/trx_1/refund';
+      stub.answer('POST', refundRoute, { status: 429, headers: { 'retry-after': '60' }, body: { status: 'error', code: 'RATE_LIMITED', message: 'slow down', errors: {}, data: [] } });
+      const refund = rejectionOf(client.refundPayment('trx_1', { amount: '1' }));
+      await waitFor('the refund waits out its Retry-After', () => clock.pendingSleepers === 1);
+      const held = stub.issuedTokens[0]!;
+      // each payment creation takes a token of its own: the refund's is no longer among the recent ones
+      stub.answer('POST', '/payment/create', success({ trxId: 'trx_new', paymentUrl: 'https://pay.example/x' }, 201));
+      for (let i = 0; i < 20; i++) await client.createPayment({ amount: '1', currency: 'USD' });
+      expect(stub.issuedTokens.length).toBeGreaterThan(17);
+      // the service's answer to the refund's retry repeats the header it was sent
+      const echo = `rejected request with Authorization: Bearer ${held}`;
+      stub.answer('POST', refundRoute, { status: 400, body: { status: 'error', code: 'PAY_4000', message: echo, errors: { authorization: [echo] }, data: [] } });
+      clock.advance(60_000);
+      const error = await refund;
+      expect(stub.calls(refundRoute).map((c) => c.headers.authorization)).toEqual([`Bearer ${held}`, `Bearer ${held}`]);
+      const dump = [error.message, String(error.stack), JSON.stringify(error), inspect(error, { depth: 10, showHidden: true })].join('\n');
+      expect(dump).not.toContain(held);
+      expect(error.message).toContain('Bearer [redacted]');
     });
 
     it('a lifetime beyond the documented 10 minutes is cut: the token is renewed before the service refuses it', async () => {
