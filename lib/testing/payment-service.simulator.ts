@@ -8,7 +8,7 @@ import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
 import { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
-import { assertFault, assertSimulatorOptions, assertWebhookUrl } from './simulator-options.validation.js';
+import { assertDeliveryFaults, assertFault, assertSimulatorOptions, assertWebhookUrl } from './simulator-options.validation.js';
 import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
@@ -97,7 +97,11 @@ export class PaymentServiceSimulator {
     await this.server.start();
   }
 
-  /** Closes the server, every connection (stalled ones included) and cancels pending deliveries. */
+  /**
+   * Closes the server and every connection (stalled ones included), and ends the simulated
+   * service's work: deliveries not done yet become `cancelled`, confirmations still to come are
+   * dropped. For an outage the deliveries live through, use `injectFault` instead.
+   */
   async stop(): Promise<void> {
     this.deliverer.stop();
     this.paymentsHandler.cancelConfirmations();
@@ -132,7 +136,7 @@ export class PaymentServiceSimulator {
 
   /** Every request received, in arrival order: a copy, like `payments` (read it again for later requests). */
   get requests(): ReadonlyArray<SimulatorRequestRecord> {
-    return [...this.server.requests];
+    return structuredClone(this.server.requests);
   }
 
   /** Forgets the request log (e.g. between phases of a test); a copy read before keeps its entries. */
@@ -173,12 +177,12 @@ export class PaymentServiceSimulator {
 
   /** Every event emitted, delivered or not, in emission order. */
   get events(): ReadonlyArray<PaymentEventEnvelope> {
-    return [...this.publisher.log];
+    return structuredClone(this.publisher.log);
   }
 
   /** Every webhook delivery attempt, duplicates and re-triggers included. */
   get deliveryLog(): ReadonlyArray<SimulatorDeliveryRecord> {
-    return [...this.deliverer.log];
+    return structuredClone(this.deliverer.log);
   }
 
   /** Delivery state of every event. */
@@ -216,6 +220,7 @@ export class PaymentServiceSimulator {
 
   /** An inactive merchant gets `PAY_6001` on every call, its existing tokens included. */
   setMerchantActive(merchantId: number, active: boolean): void {
+    if (typeof active !== 'boolean') throw new TypeError(`setMerchantActive: active must be true or false (not ${JSON.stringify(active)})`);
     this.state.merchant(merchantId).active = active;
   }
 
@@ -285,6 +290,7 @@ export class PaymentServiceSimulator {
 
   /** Webhook fault switches (merged into the current ones). */
   setDeliveryFaults(faults: SimulatorDeliveryFaults): void {
+    assertDeliveryFaults(faults);
     this.deliverer.faults = { ...this.deliverer.faults, ...faults };
   }
 

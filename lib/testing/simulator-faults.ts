@@ -23,7 +23,9 @@ export class SimulatorFaults {
     if (fault.kind !== 'rewrite' && fault.rewrite !== undefined) {
       throw new TypeError(`fault.rewrite only applies to kind 'rewrite', not '${fault.kind}'`);
     }
-    this.armed.push({ ...fault, remaining: times });
+    // a global or sticky RegExp would keep `lastIndex` between tests and miss every other request
+    const path = fault.path instanceof RegExp && /[gy]/.test(fault.path.flags) ? new RegExp(fault.path.source, fault.path.flags.replace(/[gy]/g, '')) : fault.path;
+    this.armed.push({ ...fault, path, remaining: times });
   }
 
   clear(): void {

@@ -1,4 +1,6 @@
-import { PAYMENT_OUTCOMES, type PaymentServiceSimulatorOptions, type SimulatorFault } from './simulator.types.js';
+import { PAYMENT_OUTCOMES, type PaymentServiceSimulatorOptions, type SimulatorDeliveryFaults, type SimulatorFault } from './simulator.types.js';
+
+const HTTP_METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /*
  * The simulator exists to catch mistakes in the apps tested against it: a typo in its own
@@ -49,5 +51,36 @@ export function assertFault(fault: SimulatorFault): void {
   if (!FAULT_KINDS.includes(fault?.kind)) throw new TypeError(`fault.kind ${JSON.stringify(fault?.kind)} is unknown; known: ${FAULT_KINDS.join(', ')}`);
   if (fault.status !== undefined && (!Number.isInteger(fault.status) || fault.status < 400 || fault.status > 599)) {
     throw new RangeError(`fault.status must be an error status from 400 to 599 (not ${fault.status})`);
+  }
+  // requests are matched on the upper-case method: 'get' would never match
+  if (fault.method !== undefined && !HTTP_METHODS.includes(fault.method)) {
+    throw new TypeError(`fault.method ${JSON.stringify(fault.method)} is unknown; known: ${HTTP_METHODS.join(', ')}`);
+  }
+  if (fault.retryAfterSeconds !== undefined && (!Number.isInteger(fault.retryAfterSeconds) || fault.retryAfterSeconds < 0)) {
+    throw new RangeError(`fault.retryAfterSeconds must be a whole number of seconds, 0 or more (not ${fault.retryAfterSeconds})`);
+  }
+}
+
+/** Switches of `setDeliveryFaults`: known keys, each of its type. */
+export function assertDeliveryFaults(faults: SimulatorDeliveryFaults): void {
+  if (typeof faults !== 'object' || faults === null) throw new TypeError('setDeliveryFaults: faults must be an object');
+  for (const [key, value] of Object.entries(faults)) {
+    if (value === undefined) continue;
+    switch (key) {
+      case 'duplicate':
+        if (typeof value !== 'boolean' && !(Number.isInteger(value) && (value as number) >= 0)) {
+          throw new RangeError(`setDeliveryFaults: duplicate must be true, false or a whole number of copies, 0 or more (not ${JSON.stringify(value)})`);
+        }
+        break;
+      case 'concurrentDuplicates':
+      case 'outOfOrder':
+        if (typeof value !== 'boolean') throw new TypeError(`setDeliveryFaults: ${key} must be true or false (not ${JSON.stringify(value)})`);
+        break;
+      case 'wrongSecret':
+        if (typeof value !== 'string' || value.length === 0) throw new TypeError('setDeliveryFaults: wrongSecret must be a non-empty string');
+        break;
+      default:
+        throw new TypeError(`setDeliveryFaults: unknown switch ${JSON.stringify(key)}; known: duplicate, concurrentDuplicates, outOfOrder, wrongSecret`);
+    }
   }
 }

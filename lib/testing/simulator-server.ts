@@ -90,7 +90,8 @@ export class SimulatorServer {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.options.port ?? this.firstPort ?? 0, this.host, () => {
+      // `port: 0` (any free port) too takes the first start's port again on a restart
+      server.listen(this.options.port || this.firstPort || 0, this.host, () => {
         server.off('error', reject);
         resolve();
       });
@@ -119,7 +120,9 @@ export class SimulatorServer {
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let parsed: URL;
     try {
-      parsed = new URL(req.url ?? '/', 'http://simulator.invalid');
+      // origin-form paths are appended, not resolved: `//sandbox/...` must not make `sandbox` the host
+      const target = req.url ?? '/';
+      parsed = new URL(target.startsWith('/') ? `http://simulator.invalid${target}` : target, 'http://simulator.invalid');
     } catch {
       parsed = new URL('http://simulator.invalid/');
     }

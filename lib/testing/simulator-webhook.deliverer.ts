@@ -14,6 +14,9 @@ export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000,
 /** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). @publicApi */
 export const SPEC_MAX_ATTEMPTS = 6;
 
+/** Delivery states that `stop()` ends. */
+const UNFINISHED_STATES: ReadonlySet<SimulatorDeliveryState['state']> = new Set(['queued', 'in-flight', 'retry-scheduled', 'held', 'paused']);
+
 /** What the deliverer needs to know about a merchant at send time. */
 export interface DeliveryTarget {
   merchantId: number;
@@ -145,8 +148,15 @@ export class SimulatorWebhookDeliverer {
     });
   }
 
+  /**
+   * Ends every delivery not done yet: queued, in flight, waiting for a retry, held or paused
+   * ones become `cancelled` (a `retrigger()` after a restart sends one again).
+   */
   stop(): void {
     this.stopped = true;
+    for (const entry of this.entries.values()) {
+      if (UNFINISHED_STATES.has(entry.state.state)) entry.state.state = 'cancelled';
+    }
     for (const { reject } of this.pendingRetriggers) reject(new Error('The simulator was stopped before the re-trigger was sent'));
     this.pendingRetriggers.clear();
     for (const t of this.timers) clearTimeout(t);

@@ -37,8 +37,8 @@ export interface TokenRecord {
   issuedAt: number;
 }
 
-/** `sim:<outcome>` inside a payment's `custom` text scripts that payment. */
-const CUSTOM_OUTCOME_TAG = /\bsim:([a-z-]+)\b/;
+/** `sim:<outcome>` inside a payment's `custom` text scripts that payment (`sim:fail-order-7`: `fail`). */
+const CUSTOM_OUTCOME_TAG = new RegExp(`\\bsim:(${[...PAYMENT_OUTCOMES].sort((a, b) => b.length - a.length).join('|')})(?![a-z])`);
 
 /** What tests queued up for the next payments, refunds and payouts. */
 export class SimulatorScripts {

@@ -307,7 +307,7 @@ export interface SimulatorDeliveryState {
   eventId: string;
   eventType: string;
   merchantId: number;
-  state: 'queued' | 'in-flight' | 'retry-scheduled' | 'delivered' | 'abandoned' | 'no-url' | 'paused' | 'held';
+  state: 'queued' | 'in-flight' | 'retry-scheduled' | 'delivered' | 'abandoned' | 'no-url' | 'paused' | 'held' | 'cancelled';
   attempts: number;
 }
 

@@ -159,6 +159,53 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
     expect((await pending).error).toBeDefined();
   });
 
+  it('a global or sticky RegExp path matches every request, not every other one', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ path: /\/gateways$/g, kind: 'status', status: 503, times: 3 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await simCall(sim, 'GET', '/payments/gateways', { token })).status);
+    expect(statuses).toEqual([503, 503, 503, 200]);
+  });
+
+  it('refuses control arguments that would silently do nothing', () => {
+    expect(() => sim.setMerchantActive(1, 'false' as never)).toThrow(TypeError);
+    expect(() => sim.injectFault({ method: 'get' as never, kind: 'status', status: 500 })).toThrow(/fault.method "get" is unknown/);
+    expect(() => sim.injectFault({ kind: 'status', status: 429, retryAfterSeconds: Number.NaN })).toThrow(RangeError);
+    expect(() => sim.setDeliveryFaults({ outOfOrdr: true } as never)).toThrow(/unknown switch "outOfOrdr"/);
+    expect(() => sim.setDeliveryFaults({ duplicate: -1 })).toThrow(RangeError);
+    expect(() => sim.setDeliveryFaults({ outOfOrder: 'yes' as never })).toThrow(TypeError);
+  });
+
+  it('a path starting with // is not read as a host: 404, not another environment', async () => {
+    const r = await fetch(`${sim.url}//sandbox/api/v1/authentication/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_id: 'sandbox-client', client_secret: 'sandbox-secret' }),
+    });
+    expect(r.status).toBe(404);
+    expect(((await r.json()) as { code?: string }).code).toBe('NOT_FOUND');
+  });
+
+  it('a sim:<outcome> tag followed by a hyphen still scripts the payment', async () => {
+    const token = await simToken(sim);
+    const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ custom: 'sim:fail-order-7' }) });
+    expect(r.status).toBeLessThan(300);
+    expect(sim.payments[0]).toMatchObject({ outcome: 'fail' });
+  });
+
+  it('port 0 (any free port) restarts on the port it got first, so the app still reaches it', async () => {
+    const own = new PaymentServiceSimulator({ port: 0 });
+    try {
+      await own.start();
+      const first = own.url;
+      await own.stop();
+      await own.start();
+      expect(own.url).toBe(first);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('logs every request with headers, body, status and clock time', async () => {
     sim.advanceTime(5_000);
     const token = await simToken(sim);

@@ -352,4 +352,32 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     await sim.waitForDeliveries();
     expect(receiver.types).toEqual(['payment.created']);
   });
+
+  it('stop() cancels deliveries not done yet (they stay re-triggerable after start()), it does not leave them "queued" forever', async () => {
+    await setup({ webhookTimeScale: 1e-2 }); // the first retry 3 s later
+    receiver.respond = () => 500;
+    await createPayment({ custom: 'sim:succeed' });
+    await waitUntil(() => sim.deliveries.some((d) => d.state === 'retry-scheduled'));
+    await sim.stop();
+    expect(sim.deliveries.length).toBeGreaterThan(0);
+    for (const d of sim.deliveries) expect(['cancelled', 'delivered']).toContain(d.state);
+    expect(sim.deliveries.some((d) => d.state === 'cancelled')).toBe(true);
+    await sim.start();
+    receiver.respond = () => 200;
+    const cancelled = sim.deliveries.find((d) => d.state === 'cancelled')!;
+    await expect(sim.retrigger(cancelled.eventId)).resolves.toMatchObject({ status: 200 });
+    expect(sim.deliveries.find((d) => d.eventId === cancelled.eventId)!.state).toBe('delivered');
+  });
+
+  it('deliveryLog and events are copies: a snapshot neither changes later nor changes the simulator', async () => {
+    await setup();
+    await createPayment({ custom: 'sim:succeed' });
+    await sim.waitForDeliveries();
+    const events = sim.events;
+    (events[0]!.data as Record<string, unknown>).trxId = 'MUTATED';
+    expect((sim.events[0]!.data as Record<string, unknown>).trxId).not.toBe('MUTATED');
+    const log = sim.deliveryLog;
+    (log[0] as { status?: number }).status = 599;
+    expect(sim.deliveryLog[0]!.status).toBe(200);
+  });
 });
