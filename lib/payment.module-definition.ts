@@ -1,4 +1,4 @@
-import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory, type ModuleMetadata } from '@nestjs/common';
 import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import type { PaymentModuleOptions } from './config/payment-module-options.interface.js';
 import { createPaymentAccountProviders } from './payment-account.providers.js';
@@ -26,6 +26,12 @@ export interface PaymentModuleExtras {
    */
   webhookDecorators?: MethodDecorator[];
   /**
+   * Modules whose exported providers the guards, interceptors or filters named in
+   * `webhookDecorators` inject (they are built in this module, e.g. `UseGuards(ApiKeyGuard)`
+   * needing your `AuthModule`'s `AuthService`). Global modules need not be listed. @default []
+   */
+  webhookImports?: NonNullable<ModuleMetadata['imports']>;
+  /**
    * `false`: register no route; receive webhooks in your own controller with
    * `PaymentWebhookReceiver`. @default true
    */
@@ -45,13 +51,13 @@ export const {
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createPaymentOptions')
   .setExtras<PaymentModuleExtras>(
-    { isGlobal: false, account: undefined, webhookDecorators: [], webhookRoute: true, readEnv: true },
+    { isGlobal: false, account: undefined, webhookDecorators: [], webhookImports: [], webhookRoute: true, readEnv: true },
     (definition, extras) => {
       const account = createPaymentAccountProviders(resolvePaymentAccountName(extras.account), extras);
       return {
         ...definition,
         global: extras.isGlobal,
-        imports: [...(definition.imports ?? []), PaymentCoreModule],
+        imports: [...(definition.imports ?? []), ...(extras.webhookImports ?? []), PaymentCoreModule],
         controllers: account.controllers,
         providers: [...(definition.providers ?? []), ...account.providers],
         exports: [PaymentCoreModule, ...account.exports],

@@ -15,9 +15,12 @@ export function assertPaymentAccountName(name: unknown, where: string): asserts 
   }
 }
 
-/** The account of a `forRoot()` call: `'default'` when none is named. */
+/**
+ * The account of a `forRoot()` call: `'default'` when none is named, or when it is named
+ * `'default'` (as every other API names the unnamed account, e.g. in a list of names).
+ */
 export function resolvePaymentAccountName(account: unknown): string {
-  if (account === undefined) return DEFAULT_PAYMENT_ACCOUNT;
+  if (account === undefined || account === DEFAULT_PAYMENT_ACCOUNT) return DEFAULT_PAYMENT_ACCOUNT;
   assertPaymentAccountName(account, 'PaymentModule.forRoot()');
   assertOwnEnvPrefix(account);
   return account;

@@ -15,6 +15,7 @@ import {
 } from '../payment.constants.js';
 import { traceHandler } from '../telemetry/payment-handler.tracing.js';
 import { paymentTelemetry } from '../telemetry/payment-telemetry.js';
+import { metricEventType } from '../telemetry/payment-telemetry.names.js';
 import type { PaymentEventHandler, PaymentEventInvocationContext } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import {
@@ -136,7 +137,9 @@ export class PaymentEventDispatcher {
       names.push(listeners);
       // emitAsync resolves with the listeners' results, so a listener with
       // `suppressErrors: false` that rejects fails the delivery too.
-      runs.push(tracer ? traceHandler(tracer, listeners, event, () => this.emit(emitterName!, event)) : this.emit(emitterName!, event));
+      // the span name with a bounded type (names are grouped on); the handler attribute keeps it whole
+      const spanName = tracer && `EventEmitter2:${paymentEventEmitterName(metricEventType(event.eventType))}`;
+      runs.push(tracer ? traceHandler(tracer, listeners, event, () => this.emit(emitterName!, event), spanName) : this.emit(emitterName!, event));
     }
     const results = await Promise.allSettled(runs);
     const failures: PaymentEventHandlerFailure[] = [];

@@ -12,11 +12,11 @@ import { telemetryFailed } from './telemetry-fault.js';
  * The SDK throwing never changes the handler's outcome: a handler that ran must not count
  * as failed, and run again. Only called when the host registered a TracerProvider.
  */
-export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentEvent, invoke: () => unknown): Promise<unknown> {
+export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentEvent, invoke: () => unknown, spanName: string = handler): Promise<unknown> {
   const parent = context.active();
   let span: Span;
   try {
-    span = startHandlerSpan(tracer, handler, event, parent);
+    span = startHandlerSpan(tracer, handler, spanName, event, parent);
   } catch (error) {
     telemetryFailed(error);
     return asPromise(invoke);
@@ -33,9 +33,9 @@ export function traceHandler(tracer: Tracer, handler: string, event: AnyPaymentE
   );
 }
 
-function startHandlerSpan(tracer: Tracer, handler: string, event: AnyPaymentEvent, parent: Context): Span {
+function startHandlerSpan(tracer: Tracer, handler: string, spanName: string, event: AnyPaymentEvent, parent: Context): Span {
   return tracer.startSpan(
-    `payment handler ${handler}`,
+    `payment handler ${spanName}`,
     {
       kind: SpanKind.INTERNAL,
       attributes: {

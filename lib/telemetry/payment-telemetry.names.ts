@@ -1,3 +1,4 @@
+import { isKnownPaymentEventType } from '../events/payment-event.types.js';
 /**
  * Name of the OpenTelemetry meter and tracer of this package (the instrumentation scope;
  * Prometheus shows it as `otel_scope_name`).
@@ -88,3 +89,11 @@ export const PaymentSpanAttribute = {
   OPERATION: 'payment_gateway.operation',
   RETRIES: 'payment_gateway.retries',
 } as const;
+
+/**
+ * Metric values and span names stay few: a type the package does not know (new, or unusual)
+ * is `unknown` there; span attributes keep the verified type as it came.
+ */
+export function metricEventType(eventType: string): string {
+  return isKnownPaymentEventType(eventType) ? eventType : 'unknown';
+}

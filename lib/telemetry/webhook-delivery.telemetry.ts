@@ -1,12 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
 import { type Attributes, context, INVALID_SPAN_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { redactRedisUrlIn } from '../config/redact-url.js';
-import { isKnownPaymentEventType } from '../events/payment-event.types.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 import { type PaymentTelemetry, paymentTelemetry } from './payment-telemetry.js';
-import { PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
+import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
 
@@ -191,7 +190,3 @@ function answerOf(error: unknown): { code: string; status: number } {
   return { code: PaymentWebhookErrorCode.INTERNAL_ERROR, status: 500 };
 }
 
-/** Metric values stay few: a type the package does not know (new, or unusual) counts as `unknown`. */
-function metricEventType(eventType: string): string {
-  return isKnownPaymentEventType(eventType) ? eventType : 'unknown';
-}

@@ -3,7 +3,8 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import { getPaymentGatewayToken, getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
@@ -165,6 +166,21 @@ describe('named account configuration', () => {
     // Express matches paths without case: the default account would take eu's deliveries
     const caseOnly = await bootError([PaymentModule.forRoot({ ...base, webhookPath: 'payments/EU/webhook' }), PaymentModule.forRoot({ ...base, account: 'eu' })]);
     expect(caseOnly.message).toContain("both receive webhooks on '/payments/eu/webhook'");
+  });
+
+  it("account 'default' is the unnamed account (PAYMENT_* variables, the class token), as every other API names it", async () => {
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://default.example.com' });
+    const ref = await boot([PaymentModule.forRoot({ account: 'default' }), PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com' })]);
+    try {
+      expect(ref.get(PaymentGatewayService).toJSON()).toMatchObject({ apiBaseUrl: 'https://default.example.com/sandbox/api/v1' });
+      expect(ref.get(getPaymentGatewayToken('default'))).toBe(ref.get(PaymentGatewayService));
+      expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('default')).account).toBe('default');
+    } finally {
+      await ref.close();
+    }
+    // and it is the same account as an unnamed forRoot(): two of them are the duplicate they look like
+    const twice = await bootError([PaymentModule.forRoot({ baseUrl: 'https://a.example.com' }), PaymentModule.forRoot({ account: 'default', baseUrl: 'https://b.example.com' })]);
+    expect(twice.message).toMatch(/default/);
   });
 
   it('refuses an invalid account name at forRoot()', () => {

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Controller, HttpCode, Injectable, Post, Req } from '@nestjs/common';
+import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
@@ -164,6 +165,32 @@ describe('webhook telemetry with the real OpenTelemetry SDK', () => {
     expect(handler.parentSpanContext?.spanId).toBe(delivery.spanContext().spanId);
     expect(new Set([http, delivery, handler].map((s) => s.spanContext().traceId)).size).toBe(1);
     expect(spans).toHaveLength(3);
+  });
+
+  it("names the host's EventEmitter2 listeners' span with a bounded event type; its attributes keep the signed type", async () => {
+    otel = await registerTestOtel();
+    @Injectable()
+    class Listener {
+      readonly seen: string[] = [];
+      @OnEvent('payment-gateway.**')
+      on(event: { eventType: string }): void {
+        this.seen.push(event.eventType);
+      }
+    }
+    w = await startWebhookApp({ adapter: 'express', extraImports: [EventEmitterModule.forRoot({ wildcard: true })], extraProviders: [Listener] });
+    expect((await postWebhook(w.url, envelope('loyalty.points_granted_v7'))).status).toBe(200);
+    expect((await postWebhook(w.url, envelope('payment.succeeded'))).status).toBe(200);
+    expect(w.app.get(Listener).seen).toEqual(['loyalty.points_granted_v7', 'payment.succeeded']);
+    const listenerSpans = otel.spans().filter((s) => s.name.startsWith('payment handler EventEmitter2:'));
+    expect(listenerSpans.map((s) => s.name).sort()).toEqual([
+      'payment handler EventEmitter2:payment-gateway.payment.succeeded',
+      'payment handler EventEmitter2:payment-gateway.unknown',
+    ]);
+    const unknown = listenerSpans.find((s) => s.name.endsWith('.unknown'))!;
+    expect(unknown.attributes).toMatchObject({
+      'payment_gateway.handler': 'EventEmitter2:payment-gateway.loyalty.points_granted_v7',
+      'payment_gateway.event_type': 'loyalty.points_granted_v7',
+    });
   });
 
   it('picks up an SDK registered after the app started (instruments are not taken at boot)', async () => {

@@ -21,6 +21,7 @@ import {
   Post,
   Req,
   SetMetadata,
+  UseGuards,
   VersioningType,
 } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
@@ -127,6 +128,25 @@ class PerAccountWebhookController {
 
 async function getJson(url: string, headers: Record<string, string> = {}): Promise<number> {
   return (await fetch(url, { headers })).status;
+}
+
+/** A provider of a host module that is not global: what a route guard of the host typically needs. */
+@Injectable()
+class RouteAudit {
+  readonly seen: string[] = [];
+}
+
+@Module({ providers: [RouteAudit], exports: [RouteAudit] })
+class AuditModule {}
+
+@Injectable()
+class AuditingGuard implements CanActivate {
+  constructor(private readonly audit: RouteAudit) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    this.audit.seen.push(context.getHandler().name);
+    return true;
+  }
 }
 
 describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapter) => {
@@ -378,6 +398,17 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         await w.close();
       }
     });
+  });
+
+  it('a route guard in webhookDecorators that injects a provider of a non-global host module: webhookImports makes it resolvable', async () => {
+    const payment = { webhookDecorators: [UseGuards(AuditingGuard)], webhookImports: [AuditModule] };
+    const w = await startWebhookApp({ adapter, payment, extraImports: [AuditModule] });
+    try {
+      expect(await postWebhook(w.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+      expect(w.app.get(RouteAudit, { strict: false }).seen).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
   });
 
   it('a global interceptor that adds to the answer body: 200 with its field, for handled and duplicate deliveries alike', async () => {
