@@ -327,6 +327,8 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     path: ctx.path,
     idempotencyKey: ctx.idempotencyKey,
     account: ctx.account,
+    // a 5xx says nothing about what the service did before it failed (a refund may exist)
+    mayHaveReachedService: ctx.httpStatus >= 500,
   });
 }
 

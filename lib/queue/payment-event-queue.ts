@@ -143,13 +143,20 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
     const data = toPaymentEventJobData(this.account, event, receivedAt);
     const jobId = this.jobId(event.eventId);
+    // the fail-fast connection refuses commands while it makes its first connection (BullMQ's add waits)
+    if (this.#connection.status !== 'ready') await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
     // both commands leave together (one round trip); the failed set does not change on add
     const [, deadLetter] = await Promise.all([
       this.queue.add(event.eventType, data, { jobId }),
       this.#connection.eval(IS_DEAD_LETTER_SCRIPT, 1, this.deadLetterKey, jobId),
     ]);
-    if (deadLetter === 1 && (await this.replayDeadLetter(event.eventId))) {
-      this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
+    if (deadLetter === 1) {
+      if (await this.replayDeadLetter(event.eventId)) {
+        this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
+      } else {
+        // gone meanwhile (trimmed, discarded): the add above was a no-op, so add it now
+        await this.queue.add(event.eventType, data, { jobId });
+      }
     }
     return { received: true, queued: true };
   }

@@ -177,7 +177,8 @@ export class PaymentServiceSimulator {
 
   /** Every event emitted, delivered or not, in emission order. */
   get events(): ReadonlyArray<PaymentEventEnvelope> {
-    return structuredClone(this.publisher.log);
+    // as delivered (JSON): a payload value with toJSON or a class instance is not structured-cloneable
+    return JSON.parse(JSON.stringify(this.publisher.log)) as PaymentEventEnvelope[];
   }
 
   /** Every webhook delivery attempt, duplicates and re-triggers included. */

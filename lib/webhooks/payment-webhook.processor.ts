@@ -149,8 +149,9 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
   /**
    * Waits (up to `webhookShutdownTimeoutMs`) for deliveries still in their handlers, those
    * whose sender hung up included: the HTTP server's drain waits only for open connections,
-   * and the store closes right after it. Module-destroy hooks run before that drain; this
-   * module's run before those of the modules that import it.
+   * and the store closes right after it. Module-destroy hooks run before that drain, but Nest
+   * runs those of the modules that import this one first: a handler's own dependencies should
+   * let go in `onApplicationShutdown`, not `onModuleDestroy` (see the README).
    */
   onModuleDestroy(): Promise<void> {
     return this.deduplicator.finishRunning(this.shutdownTimeoutMs, `account ${this.account}`);

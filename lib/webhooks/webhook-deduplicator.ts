@@ -143,7 +143,7 @@ export class WebhookDeduplicator {
     if (!(await this.whenIdle(timeoutMs))) {
       this.logger.warn(
         `${this.running} webhook delivery(ies) of ${owner} still running after ${timeoutMs} ms of shutdown; ` +
-          'their claims are no longer renewed, so a later copy of those events may run their handlers again',
+          'their claims stop being renewed when shutdown ends, so a later copy of those events may run their handlers again',
       );
     }
   }

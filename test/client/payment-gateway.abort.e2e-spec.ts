@@ -174,6 +174,12 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     const untouched = await rejectionOf(client.createPayment({ amount: '8', currency: 'USD' }, { idempotencyKey: 'order-14' }));
     expect(untouched).toMatchObject({ code: 'RATE_LIMITED', mayHaveReachedService: false });
     expect(created()).toBe(3);
+
+    // a 5xx after the service acted: a payout answered 504 once it was made may have happened
+    sim.injectFault({ path: '/payout', kind: 'status', status: 504, afterHandling: true });
+    const payout = await rejectionOf(client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: '0123456789' } }));
+    expect(payout).toMatchObject({ httpStatus: 504, mayHaveReachedService: true });
+    expect(sim.payouts).toHaveLength(1);
   });
 
   it('a signal firing while the request is on the wire leaves its own failure: a payout that may have arrived says so', async () => {

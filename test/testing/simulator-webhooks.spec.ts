@@ -376,6 +376,9 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     const events = sim.events;
     (events[0]!.data as Record<string, unknown>).trxId = 'MUTATED';
     expect((sim.events[0]!.data as Record<string, unknown>).trxId).not.toBe('MUTATED');
+    // a payload value that is not structured-cloneable reads back as delivered (JSON)
+    sim.sendEvent(1, 'dispute.created', { amount: { toJSON: () => '5.00' } } as never);
+    expect(sim.events.at(-1)!.data).toMatchObject({ amount: '5.00' });
     const log = sim.deliveryLog;
     (log[0] as { status?: number }).status = 599;
     expect(sim.deliveryLog[0]!.status).toBe(200);
