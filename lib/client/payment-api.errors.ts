@@ -136,15 +136,13 @@ export class PaymentApiError extends Error {
    */
   withEarlierAttemptMayHaveActed(): this {
     if (this.mayHaveReachedService) return this;
-    const copy = Object.create(Object.getPrototypeOf(this)) as this;
-    Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
     const message = `${this.message}; an earlier attempt may have reached the service`;
-    Object.defineProperty(copy, 'message', { value: message, enumerable: false, writable: true, configurable: true });
-    Object.defineProperty(copy, 'mayHaveReachedService', { value: true, enumerable: true, configurable: true });
-    if (typeof this.stack === 'string') {
-      Object.defineProperty(copy, 'stack', { value: this.stack.replace(this.message, message), enumerable: false, writable: true, configurable: true });
-    }
-    return copy;
+    const hidden = { enumerable: false, writable: true, configurable: true };
+    return this.copyWith({
+      message: { value: message, ...hidden },
+      mayHaveReachedService: { value: true, enumerable: true, configurable: true },
+      ...(typeof this.stack === 'string' ? { stack: { value: this.stack.replace(this.message, message), ...hidden } } : {}),
+    });
   }
 
   /**
@@ -154,9 +152,13 @@ export class PaymentApiError extends Error {
    * @internal
    */
   withIdempotencyKey(idempotencyKey: string): this {
+    return this.copyWith({ idempotencyKey: { value: idempotencyKey, enumerable: true, configurable: true } });
+  }
+
+  /** A copy of this error (same class and fields, stack included) with `changes` applied. */
+  private copyWith(changes: PropertyDescriptorMap): this {
     const copy = Object.create(Object.getPrototypeOf(this)) as this;
-    Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
-    Object.defineProperty(copy, 'idempotencyKey', { value: idempotencyKey, enumerable: true, configurable: true });
+    Object.defineProperties(copy, { ...Object.getOwnPropertyDescriptors(this), ...changes });
     return copy;
   }
 
