@@ -67,8 +67,11 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   async createPayment(input: CreatePaymentInput, options?: CreatePaymentOptions): Promise<CreatePaymentResult> {
     const check = new InputChecker(this.options.account);
     const body = paymentRequestBody(check, input);
-    const given = check.inputObject('options', options, ['idempotencyKey', 'signal'], false)?.idempotencyKey;
-    const idempotencyKey = given === undefined ? randomUUID() : check.identifier('idempotencyKey', given);
+    const callOptions = check.inputObject('options', options, ['idempotencyKey', 'signal'], false);
+    // only a left-out key means "generate one": `{ idempotencyKey: order.paymentKey }` whose value
+    // got lost would otherwise get a new key per call, and a retry would make a second payment
+    const keyLeftOut = callOptions === undefined || !('idempotencyKey' in callOptions);
+    const idempotencyKey = keyLeftOut ? randomUUID() : check.identifier('idempotencyKey', callOptions.idempotencyKey);
     const signal = check.signal(options?.signal);
     check.throwIfInvalid('createPayment');
     const path = this.options.endpoints.createPayment;

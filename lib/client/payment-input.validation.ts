@@ -116,7 +116,8 @@ export class InputChecker {
   /**
    * An operation's input object. A field it does not know (`ammount`, `returnURL`) is refused:
    * on a money call a silently dropped field changes what is sent (a refund without its
-   * amount refunds the whole payment).
+   * amount refunds the whole payment). Unknown fields of a call's own `input`/`options` are
+   * named as they are (`ammount`), those of a nested object with its path (`splits[0].amont`).
    */
   inputObject(field: string, value: unknown, known: readonly string[], required = true): Record<string, unknown> | undefined {
     if (value === undefined) {
@@ -128,7 +129,9 @@ export class InputChecker {
       return undefined;
     }
     for (const key of Object.keys(value)) {
-      if (!known.includes(key)) this.add(key, `is not a field of ${field}; known: ${known.join(', ')}`);
+      if (known.includes(key)) continue;
+      const name = field === 'input' || field === 'options' ? key : `${field}.${key}`;
+      this.add(name, `is not a field of ${field}; known: ${known.join(', ')}`);
     }
     return value as Record<string, unknown>;
   }

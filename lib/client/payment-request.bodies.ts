@@ -2,6 +2,8 @@ import type { CreatePaymentInput } from './payment-api.types.js';
 import type { InputChecker } from './payment-input.validation.js';
 import type { WireCreatePaymentRequest } from './payment-wire.types.js';
 
+const SPLIT_INPUT_FIELDS = ['subaccountId', 'amount'];
+
 const PAYMENT_INPUT_FIELDS = ['amount', 'currency', 'custom', 'country', 'gateway', 'returnUrl', 'cancelUrl', 'customer', 'splits', 'extra'];
 
 /** Wire fields of a payment creation the module writes, and the typed input that sets each. */
@@ -41,10 +43,17 @@ export function paymentRequestBody(check: InputChecker, input: CreatePaymentInpu
     if (!Array.isArray(input.splits)) {
       check.add('splits', 'must be an array');
     } else {
-      body.splits = input.splits.map((split, i) => ({
-        subaccount_id: check.identifier(`splits[${i}].subaccountId`, split?.subaccountId) ?? '',
-        amount: check.amount(`splits[${i}].amount`, split?.amount) ?? '',
-      }));
+      // an index loop, not map(): map() skips holes, which JSON then sends as null
+      const splits: NonNullable<WireCreatePaymentRequest['splits']> = [];
+      for (let i = 0; i < input.splits.length; i++) {
+        const split = check.inputObject(`splits[${i}]`, input.splits[i], SPLIT_INPUT_FIELDS);
+        if (split === undefined) continue; // a hole or not an object: recorded, nothing is sent
+        splits.push({
+          subaccount_id: check.identifier(`splits[${i}].subaccountId`, split.subaccountId) ?? '',
+          amount: check.amount(`splits[${i}].amount`, split.amount) ?? '',
+        });
+      }
+      body.splits = splits;
     }
   }
   return body;

@@ -141,6 +141,13 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       [h.client.createPayment({ amount: '1', currency: 'USD', returnURL: 'https://shop.test' } as never), 'returnURL'],
       [h.client.createPayment({ amount: '1', currency: 'USD' }, null as never), 'options'],
       [h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'k', key: 'k' } as never), 'key'],
+      // a key whose value got lost (`{ idempotencyKey: order.paymentKey }`) made a new key per call:
+      // a retry made a second payment; only a left-out key is generated
+      [h.client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: undefined }), 'idempotencyKey'],
+      // map() skipped the hole (sent as null); a misspelt split field was dropped
+      [h.client.createPayment({ amount: '2', currency: 'USD', splits: [, { subaccountId: 'sa', amount: '1' }] as never }), 'splits[0]'],
+      [h.client.createPayment({ amount: '2', currency: 'USD', splits: [null as never] }), 'splits[0]'],
+      [h.client.createPayment({ amount: '2', currency: 'USD', splits: [{ subaccountId: 'sa', amont: '1' } as never] }), 'splits[0].amont'],
       // each of these refunded the whole payment
       [h.client.refundPayment('trx_1', '2.50' as never), 'input'],
       [h.client.refundPayment('trx_1', { amount: null } as never), 'amount'],
