@@ -85,8 +85,14 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.account = options.account;
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
     // the inline route's lease and retention; the claim is renewed for as long as the handlers
-    // run in this process, past queueJobTimeoutMs too: a retry must never run beside them
-    this.claims = { ...accountDeduplicationSettings(options), maxLeaseRenewalMs: Number.POSITIVE_INFINITY };
+    // run in this process, past queueJobTimeoutMs too: a retry must never run beside them.
+    // Completion is retried until the store answers: if it were given up, the job's outcome,
+    // lost in the same outage, would come back through the stalled-job check and run them again
+    this.claims = {
+      ...accountDeduplicationSettings(options),
+      maxLeaseRenewalMs: Number.POSITIVE_INFINITY,
+      completeAttempts: Number.POSITIVE_INFINITY,
+    };
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';

@@ -11,7 +11,10 @@ export interface WebhookDeduplicationSettings {
   leaseMs: number;
   /** How long a processed key is remembered. */
   retentionMs: number;
-  /** Attempts at recording completion before giving up (see `WebhookDeduplicator.run`). */
+  /**
+   * Attempts at recording completion before giving up (see `recordCompletion`). `Infinity`
+   * (the queue worker) retries until the store answers or the deduplicator is closed.
+   */
   completeAttempts: number;
   /** Renewal of a running claim stops after this long. */
   maxLeaseRenewalMs: number;
@@ -22,6 +25,9 @@ export const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
 
 /** Attempts at recording completion before answering anyway (a retry would run the work again). */
 export const DEFAULT_COMPLETE_ATTEMPTS = 3;
+
+/** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
+const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
 
 /** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
 export function accountDeduplicationSettings(options: {
@@ -58,6 +64,8 @@ export class WebhookDeduplicator {
   /** Runs between claim and outcome, and who waits for them to reach none (`whenIdle`). */
   private running = 0;
   private readonly idleWaiters: Array<() => void> = [];
+  /** Set by `close()`: endless completion retries give up. */
+  private closed = false;
 
   constructor(
     readonly store: WebhookEventStore,
@@ -150,6 +158,7 @@ export class WebhookDeduplicator {
 
   /** Stops lease renewal (module shutdown). */
   close(): void {
+    this.closed = true;
     for (const renewer of this.renewers.values()) renewer.close();
     this.renewers.clear();
     this.lastRenewal = undefined;
@@ -174,15 +183,22 @@ export class WebhookDeduplicator {
    * sent twice) as soon as the lease expires or the store recovers. A 2xx ends the
    * retries, so the effects stay single; the remaining risk (a spontaneous duplicate
    * arriving after the lease expires) is logged as an error for the operator.
+   *
+   * The queue worker retries without limit instead (`completeAttempts: Infinity`): there
+   * the job's own outcome is lost in the same outage, and BullMQ's stalled-job check is a
+   * redelivery that would run the handlers again unless the completion gets recorded first.
    */
   private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings): Promise<void> {
     const attempts = Math.max(1, settings.completeAttempts);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.store.complete(key, claimToken, settings.retentionMs);
+        if (attempt > 1 && attempts === Number.POSITIVE_INFINITY) {
+          this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
+        }
         return;
       } catch (error) {
-        if (attempt >= attempts) {
+        if (attempt >= attempts || this.closed) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded ` +
               `(${describeError(error)}); answering 2xx so the handlers are not run again by a retry. ` +
@@ -190,7 +206,13 @@ export class WebhookDeduplicator {
           );
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+        if (attempt === DEFAULT_COMPLETE_ATTEMPTS && attempts === Number.POSITIVE_INFINITY) {
+          this.logger.error(
+            `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
+              `(${describeError(error)}); retrying every second until the store answers, so a retry does not run them again`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt)));
       }
     }
   }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 
 // A web-only instance (queueWorker: false) and a separate worker instance share one Redis
 // that keeps an append-only file, as an operator would run it.
@@ -68,5 +69,43 @@ describe('queue mode: web-only instance, separate worker, Redis outage', () => {
     await waitFor('the worker handled the events queued after the restart', () => doneOnce(worker!, ids), 20_000);
     // copies of handled events are still recognised after the restart (the store was persisted)
     expect(await postWebhook(web.url, before)).toMatchObject({ status: 200, json: { duplicate: true } });
+  });
+});
+
+describe('queue mode: a Redis outage while a handler finishes', () => {
+  let redis: TestRedisServer;
+
+  beforeAll(async () => {
+    redis = await startRedisServer({ appendOnly: true });
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('a handler that finishes while Redis is down runs once: its completion is recorded when Redis is back', async () => {
+    // Outage longer than the job lock and the claim lease (1 s each here): the job's outcome is
+    // lost too, so BullMQ's stalled-job check hands the event out again after the restart.
+    // Completion used to be given up after three tries, and that second run ran the handlers again.
+    const logs = new CollectingLogger();
+    const own = await startQueueApp(redis.url, { logger: logs });
+    try {
+      const e = envelope('payment.succeeded');
+      const id = e.eventId as string;
+      const release = own.handlers.hold(id);
+      expect(await postWebhook(own.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+      await waitFor('the handler started', () => own.handlers.count('entered', id) === 1);
+      await redis.stop();
+      release(); // the handler's effect happens during the outage
+      await waitFor('the handler finished', () => own.handlers.count('done', id) === 1);
+      await sleep(3000);
+      await redis.restart();
+      await sleep(7000); // several stalled-job checks and lease lengths
+      expect([own.handlers.count('entered', id), own.handlers.count('done', id)]).toEqual([1, 1]);
+      expect(logs.messages('error').some((m) => m.includes('could not be recorded yet') && m.includes('retrying'))).toBe(true);
+      expect(logs.messages('log').some((m) => m.includes(id) && m.includes('recorded after'))).toBe(true);
+      expect(await postWebhook(own.url, e)).toMatchObject({ status: 200, json: { duplicate: true } });
+    } finally {
+      await own.close();
+    }
   });
 });
