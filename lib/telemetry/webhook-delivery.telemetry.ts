@@ -43,16 +43,18 @@ type LogLevel = 'debug' | 'warn' | 'error';
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
-  /** Removes the store's Redis URL (its password) from a logged reason; a closure, so `inspect` never shows the URL. */
+  /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
 
+  /** @param redisUrls the store's and the queue's Redis URLs, where they exist */
   constructor(
     private readonly account: string,
     private readonly logger: LoggerService,
-    redisUrl?: string,
+    redisUrls: ReadonlyArray<string | undefined> = [],
     private readonly telemetry: PaymentTelemetry = paymentTelemetry,
   ) {
-    this.#redact = redisUrl ? (text) => redactRedisUrlIn(text, redisUrl) : (text) => text;
+    const urls = [...new Set(redisUrls.filter((url): url is string => !!url))];
+    this.#redact = (text) => urls.reduce((out, url) => redactRedisUrlIn(out, url), text);
   }
 
   /** The tracer when the host registered a TracerProvider; `undefined` means: do not trace. */

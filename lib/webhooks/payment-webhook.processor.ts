@@ -70,7 +70,8 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
     // The delivery's one log line (with the event) says when the store is down.
     this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
-    this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, webhookStoreRedisUrl(options));
+    const queueRedisUrl = options.processing === 'queue' ? options.queueRedisUrl : undefined;
+    this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, [webhookStoreRedisUrl(options), queueRedisUrl]);
     this.dedupe = accountDeduplicationSettings(options);
     this.shutdownTimeoutMs = options.webhookShutdownTimeoutMs;
     accounts.attachWebhooks(this.account, this, dispatcher);

@@ -1,0 +1,26 @@
+import { WebhookQueueUnavailableError } from '../../lib/queue/payment-queue.errors.js';
+import { WebhookStoreUnavailableResponseError } from '../../lib/webhooks/payment-webhook.errors.js';
+import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
+import { WebhookDeliveryTelemetry } from '../../lib/telemetry/webhook-delivery.telemetry.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
+
+describe('WebhookDeliveryTelemetry log lines', () => {
+  const event = { eventId: 'evt_1', eventType: 'payment.succeeded' } as AnyPaymentEvent;
+  const storeUrl = 'redis://:store-pa55@store.internal:6379';
+  // the queue may live on another Redis than the store: its password was left in the line
+  const queueUrl = 'rediss://worker:queue-pa55@queue.internal:6380/2';
+
+  it.each([
+    ['the store', new WebhookStoreUnavailableResponseError({ cause: new Error(`connect to ${storeUrl} failed (store-pa55)`) })],
+    ['the queue', new WebhookQueueUnavailableError({ cause: new Error(`connect to ${queueUrl} failed (queue-pa55)`) })],
+  ])('a 503 for %s logs its reason without either Redis password', (_what, error) => {
+    const logger = new CollectingLogger();
+    const telemetry = new WebhookDeliveryTelemetry('default', logger, [storeUrl, queueUrl]);
+    telemetry.failed(event, new PaymentWebhookHttpException(error), performance.now());
+    const [line] = logger.messages('error');
+    expect(line).toContain('eventId=evt_1');
+    expect(line).toContain('failed');
+    expect(line).not.toMatch(/store-pa55|queue-pa55/);
+  });
+});
