@@ -61,7 +61,7 @@ export class WebhookDeduplicator {
   private readonly renewers = new Map<string, WebhookLeaseRenewer>();
   /** The last settings object and its loop: callers pass the same object on every delivery. */
   private lastRenewal: { settings: WebhookDeduplicationSettings; renewer: WebhookLeaseRenewer } | undefined;
-  /** Runs between claim and outcome, and who waits for them to reach none (`whenIdle`). */
+  /** Runs from the start of their claim to their outcome, and who waits for them to reach none (`whenIdle`). */
   private running = 0;
   private readonly idleWaiters: Array<() => void> = [];
   /** Set by `close()`: endless completion retries give up. */
@@ -81,6 +81,22 @@ export class WebhookDeduplicator {
     work: (arg: A) => Promise<T>,
     arg?: A,
   ): Promise<T | typeof ALREADY_PROCESSED> {
+    // counted from before the claim: a claim still on its way when shutdown starts is a run
+    // shutdown must wait for (its sender may have hung up, so the HTTP drain does not)
+    this.running++;
+    try {
+      return await this.claimAndRun(key, settings, work, arg);
+    } finally {
+      if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  private async claimAndRun<T, A>(
+    key: string,
+    settings: WebhookDeduplicationSettings,
+    work: (arg: A) => Promise<T>,
+    arg?: A,
+  ): Promise<T | typeof ALREADY_PROCESSED> {
     let claim;
     try {
       claim = await this.store.claim(key, settings.leaseMs);
@@ -94,25 +110,20 @@ export class WebhookDeduplicator {
 
     const renewer = this.renewerFor(settings);
     const tracked = renewer.track(key, claim.claimToken);
-    this.running++;
+    let result: T;
     try {
-      let result: T;
-      try {
-        result = await work(arg as A);
-      } catch (error) {
-        renewer.untrack(tracked);
-        await this.releaseQuietly(key, claim.claimToken);
-        throw error;
-      }
+      result = await work(arg as A);
+    } catch (error) {
       renewer.untrack(tracked);
-      await this.recordCompletion(key, claim.claimToken, settings);
-      return result;
-    } finally {
-      if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      await this.releaseQuietly(key, claim.claimToken);
+      throw error;
     }
+    renewer.untrack(tracked);
+    await this.recordCompletion(key, claim.claimToken, settings);
+    return result;
   }
 
-  /** Runs between their claim and its outcome (completion recorded or claim released). */
+  /** Runs between the start of their claim and its outcome (completion recorded or claim released). */
   get runningCount(): number {
     return this.running;
   }

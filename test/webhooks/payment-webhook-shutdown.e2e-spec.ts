@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
@@ -137,6 +138,30 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     expect(closing.app.get(CallingHandler).done.get(id)).toBe(1);
     // the service's retry after the lease: recorded as processed, not run again
     await sleep(1200);
+    expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
+    expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
+  });
+  it('a delivery still claiming its event when close() starts is waited for too: completion recorded, the retry is a duplicate', async () => {
+    const service = await startService();
+    const closing = await start(service);
+    const other = await start(service);
+    service.answer('POST', '/payment/trx_1/refund', success({ refundUid: 'rfd_1' }, 201));
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+
+    // a slow Redis: the claim (a write) waits 800 ms; close() starts and the sender hangs up meanwhile
+    const admin = new Redis(redis.url);
+    await admin.call('CLIENT', 'PAUSE', '800', 'WRITE');
+    admin.disconnect();
+    const delivered = deliverAndHangUp(closing.url, event, sleep(300));
+    await sleep(100);
+    const closed = closing.close();
+    await delivered;
+    await closed;
+    // close() waited for the claim, the handler and its completion (the store closed after)
+    expect(closing.app.get(CallingHandler).done.get(id)).toBe(1);
+    await sleep(1200); // past the lease: a claim left behind would have lapsed
     expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
     expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
     expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
