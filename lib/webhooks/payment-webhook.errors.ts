@@ -162,8 +162,13 @@ export class WebhookBodyTooLargeError extends PaymentWebhookError {
 /** Content type other than `application/json` (415). */
 export class WebhookUnsupportedMediaTypeError extends PaymentWebhookError {
   override readonly name = 'WebhookUnsupportedMediaTypeError';
-  constructor() {
-    super(PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE, 415, 'The webhook body must be sent as application/json');
+  /** @param charsetRefused the media type was right, its charset was not UTF-8 (never echoed: unverified input) */
+  constructor(charsetRefused = false) {
+    super(
+      PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE,
+      415,
+      charsetRefused ? 'The webhook body must be sent as application/json in UTF-8' : 'The webhook body must be sent as application/json',
+    );
   }
 }
 

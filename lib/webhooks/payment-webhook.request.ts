@@ -46,7 +46,14 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
 // The request checks below run before the body is looked at, in the order the receiver
 // and the signature guard both use: content type (415), declared size (413), raw body.
 
-/** The service sends JSON; anything else is refused before the body is read. */
+/** The `charset` parameter of a content type (its value unquoted). */
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
+
+/**
+ * The service sends JSON; anything else is refused before the body is read. A charset other
+ * than UTF-8 is refused too (JSON between systems is UTF-8, RFC 8259), as Express's JSON
+ * parser refuses it before the route: the same 415 on every adapter and mount.
+ */
 export function assertJsonContentType(headers: IncomingHttpHeaders): void {
   const type = headerValue(headers, 'content-type');
   // What the service sends, checked without allocating; any other spelling is normalised.
@@ -55,6 +62,8 @@ export function assertJsonContentType(headers: IncomingHttpHeaders): void {
   if (mediaType !== 'application/json') {
     throw new WebhookUnsupportedMediaTypeError();
   }
+  const charset = CHARSET_PARAMETER.exec(type!)?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8') throw new WebhookUnsupportedMediaTypeError(true);
 }
 
 /** Refuses a body whose declared `Content-Length` is over the limit, before hashing it. */

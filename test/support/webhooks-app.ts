@@ -99,6 +99,8 @@ export interface WebhookAppOptions {
   controllers?: Array<Type<unknown>>;
   logger?: LoggerService | false;
   globalPrefix?: string;
+  /** Options of the `FastifyAdapter` (e.g. `onProtoPoisoning`). */
+  fastifyOptions?: ConstructorParameters<typeof FastifyAdapter>[0];
   /** Runs after create, before listen (e.g. `useBodyParser`). */
   configure?: (app: INestApplication) => void;
 }
@@ -129,7 +131,7 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   })
   class AppModule {}
 
-  const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter();
+  const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(opts.fastifyOptions);
   const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: opts.logger ?? false });
   if (opts.globalPrefix) app.setGlobalPrefix(opts.globalPrefix);
   opts.configure?.(app);

@@ -150,6 +150,11 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     cases.push(['body over the limit', () => postWebhook(url(), envelope('payment.succeeded', { padding: 'x'.repeat(10_000) })), 413, 'WEBHOOK_BODY_TOO_LARGE']);
     cases.push(['text/plain', () => postWebhook(url(), 'hello', { contentType: 'text/plain' }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
     cases.push(['no content type', () => postWebhook(url(), JSON.stringify(envelope()), { contentType: null }), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    // Express's JSON parser refuses a charset other than UTF-8; Fastify's let it through to a 200
+    const latin1 = { contentType: 'application/json; charset=latin1' };
+    cases.push(['a signed envelope declared latin1', () => postWebhook(url(), envelope(), latin1), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    const quotedLatin1 = { contentType: 'application/json; charset="ISO-8859-1"' };
+    cases.push(['a signed envelope declared ISO-8859-1', () => postWebhook(url(), envelope(), quotedLatin1), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
 
     // Rest parameters: a declared fifth parameter would make jest wait for a done callback on 4-element rows.
     it.each(cases)('%s', async (...[, send, status, code, fromBodyParser]) => {
@@ -160,6 +165,14 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
         expect(r.json).toEqual(expect.objectContaining({ statusCode: status, code, message: expect.any(String) }));
       }
       expect(w.handlers.calls.length).toBe(before);
+    });
+
+    it('accepts a UTF-8 charset however it is spelt', async () => {
+      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'Application/JSON; Charset=Utf-8']) {
+        const event = envelope();
+        expect(await postWebhook(w.url, event, { contentType })).toMatchObject({ status: 200, json: { received: true } });
+        expect(w.handlers.count('payment.*', event.eventId as string)).toBe(1);
+      }
     });
 
     it('lists the bad envelope fields', async () => {
@@ -372,6 +385,42 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
         status: 400,
         json: { code: 'WEBHOOK_INVALID_JSON' },
       });
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+// A signed body with a "__proto__" key: JSON.parse keeps it as a plain own field (the module parses
+// the verified bytes itself), but Fastify's JSON parser refuses it before the route by default.
+// That is the host's parser policy; the README names the adapter options that let such events in.
+describe('a signed envelope with a "__proto__" key in its data', () => {
+  const withProtoKey = (): { raw: string; eventId: string } => {
+    const event = envelope();
+    const text = JSON.stringify(event);
+    return { raw: text.replace('"data":{', '"data":{"__proto__":{"polluted":true},'), eventId: event.eventId as string };
+  };
+
+  it.each<[string, Parameters<typeof startWebhookApp>[0], number]>([
+    ['express', { adapter: 'express' }, 200],
+    ['fastify (its default parser policy)', { adapter: 'fastify' }, 400],
+    ['fastify with onProtoPoisoning: remove', { adapter: 'fastify', fastifyOptions: { onProtoPoisoning: 'remove' } }, 200],
+  ])('on %s', async (_name, options, status) => {
+    const w = await startWebhookApp(options);
+    try {
+      const { raw, eventId } = withProtoKey();
+      const answer = await postWebhook(w.url, raw);
+      expect(answer.status).toBe(status);
+      if (status === 400) {
+        expect(answer.json).toMatchObject({ code: 'WEBHOOK_INVALID_JSON' });
+        return;
+      }
+      expect(w.handlers.count('payment.*', eventId)).toBe(1);
+      const data = w.handlers.calls.find((c) => c.event.eventId === eventId)!.event.data as object;
+      // an own field, as delivered: no prototype was replaced
+      expect(Object.hasOwn(data, '__proto__')).toBe(true);
+      expect(Object.getPrototypeOf(data)).toBe(Object.prototype);
+      expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
     } finally {
       await w.close();
     }
