@@ -1,6 +1,7 @@
 import {
   type CallHandler,
   type ExecutionContext,
+  HttpException,
   Inject,
   Injectable,
   Logger,
@@ -11,11 +12,12 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { lastValueFrom, Observable } from 'rxjs';
+import { describeError } from '../common/error-message.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
+import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import {
   ALREADY_PROCESSED,
@@ -129,9 +131,24 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
     }
     const key = settings.key ? webhookCustomKey(DEFAULT_PAYMENT_ACCOUNT, id) : webhookEventKey(DEFAULT_PAYMENT_ACCOUNT, id);
-    const result = await this.deduplicator.run(key, settings.dedupe, () =>
-      lastValueFrom(next.handle(), { defaultValue: undefined }),
-    );
+    const result = await this.deduplicator.run(key, settings.dedupe, () => this.handle(context, next, id));
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
+  }
+
+  /**
+   * Runs the route handler. A failure that is not an `HttpException` becomes 500
+   * `WEBHOOK_HANDLER_FAILED` (the README's table, with a `code`, and what a global filter
+   * receives), logged here since Nest's default handler does not log an `HttpException`; an
+   * `HttpException` the handler threw keeps its own status and body.
+   */
+  private async handle(context: ExecutionContext, next: CallHandler, id: string): Promise<unknown> {
+    try {
+      return await lastValueFrom(next.handle(), { defaultValue: undefined });
+    } catch (error) {
+      if (error instanceof HttpException) throw error;
+      const route = `${context.getClass().name}.${context.getHandler().name}`;
+      this.logger.error(`Handler of ${route} failed for key "${id}" (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
+      throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
+    }
   }
 }

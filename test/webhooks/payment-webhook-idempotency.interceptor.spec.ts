@@ -100,16 +100,20 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     expect(next.runs).toBe(1);
   });
 
-  it('releases the claim when the handler fails and rethrows its error, so a redelivery runs it', async () => {
+  it('releases the claim when the handler fails, as 500 WEBHOOK_HANDLER_FAILED caused by its error, so a redelivery runs it', async () => {
     let fail = true;
+    const failure = new Error('handler failed');
     const next = handler(async () => {
       if (fail) {
         fail = false;
-        throw new Error('handler failed');
+        throw failure;
       }
       return { received: true };
     });
-    await expect(run(interceptor, context('verified', verifiedRequest('evt_3')), next)).rejects.toThrow('handler failed');
+    const error = await run(interceptor, context('verified', verifiedRequest('evt_3')), next).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentWebhookHttpException);
+    const exception = error as PaymentWebhookHttpException;
+    expect([exception.code, exception.getStatus(), exception.error.cause]).toEqual(['WEBHOOK_HANDLER_FAILED', 500, failure]);
     await expect(run(interceptor, context('verified', verifiedRequest('evt_3')), next)).resolves.toEqual({ received: true });
     expect(next.runs).toBe(2);
   });

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import { BadRequestException, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
@@ -7,6 +7,8 @@ import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } fro
 
 const effects: string[] = [];
 let failNext = 0;
+/** What the next failing call throws. */
+let failure: () => Error = () => new Error('partner handler failed');
 
 // A host route of its own (e.g. a partner callback) reusing the package's guard and
 // interceptor, with its own deduplication key.
@@ -23,7 +25,7 @@ class PartnerCallbackController {
   callback(@Req() req: { body: { id: string } }): { ok: true } {
     if (failNext > 0) {
       failNext--;
-      throw new Error('partner handler failed');
+      throw failure();
     }
     effects.push(req.body.id);
     return { ok: true };
@@ -94,11 +96,23 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await send(second.eventId as string)).toMatchObject({ status: 200, json: { ok: true } });
   });
 
-  it('releases the key when the handler fails, so the retry runs it', async () => {
+  it('releases the key when the handler fails, so the retry runs it: 500 WEBHOOK_HANDLER_FAILED, as the table says', async () => {
     failNext = 1;
-    expect((await send('d-3')).status).toBe(500);
+    failure = () => new Error('partner handler failed');
+    expect(await send('d-3')).toMatchObject({
+      status: 500,
+      json: { statusCode: 500, code: 'WEBHOOK_HANDLER_FAILED', message: expect.any(String) },
+    });
     expect(await send('d-3')).toMatchObject({ status: 200, json: { ok: true } });
     expect(effects).toEqual(['d-3']);
+  });
+
+  it("an HttpException the handler throws keeps its own status and body; the key is released all the same", async () => {
+    failNext = 1;
+    failure = () => new BadRequestException('partner sent an unknown product');
+    expect(await send('d-6')).toMatchObject({ status: 400, json: { statusCode: 400, message: 'partner sent an unknown product' } });
+    expect(await send('d-6')).toMatchObject({ status: 200, json: { ok: true } });
+    expect(effects).toEqual(['d-6']);
   });
 
   it('answers 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING without a key, and the guard still checks signatures', async () => {
