@@ -191,4 +191,3 @@ function answerOf(error: unknown): { code: string; status: number } {
   if (error instanceof PaymentWebhookHttpException) return { code: error.code, status: error.getStatus() };
   return { code: PaymentWebhookErrorCode.INTERNAL_ERROR, status: 500 };
 }
-

@@ -40,7 +40,6 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
   }
 }
 
-
 /**
  * Checks a parsed, signature-verified body and returns it as an event. Only what dispatch
  * needs is required (400 `WEBHOOK_INVALID_ENVELOPE` listing every bad field otherwise):

@@ -85,42 +85,33 @@ export class WebhookDeduplicator {
     // shutdown must wait for (its sender may have hung up, so the HTTP drain does not)
     this.running++;
     try {
-      return await this.claimAndRun(key, settings, work, arg);
+      let claim;
+      try {
+        claim = await this.store.claim(key, settings.leaseMs);
+      } catch (error) {
+        // Nothing ran yet: a non-2xx makes the sender retry, so nothing is lost.
+        if (this.options.logClaimFailures !== false) this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
+        throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: error }));
+      }
+      if (claim.outcome === 'processed') return ALREADY_PROCESSED;
+      if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+
+      const renewer = this.renewerFor(settings);
+      const tracked = renewer.track(key, claim.claimToken);
+      let result: T;
+      try {
+        result = await work(arg as A);
+      } catch (error) {
+        renewer.untrack(tracked);
+        await this.releaseQuietly(key, claim.claimToken);
+        throw error;
+      }
+      renewer.untrack(tracked);
+      await this.recordCompletion(key, claim.claimToken, settings);
+      return result;
     } finally {
       if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-  }
-
-  private async claimAndRun<T, A>(
-    key: string,
-    settings: WebhookDeduplicationSettings,
-    work: (arg: A) => Promise<T>,
-    arg?: A,
-  ): Promise<T | typeof ALREADY_PROCESSED> {
-    let claim;
-    try {
-      claim = await this.store.claim(key, settings.leaseMs);
-    } catch (error) {
-      // Nothing ran yet: a non-2xx makes the sender retry, so nothing is lost.
-      if (this.options.logClaimFailures !== false) this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
-      throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: error }));
-    }
-    if (claim.outcome === 'processed') return ALREADY_PROCESSED;
-    if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
-
-    const renewer = this.renewerFor(settings);
-    const tracked = renewer.track(key, claim.claimToken);
-    let result: T;
-    try {
-      result = await work(arg as A);
-    } catch (error) {
-      renewer.untrack(tracked);
-      await this.releaseQuietly(key, claim.claimToken);
-      throw error;
-    }
-    renewer.untrack(tracked);
-    await this.recordCompletion(key, claim.claimToken, settings);
-    return result;
   }
 
   /** Runs between the start of their claim and its outcome (completion recorded or claim released). */
