@@ -53,27 +53,36 @@ export interface CreatePaymentOptions extends PaymentCallOptions {
   idempotencyKey?: string;
 }
 
-/** Payment record as the service returns it (the field names of payment events). @publicApi */
-export interface PaymentRecord {
-  /** Read from `responseFields.trxId` (`trxId`, else `trx_id`). */
-  trxId: string;
+/** The fields a payment record may carry besides its id and status. */
+interface PaymentRecordFields {
   token?: string;
   amount?: string;
   currency?: string;
-  status: PaymentStatus;
   custom?: string;
   merchantId?: number;
   [field: string]: unknown;
 }
 
+/** Payment record as the service returns it (the field names of payment events). @publicApi */
+export interface PaymentRecord extends PaymentRecordFields {
+  /** Read from `responseFields.trxId` (`trxId`, else `trx_id`). */
+  trxId: string;
+  status: PaymentStatus;
+}
+
 /**
  * A 2xx of a call that changes something (payment, refund, payout creation) always
- * resolves: when its answer names no id under any field of `responseFields`, the id
- * field is left `undefined` (a warning is logged) and `raw` holds the whole answer.
+ * resolves, and the result type says what may then be missing: when the answer names
+ * no id under any field of `responseFields`, the id is `undefined` (a warning is logged)
+ * and `raw` holds the whole answer. Keep `idempotencyKey`: retrying with it finds the
+ * same payment.
  * @publicApi
  */
-export interface CreatePaymentResult extends PaymentRecord {
-  token: string;
+export interface CreatePaymentResult extends PaymentRecordFields {
+  /** Read from `responseFields.trxId`; `undefined` only when the 2xx named no id (see above). */
+  trxId: string | undefined;
+  /** Present when the answer carried one (`responseFields.status`). */
+  status?: PaymentStatus;
   /** True when the service answered 202: awaiting asynchronous provider confirmation. */
   pending: boolean;
   /** The key the payment was created with; keep it to retry safely. */
@@ -107,10 +116,8 @@ export interface RefundPaymentInput {
   extra?: Record<string, unknown>;
 }
 
-/** @publicApi */
-export interface RefundRecord {
-  /** Read from `responseFields.refundUid` (`refundUid`, else `refund_uid`); see `CreatePaymentResult` for a 2xx without one. */
-  refundUid: string;
+/** The fields a refund record may carry besides its id. */
+interface RefundRecordFields {
   trxId?: string;
   amount?: string;
   status?: string;
@@ -119,7 +126,18 @@ export interface RefundRecord {
 }
 
 /** @publicApi */
-export interface RefundResult extends RefundRecord {
+export interface RefundRecord extends RefundRecordFields {
+  /** Read from `responseFields.refundUid` (`refundUid`, else `refund_uid`). */
+  refundUid: string;
+}
+
+/** @publicApi */
+export interface RefundResult extends RefundRecordFields {
+  /**
+   * Read from `responseFields.refundUid`; `undefined` only when the 2xx named no id (a
+   * warning is logged, `raw` holds the answer). The refund was accepted either way: do not send it again.
+   */
+  refundUid: string | undefined;
   httpStatus: number;
   /** The whole parsed answer, as received. */
   raw: unknown;
@@ -137,10 +155,8 @@ export interface CreatePayoutInput {
   extra?: Record<string, unknown>;
 }
 
-/** @publicApi */
-export interface PayoutRecord {
-  /** Read from `responseFields.payoutUid` (`payoutUid`, else `payout_uid`); see `CreatePaymentResult` for a 2xx without one. */
-  payoutUid: string;
+/** The fields a payout record may carry besides its id. */
+interface PayoutRecordFields {
   amount?: string;
   currency?: string;
   status?: string;
@@ -149,7 +165,18 @@ export interface PayoutRecord {
 }
 
 /** @publicApi */
-export interface PayoutResult extends PayoutRecord {
+export interface PayoutRecord extends PayoutRecordFields {
+  /** Read from `responseFields.payoutUid` (`payoutUid`, else `payout_uid`). */
+  payoutUid: string;
+}
+
+/** @publicApi */
+export interface PayoutResult extends PayoutRecordFields {
+  /**
+   * Read from `responseFields.payoutUid`; `undefined` only when the 2xx named no id (a
+   * warning is logged, `raw` holds the answer). The payout was accepted either way: do not send it again.
+   */
+  payoutUid: string | undefined;
   /** True when the service answered 202: the payout waits for approval. */
   pendingApproval: boolean;
   httpStatus: number;

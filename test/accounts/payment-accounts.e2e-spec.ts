@@ -116,15 +116,15 @@ describe('several merchant accounts in one app', () => {
       checkout.eu.createPayment({ amount: '11', currency: 'EUR', custom: 'eu-order' }),
       checkout.us.createPayment({ amount: '12', currency: 'USD', custom: 'us-order' }),
     ]);
-    expect(sim.payment(d.trxId)).toMatchObject({ merchantId: 1 });
-    expect(sim.payment(eu.trxId)).toMatchObject({ merchantId: 2 });
-    expect(sim.payment(us.trxId)).toMatchObject({ merchantId: 3 });
+    expect(sim.payment(d.trxId!)).toMatchObject({ merchantId: 1 });
+    expect(sim.payment(eu.trxId!)).toMatchObject({ merchantId: 2 });
+    expect(sim.payment(us.trxId!)).toMatchObject({ merchantId: 3 });
     const tokenCalls = sim.requests.filter((r) => r.path.endsWith('/authentication/token'));
     const clientIds = tokenCalls.map((r) => `${(r.body as { client_id: string }).client_id} ${r.path.startsWith('/sandbox') ? 'sandbox' : 'live'}`);
     expect(new Set(clientIds)).toEqual(new Set(['default-shop sandbox', 'eu-shop sandbox', 'us-shop live']));
     // an account reads only its own merchant's payments (the service answers PAY_2001 to the others)
-    await expect(checkout.eu.getPaymentStatus(d.trxId)).rejects.toMatchObject({ code: 'PAY_2001' });
-    await expect(checkout.payments.getPaymentStatus(d.trxId)).resolves.toMatchObject({ trxId: d.trxId });
+    await expect(checkout.eu.getPaymentStatus(d.trxId!)).rejects.toMatchObject({ code: 'PAY_2001' });
+    await expect(checkout.payments.getPaymentStatus(d.trxId!)).resolves.toMatchObject({ trxId: d.trxId });
   });
 
   it("delivers each merchant's events to its own route; account-bound handlers hear only their account", async () => {
@@ -140,9 +140,9 @@ describe('several merchant accounts in one app', () => {
     expect(sim.deliveryLog.every((d) => d.status === 200)).toBe(true);
 
     const accountsOf = (trxId: string) => [...new Set(handlers.all.filter((e) => e.trxId === trxId).map((e) => e.account))];
-    expect(accountsOf(eu.trxId)).toEqual(['eu']);
-    expect(accountsOf(d.trxId)).toEqual(['default']);
-    expect(accountsOf(us.trxId)).toEqual(['us']);
+    expect(accountsOf(eu.trxId!)).toEqual(['eu']);
+    expect(accountsOf(d.trxId!)).toEqual(['default']);
+    expect(accountsOf(us.trxId!)).toEqual(['us']);
     const euSucceeded = sim.events.find((e) => e.eventType === 'payment.succeeded' && (e.data as { trxId: string }).trxId === eu.trxId)!;
     expect(handlers.euOnly).toEqual([`eu:${euSucceeded.eventId}`]);
     // reconciliation of 'eu' events ran with the eu client (another client would get PAY_2001)

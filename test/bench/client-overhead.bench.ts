@@ -48,10 +48,10 @@ export async function clientOverhead(settings: { concurrency: number; opsPerRoun
       httpAgent: agent,
       headers: { authorization: `Bearer ${token}` },
     });
-    const statusUrl = `${options.endpoints.paymentStatus}?${options.endpoints.paymentStatusParam}=${encodeURIComponent(payment.trxId)}`;
+    const statusUrl = `${options.endpoints.paymentStatus}?${options.endpoints.paymentStatusParam}=${encodeURIComponent(payment.trxId!)}`;
 
     const viaClient = async () => {
-      const status = await client.getPaymentStatus(payment.trxId);
+      const status = await client.getPaymentStatus(payment.trxId!);
       if (status.trxId !== payment.trxId) throw new Error('client read the wrong payment');
     };
     const viaAxios = async () => {

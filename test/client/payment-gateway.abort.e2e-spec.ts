@@ -42,7 +42,7 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
   async function succeededPayment(): Promise<string> {
     sim.scriptNextPayment('succeed');
     const payment = await client.createPayment({ amount: '10', currency: 'USD' });
-    return payment.trxId;
+    return payment.trxId!;
   }
 
   it('a refund waiting for a rate-limit slot is given up, sends nothing, and frees its place in the queue', async () => {

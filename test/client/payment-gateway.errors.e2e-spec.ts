@@ -32,13 +32,13 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(await rejectionOf(h.client.getPayout('pyo_missing'))).toMatchObject({ code: 'PAY_3002', constructor: PaymentNotFoundError });
 
     const pending = await h.client.createPayment({ amount: '10', currency: 'USD' });
-    const notCompleted = await rejectionOf(h.client.refundPayment(pending.trxId));
+    const notCompleted = await rejectionOf(h.client.refundPayment(pending.trxId!));
     expect(notCompleted).toBeInstanceOf(PaymentInvalidStateError);
     expect(notCompleted).toMatchObject({ code: 'PAY_2004', httpStatus: 422 });
 
     h.sim.scriptNextPayment('no-api-refund');
     const manualOnly = await h.client.createPayment({ amount: '10', currency: 'USD' });
-    expect(await rejectionOf(h.client.refundPayment(manualOnly.trxId))).toMatchObject({ code: 'PAY_2006', constructor: PaymentInvalidStateError });
+    expect(await rejectionOf(h.client.refundPayment(manualOnly.trxId!))).toMatchObject({ code: 'PAY_2006', constructor: PaymentInvalidStateError });
 
     const poor = await rejectionOf(h.client.createPayout({ amount: '5000', currency: 'USD', recipient }));
     expect(poor).toBeInstanceOf(PaymentPayoutError);
@@ -217,17 +217,17 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     h = await startClientHarness();
     h.sim.scriptNextPayment('succeed');
     const payment = await h.client.createPayment({ amount: '10', currency: 'USD', custom: 'o-9' });
-    const status = await h.client.getPaymentStatus(payment.trxId);
+    const status = await h.client.getPaymentStatus(payment.trxId!);
     expect(status).toMatchObject({ trxId: payment.trxId, status: 'SUCCESS', custom: 'o-9', currency: 'USD' });
     // fields the spec does not list pass through untouched
     expect(status).toMatchObject({ gateway: 'card', refundedAmount: '0.00000000', createdAt: expect.any(String) });
     expect(payment).toMatchObject({ gateway: 'card', updatedAt: expect.any(String) });
-    const refund = await h.client.refundPayment(payment.trxId, { amount: '2.5', reason: 'damaged' });
+    const refund = await h.client.refundPayment(payment.trxId!, { amount: '2.5', reason: 'damaged' });
     expect(refund).toMatchObject({ trxId: payment.trxId, amount: '2.50000000', httpStatus: 201 });
-    expect(await h.client.getRefund(refund.refundUid)).toMatchObject({ refundUid: refund.refundUid });
+    expect(await h.client.getRefund(refund.refundUid!)).toMatchObject({ refundUid: refund.refundUid });
     const payout = await h.client.createPayout({ amount: '3', currency: 'USD', recipient, reference: 'r-1' });
     expect(payout).toMatchObject({ pendingApproval: false, httpStatus: 201 });
-    expect(await h.client.getPayout(payout.payoutUid)).toMatchObject({ payoutUid: payout.payoutUid });
+    expect(await h.client.getPayout(payout.payoutUid!)).toMatchObject({ payoutUid: payout.payoutUid });
     const subaccounts = await h.client.request<unknown[]>({ method: 'GET', path: '/subaccounts', scope: 'money-movement' });
     expect(subaccounts.httpStatus).toBe(200);
   });

@@ -16,7 +16,7 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
   it('a burst of 100 status calls completes with zero 429 answers', async () => {
     h = await startClientHarness();
     const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
-    const results = await Promise.all(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId)));
+    const results = await Promise.all(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId!)));
     expect(results.every((r) => r.trxId === payment.trxId)).toBe(true);
     expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
     expect(h.calls('/payment/status').filter((r) => r.status === 200)).toHaveLength(100);
@@ -27,7 +27,7 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
   it('the same burst without the client-side queue gets 429s (the simulator enforces the limit)', async () => {
     h = await startClientHarness({ rateLimits: false, maxRetries: 0 });
     const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
-    const outcomes = await Promise.allSettled(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId)));
+    const outcomes = await Promise.allSettled(Array.from({ length: 100 }, () => h.client.getPaymentStatus(payment.trxId!)));
     const rejected = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
     expect(rejected.length).toBeGreaterThan(0);
     expect(rejected.every((o) => o.reason instanceof PaymentRateLimitError)).toBe(true);
@@ -55,7 +55,7 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     const small = { tokenPerMinute: 2, createPaymentPerMinute: 1, readsPerMinute: 3, moneyMovementPerMinute: 2 };
     h = await startClientHarness({ rateLimits: small }, { rateLimits: small });
     const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
-    await Promise.all(Array.from({ length: 10 }, () => h.client.getPaymentStatus(payment.trxId)));
+    await Promise.all(Array.from({ length: 10 }, () => h.client.getPaymentStatus(payment.trxId!)));
     await Promise.all(Array.from({ length: 3 }, () => h.client.getPayout('pyo_missing').catch(() => undefined)));
     expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });

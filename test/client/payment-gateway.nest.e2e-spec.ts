@@ -31,7 +31,7 @@ describe('PaymentGatewayService in a Nest module', () => {
     await app.init();
     const client = app.get(PaymentGatewayService);
     const payment = await client.createPayment({ amount: '3', currency: 'USD' });
-    expect((await client.getPaymentStatus(payment.trxId)).status).toBe('PENDING');
+    expect((await client.getPaymentStatus(payment.trxId!)).status).toBe('PENDING');
     await client.listGateways();
     const pooled = sim.connectionCount;
     await client.listGateways();
@@ -64,9 +64,9 @@ describe('PaymentGatewayService in a Nest module', () => {
       const client = app.get(PaymentGatewayService);
       sim.scriptNextPayment('succeed');
       const payment = await client.createPayment({ amount: '12', currency: 'USD', custom: 'order-7' });
-      expect(await client.getPaymentStatus(payment.trxId)).toMatchObject({ status: 'SUCCESS', custom: 'order-7' });
-      const refund = await client.refundPayment(payment.trxId, { amount: '12' });
-      expect(await client.getRefund(refund.refundUid)).toMatchObject({ refundUid: refund.refundUid });
+      expect(await client.getPaymentStatus(payment.trxId!)).toMatchObject({ status: 'SUCCESS', custom: 'order-7' });
+      const refund = await client.refundPayment(payment.trxId!, { amount: '12' });
+      expect(await client.getRefund(refund.refundUid!)).toMatchObject({ refundUid: refund.refundUid });
     } finally {
       await app.close();
     }

@@ -240,7 +240,7 @@ describe('getPaymentStatus against the simulator', () => {
     const h = await startClientHarness();
     try {
       const payment = await h.client.createPayment({ amount: '1', currency: 'USD' });
-      expect(await h.client.getPaymentStatus(payment.trxId)).toMatchObject({
+      expect(await h.client.getPaymentStatus(payment.trxId!)).toMatchObject({
         trxId: payment.trxId,
         status: 'PENDING',
         pending: false,

@@ -134,7 +134,7 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
   describe('refunds and payouts are never sent twice when the service may have acted', () => {
     async function succeededPayment(harness: ClientHarness): Promise<string> {
       harness.sim.scriptNextPayment('succeed');
-      return (await harness.client.createPayment({ amount: '50', currency: 'USD' })).trxId;
+      return (await harness.client.createPayment({ amount: '50', currency: 'USD' })).trxId!;
     }
 
     it.each([

@@ -38,7 +38,7 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
     const creates = h.calls('/payment/create');
     expect(new Set(creates.map(bearer)).size).toBe(3);
 
-    for (const p of [p1, p2, p3]) expect((await h.client.getPaymentStatus(p.trxId)).trxId).toBe(p.trxId);
+    for (const p of [p1, p2, p3]) expect((await h.client.getPaymentStatus(p.trxId!)).trxId).toBe(p.trxId);
     await h.client.listGateways();
     expect(h.calls(TOKEN)).toHaveLength(3);
     // reads use the newest token
@@ -80,7 +80,7 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
     const payment = await h.client.createPayment({ amount: '10', currency: 'USD' });
     await h.client.listGateways();
     h.sim.injectFault({ path: /\/refund$/, kind: 'status', code: 'PAY_1002' });
-    const refund = await h.client.refundPayment(payment.trxId, { amount: '4' });
+    const refund = await h.client.refundPayment(payment.trxId!, { amount: '4' });
     expect(refund.refundUid).toEqual(expect.any(String));
     expect(h.calls(/\/refund$/).map((r) => r.code ?? r.status)).toEqual(['PAY_1002', 201]);
     expect(h.sim.refunds).toHaveLength(1);

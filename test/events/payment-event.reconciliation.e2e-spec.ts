@@ -56,7 +56,7 @@ describe('reconciliation with the real client against the simulator', () => {
   it('attaches the service status when events arrive out of order', async () => {
     harness.sim.scriptNextPayment('manual');
     const payment = await harness.client.createPayment({ amount: '10', currency: 'USD', custom: 'order-7' });
-    harness.sim.completePayment(payment.trxId, 'SUCCESS');
+    harness.sim.completePayment(payment.trxId!, 'SUCCESS');
 
     // payment.pending arrives after the payment already succeeded (spec 6.2).
     const late = buildPaymentEvent('payment.pending', { trxId: payment.trxId, token: payment.token });

@@ -54,7 +54,7 @@ describe('reliability: the client under a mix of service faults (simulator)', ()
       for (let f = 0; f < faults; f++) h.sim.injectFault({ method: 'GET', path: STATUS, ...pick(READ_FAULTS) });
       injected += faults;
       const before = h.calls(STATUS).length;
-      await expect(h.client.getPaymentStatus(trxId)).resolves.toMatchObject({ trxId, status: 'PENDING' });
+      await expect(h.client.getPaymentStatus(trxId!)).resolves.toMatchObject({ trxId, status: 'PENDING' });
       // every fault cost one attempt (a slow machine may add a time-out of its own)
       expect(h.calls(STATUS).length - before).toBeGreaterThanOrEqual(faults + 1);
     }
@@ -86,8 +86,8 @@ describe('reliability: the client under a mix of service faults (simulator)', ()
     const trxIds: string[] = [];
     for (let i = 0; i < 8; i++) {
       const { trxId } = await h.client.createPayment({ amount: '30', currency: 'USD' });
-      h.sim.completePayment(trxId, 'SUCCESS');
-      trxIds.push(trxId);
+      h.sim.completePayment(trxId!, 'SUCCESS');
+      trxIds.push(trxId!);
     }
     let failedRefunds = 0;
     for (const trxId of trxIds) {

@@ -66,33 +66,33 @@ describe('reliability: secrets never reach logs or errors', () => {
     // payments whose events come back through the webhook route (some handlers fail once)
     const payments = [];
     for (let i = 0; i < 4; i++) payments.push(await client.createPayment({ amount: '15', currency: 'USD', custom: i % 2 ? `flaky:o${i}` : `o${i}` }));
-    for (const p of payments) sim.completePayment(p.trxId, 'SUCCESS');
+    for (const p of payments) sim.completePayment(p.trxId!, 'SUCCESS');
     await sim.waitForDeliveries();
     expect(app.effects.totalRuns).toBeGreaterThanOrEqual(8);
 
     // service errors, retries and faults on the client side
     sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 500, times: 2 });
-    await client.getPaymentStatus(payments[0]!.trxId);
+    await client.getPaymentStatus(payments[0]!.trxId!);
     sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 429, retryAfterSeconds: 1 });
-    await client.getPaymentStatus(payments[0]!.trxId);
+    await client.getPaymentStatus(payments[0]!.trxId!);
     sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'stall', times: 5 });
-    await capture(client.getPaymentStatus(payments[0]!.trxId));
+    await capture(client.getPaymentStatus(payments[0]!.trxId!));
     await capture(client.getPaymentStatus('trx_does_not_exist'));
     await capture(client.createPayment({ amount: '-1', currency: 'XX' }));
-    await client.refundPayment(payments[0]!.trxId, { amount: '5' });
+    await client.refundPayment(payments[0]!.trxId!, { amount: '5' });
     sim.injectFault({ method: 'POST', path: `/payment/${payments[1]!.trxId}/refund`, kind: 'reset', afterHandling: true });
-    await capture(client.refundPayment(payments[1]!.trxId, { amount: '5' }));
-    await capture(client.refundPayment(payments[2]!.trxId, { amount: '5000' }));
+    await capture(client.refundPayment(payments[1]!.trxId!, { amount: '5' }));
+    await capture(client.refundPayment(payments[2]!.trxId!, { amount: '5000' }));
     await client.createPayout({ amount: '3', currency: 'USD', recipient: { account_number: '1' } });
     sim.injectFault({ method: 'POST', path: '/payout', kind: 'status', status: 500, afterHandling: true });
     await capture(client.createPayout({ amount: '3', currency: 'USD', recipient: { account_number: '1' } }));
     // the cached token expires on the service side: PAY_1003, then a new token
     sim.advanceTime(11 * 60_000);
-    await client.getPaymentStatus(payments[0]!.trxId);
+    await client.getPaymentStatus(payments[0]!.trxId!);
 
     // a client with a wrong secret (PAY_1004) and a misconfigured one
     const wrong = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: sim.url, clientId: CLIENT_ID, clientSecret: WRONG_CLIENT_SECRET, retryBaseDelayMs: 5 }));
-    await capture(wrong.getPaymentStatus(payments[0]!.trxId));
+    await capture(wrong.getPaymentStatus(payments[0]!.trxId!));
     wrong.onApplicationShutdown();
     try {
       resolvePaymentOptions({ baseUrl: 'not a url', clientSecret: CLIENT_SECRET, webhookSecret: [WEBHOOK_SECRET, ''], httpTimeoutMs: -5 });
@@ -160,7 +160,7 @@ describe('reliability: secrets never reach logs or errors', () => {
     try {
       for (let i = 0; i < 2; i++) {
         const payment = await client.createPayment({ amount: '2', currency: 'USD' });
-        await client.getPaymentStatus(payment.trxId);
+        await client.getPaymentStatus(payment.trxId!);
       }
       await client.listGateways();
       const dumps = dumpClient(client, 'after calls');

@@ -38,11 +38,11 @@ describe.each(['onStart', 'onEnd'] as const)('an OpenTelemetry SDK that throws i
     h = await startClientHarness({ httpTimeoutMs: 1_000 });
     h.sim.scriptNextPayment('succeed');
     const { trxId } = await h.client.createPayment({ amount: '100', currency: 'USD' });
-    const refund = await h.client.refundPayment(trxId, { amount: '10' });
+    const refund = await h.client.refundPayment(trxId!, { amount: '10' });
     expect(refund.refundUid).toEqual(expect.any(String));
     expect(h.sim.refunds).toHaveLength(1);
     h.sim.injectFault({ path: /\/refund$/, kind: 'stall' });
-    const timeout = await rejectionOf(h.client.refundPayment(trxId, { amount: '5' }));
+    const timeout = await rejectionOf(h.client.refundPayment(trxId!, { amount: '5' }));
     expect(timeout).toBeInstanceOf(PaymentNetworkError);
     expect(timeout).toMatchObject({ code: 'TIMEOUT', mayHaveReachedService: true });
   });

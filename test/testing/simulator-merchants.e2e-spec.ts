@@ -61,8 +61,8 @@ describe('simulator with several merchants + one PaymentModule per merchant', ()
     sim.scriptNextPayment('succeed', 'succeed');
     const eu = await apps.get(1)!.get(PaymentGatewayService).createPayment({ amount: '10', currency: 'EUR', custom: 'eu-order' });
     const us = await apps.get(2)!.get(PaymentGatewayService).createPayment({ amount: '20', currency: 'USD', custom: 'us-order' });
-    expect([sim.payment(eu.trxId)?.merchantId, sim.payment(us.trxId)?.merchantId]).toEqual([1, 2]);
-    expect([sim.payment(eu.trxId)?.mode, sim.payment(us.trxId)?.mode]).toEqual(['sandbox', 'live']);
+    expect([sim.payment(eu.trxId!)?.merchantId, sim.payment(us.trxId!)?.merchantId]).toEqual([1, 2]);
+    expect([sim.payment(eu.trxId!)?.mode, sim.payment(us.trxId!)?.mode]).toEqual(['sandbox', 'live']);
 
     await sim.waitForDeliveries();
     // the module answers 200 only to a valid signature under its own webhook secret

@@ -94,6 +94,6 @@ describe('simulator + PaymentModule end to end', () => {
     const orders = app.get(OrdersService);
     expect(orders.fulfilled).toEqual(['order-1001']);
     expect([...orders.handled].sort()).toEqual(sim.events.map((e) => e.eventId).sort());
-    expect((await payments.getPaymentStatus(created.trxId)).status).toBe('SUCCESS');
+    expect((await payments.getPaymentStatus(created.trxId!)).status).toBe('SUCCESS');
   });
 });

@@ -42,10 +42,10 @@ describe.each(ADAPTERS)('reconciliation (reconcile: true) against the simulator 
   it('attaches the canonical status, so out-of-order events are decided from it', async () => {
     sim.setDeliveryFaults({ outOfOrder: true });
     const payment = await client.createPayment({ amount: '25.50', currency: 'USD', custom: 'order-1' });
-    sim.completePayment(payment.trxId, 'SUCCESS');
+    sim.completePayment(payment.trxId!, 'SUCCESS');
     await sim.waitForDeliveries();
 
-    const events = paymentEvents(payment.trxId);
+    const events = paymentEvents(payment.trxId!);
     // succeeded arrives first, created after it: both carry the status the service holds now
     expect(events.map((e) => e.eventType)).toEqual(['payment.succeeded', 'payment.created']);
     expect(events.map((e) => e.canonicalStatus)).toEqual(['SUCCESS', 'SUCCESS']);
@@ -61,7 +61,7 @@ describe.each(ADAPTERS)('reconciliation (reconcile: true) against the simulator 
     const created = sim.deliveryLog.filter((d) => d.eventType === 'payment.created' && d.url.startsWith(w.url));
     const mine = created.filter((d) => sim.events.find((e) => e.eventId === d.eventId)?.data.trxId === payment.trxId);
     expect(mine.map((d) => d.status)).toEqual([503, 200]);
-    const events = paymentEvents(payment.trxId);
+    const events = paymentEvents(payment.trxId!);
     expect(events).toHaveLength(1);
     expect(events[0]!.canonicalStatus).toBe('PENDING');
   });
@@ -69,9 +69,9 @@ describe.each(ADAPTERS)('reconciliation (reconcile: true) against the simulator 
   it('runs handlers once per event when the service delivers duplicates', async () => {
     sim.setDeliveryFaults({ duplicate: 2 });
     const payment = await client.createPayment({ amount: '7', currency: 'USD' });
-    sim.completePayment(payment.trxId, 'REJECTED');
+    sim.completePayment(payment.trxId!, 'REJECTED');
     await sim.waitForDeliveries();
-    const events = paymentEvents(payment.trxId);
+    const events = paymentEvents(payment.trxId!);
     expect(events.map((e) => e.eventType).sort()).toEqual(['payment.created', 'payment.failed']);
     expect(events.every((e) => e.canonicalStatus === 'REJECTED')).toBe(true);
     const copies = sim.deliveryLog.filter((d) => events.some((e) => e.eventId === d.eventId));

@@ -69,7 +69,7 @@ export class OrdersRepository {
   }
 
   /** Links the payment; keeps a trxId a webhook may already have stored (events can beat the create answer). */
-  attachPayment(id: string, trxId: string, token: string, now: string): void {
+  attachPayment(id: string, trxId: string | null, token: string | null, now: string): void {
     this.database.db
       .prepare(
         `UPDATE orders SET trx_id = COALESCE(trx_id, ?), payment_token = COALESCE(payment_token, ?), updated_at = ? WHERE id = ?`,

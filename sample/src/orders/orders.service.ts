@@ -15,9 +15,10 @@ export interface PlaceOrderInput {
 export interface PlacedOrder {
   order: Order;
   payment: {
-    trxId: string;
-    /** Session token the payer's front end uses to complete the payment. */
-    token: string;
+    /** Null only when the service's 2xx named no id: the payment.* webhook (matched by `custom`) fills it in. */
+    trxId: string | null;
+    /** Session token the payer's front end uses to complete the payment (null when the answer carried none). */
+    token: string | null;
     /** The service answered 202: confirmation comes later, by webhook. */
     pending: boolean;
   };
@@ -70,8 +71,9 @@ export class OrdersService {
     }
     try {
       const refund = await this.payments.refundPayment(order.trxId, reason ? { reason } : {});
-      this.orders.setRefundUid(id, refund.refundUid, nowIso());
-      this.logger.log(`Refund ${refund.refundUid} requested for order ${id}`);
+      // without an id in the answer the order stays REFUND_PENDING; the refund.* event finds it by trxId
+      if (refund.refundUid !== undefined) this.orders.setRefundUid(id, refund.refundUid, nowIso());
+      this.logger.log(`Refund ${refund.refundUid ?? '(id not in the answer)'} requested for order ${id}`);
     } catch (error) {
       // Release the claim only when the service surely did not act (it answered 4xx);
       // after a time-out or 5xx the refund may exist: leave it for the refund.* event or an operator.
@@ -92,9 +94,11 @@ export class OrdersService {
         { amount: order.amount, currency: order.currency, custom: order.id },
         { idempotencyKey: order.idempotencyKey },
       );
-      this.orders.attachPayment(order.id, payment.trxId, payment.token, nowIso());
-      this.logger.log(`Order ${order.id}: payment ${payment.trxId} opened${payment.pending ? ' (pending confirmation)' : ''}`);
-      return { order: this.mustFind(order.id), payment: { trxId: payment.trxId, token: payment.token, pending: payment.pending } };
+      const trxId = payment.trxId ?? null;
+      const token = payment.token ?? null;
+      this.orders.attachPayment(order.id, trxId, token, nowIso());
+      this.logger.log(`Order ${order.id}: payment ${trxId ?? '(id not in the answer)'} opened${payment.pending ? ' (pending confirmation)' : ''}`);
+      return { order: this.mustFind(order.id), payment: { trxId, token, pending: payment.pending } };
     } catch (error) {
       const code = error instanceof PaymentApiError ? error.code : 'UNKNOWN';
       this.logger.warn(`Order ${order.id}: payment could not be opened (${code}); POST /orders/${order.id}/payment retries it`);
