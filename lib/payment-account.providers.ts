@@ -4,6 +4,7 @@ import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
+import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
 import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import type { WebhookIdempotencyOptions } from './webhooks/webhook-idempotency.interface.js';
@@ -58,9 +59,9 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     { provide: PAYMENT_ACCOUNT_OPTIONS, useExisting: optionsToken },
     {
       provide: clientToken,
-      inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PAYMENT_CLIENT_RUNTIME, optional: true }],
-      useFactory: (options: ResolvedPaymentOptions, runtime?: Partial<PaymentClientRuntime>) =>
-        new PaymentGatewayService(options, runtime),
+      inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PAYMENT_CLIENT_RUNTIME, optional: true }, PaymentIpRateLimits],
+      useFactory: (options: ResolvedPaymentOptions, runtime: Partial<PaymentClientRuntime> | undefined, ipRateLimits: PaymentIpRateLimits) =>
+        new PaymentGatewayService(options, runtime, ipRateLimits),
     },
     { provide: PAYMENT_ACCOUNT_CLIENT, useExisting: clientToken },
     ...createWebhookEventStoreProviders(account),

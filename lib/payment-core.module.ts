@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
+import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
 import { PaymentEventHandlerRegistry } from './events/payment-event-handler.registry.js';
 import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.accessor.js';
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
@@ -12,7 +13,8 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 /**
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
  * calls: the account registry, the handler registry and the explorer that fills it, and
- * the Redis connections the accounts' stores share, and the public `PaymentWebhookReceiver`;
+ * the Redis connections the accounts' stores share, the buckets of the service's per-IP token
+ * limit the accounts' clients share, and the public `PaymentWebhookReceiver`;
  * and the public `PaymentDeadLetterService` for queue-mode accounts. Imported (and re-exported) by each account's module.
  */
 @Module({
@@ -24,6 +26,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentEventExplorer,
     PaymentWebhookReceiver,
     PaymentRedisConnections,
+    PaymentIpRateLimits,
     // health: the public indicator that runs the probes each account attached to the registry
     PaymentHealthIndicator,
     // queue mode: the public dead-letter service (the accounts' queues are in the account registry)
@@ -33,6 +36,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentAccountRegistry,
     PaymentEventHandlerRegistry,
     PaymentRedisConnections,
+    PaymentIpRateLimits,
     PaymentWebhookReceiver,
     PaymentHealthIndicator,
     PaymentDeadLetterService,

@@ -26,6 +26,7 @@ import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
+import { PaymentIpRateLimits } from './payment-rate-limiter.js';
 import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';
 import { paymentRequestBody } from './payment-request.bodies.js';
 import { readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
@@ -48,6 +49,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   constructor(
     @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
     @Optional() @Inject(PAYMENT_CLIENT_RUNTIME) runtime?: Partial<PaymentClientRuntime>,
+    // the per-IP token limit's buckets, shared by the app's accounts (a standalone client has its own)
+    @Optional() @Inject(PaymentIpRateLimits) ipRateLimits?: PaymentIpRateLimits,
   ) {
     this.fields = options.responseFields;
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);
@@ -56,6 +59,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       this.http,
       { clock: runtime?.clock ?? systemPaymentClock, random: runtime?.random ?? Math.random },
       this.logger,
+      ipRateLimits,
     );
   }
 

@@ -1,4 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
+import { Injectable } from '@nestjs/common';
 import type { PaymentRateLimits } from '../config/payment-module-options.interface.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
@@ -123,35 +124,62 @@ export class SlidingWindowLimiter {
 /** Which of the service's limits a request counts against. */
 export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
 
+/** Limiters by key; a new key first drops the idle ones (keys of tokens no longer used would pile up). */
+class LimiterPool {
+  private readonly limiters = new Map<string, SlidingWindowLimiter>();
+
+  get(key: string, create: () => SlidingWindowLimiter): SlidingWindowLimiter {
+    let limiter = this.limiters.get(key);
+    if (!limiter) {
+      for (const [idleKey, idle] of this.limiters) if (idle.isIdle()) this.limiters.delete(idleKey);
+      limiter = create();
+      this.limiters.set(key, limiter);
+    }
+    return limiter;
+  }
+
+  get size(): number {
+    return this.limiters.size;
+  }
+}
+
+/**
+ * The buckets of the limit the service counts per IP (token calls, 10 a minute): one
+ * instance per app, provided by the core module, so the accounts of an app queue in one
+ * line per service host instead of each spending the whole limit. The other limits count
+ * per access token or per client: each account keeps those. A bucket runs on the clock of
+ * the client that opened it.
+ */
+@Injectable()
+export class PaymentIpRateLimits extends LimiterPool {}
+
 /**
  * Client-side queue for every limit of the service (tokens 10/min per IP, creations 30/min
  * per token, reads 60/min per token, refunds/payouts/subaccounts 30/min per client). The
- * caller picks the bucket key of each call (the executor uses the client id for every
- * scope). Limits come validated from the resolved options.
+ * caller picks the bucket key of each call (the executor: the service's origin for token
+ * calls, the client id for the others). Token calls go through `perIp`, shared with the
+ * app's other accounts when given. Limits come validated from the resolved options.
  */
 export class PaymentRateLimiter {
-  private readonly limiters = new Map<string, SlidingWindowLimiter>();
+  private readonly limiters = new LimiterPool();
 
   constructor(
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
     private readonly windowMs = RATE_LIMIT_WINDOW_MS,
+    private readonly perIp: PaymentIpRateLimits = new PaymentIpRateLimits(),
   ) {}
 
   async acquire(scope: RateLimitScope, key: string, signal?: AbortSignal): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);
     if (limit === undefined) return () => undefined;
-    const mapKey = `${scope}\u0000${key}`;
-    let limiter = this.limiters.get(mapKey);
-    if (!limiter) {
-      this.dropIdle();
-      limiter = new SlidingWindowLimiter(limit, this.windowMs, this.clock);
-      this.limiters.set(mapKey, limiter);
-    }
+    const create = () => new SlidingWindowLimiter(limit, this.windowMs, this.clock);
+    // accounts sharing the per-IP buckets may be configured with different limits: each its own line then
+    const limiter = scope === 'token' ? this.perIp.get(`${key}\u0000${limit}`, create) : this.limiters.get(`${scope}\u0000${key}`, create);
     return limiter.acquire(signal);
   }
 
-  /** Number of live buckets (idle ones are dropped). */
+  /** Number of live buckets of this client (idle ones are dropped; the shared per-IP ones are not counted). */
   get bucketCount(): number {
     return this.limiters.size;
   }
@@ -176,13 +204,6 @@ export class PaymentRateLimiter {
         return this.limits.readsPerMinute;
       case 'money-movement':
         return this.limits.moneyMovementPerMinute;
-    }
-  }
-
-  // Buckets of keys no longer used would pile up otherwise.
-  private dropIdle(): void {
-    for (const [key, limiter] of this.limiters) {
-      if (limiter.isIdle()) this.limiters.delete(key);
     }
   }
 }

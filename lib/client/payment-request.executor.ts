@@ -20,7 +20,7 @@ import { abortedCallError, untilAborted } from './payment-call-abort.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
-import { PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
+import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
@@ -63,14 +63,18 @@ export class PaymentRequestExecutor {
   private readonly tokens: PaymentTokenManager;
   private readonly limiter: PaymentRateLimiter;
   private readonly telemetry: PaymentClientTelemetry;
+  /** Token calls are limited per IP: every account of the app calling this service host shares the bucket. */
+  private readonly ipLimitKey: string;
 
   constructor(
     private readonly options: ResolvedPaymentOptions,
     private readonly http: PaymentHttpClient,
     private readonly runtime: PaymentClientRuntime,
     private readonly logger: LoggerService,
+    perIp?: PaymentIpRateLimits,
   ) {
-    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock);
+    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, undefined, perIp);
+    this.ipLimitKey = new URL(options.apiBaseUrl).origin;
     this.tokens = new PaymentTokenManager(() => this.requestToken(), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
   }
@@ -103,7 +107,7 @@ export class PaymentRequestExecutor {
       // Slot first, token second: a call may queue for minutes, and a token taken
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
-      const acquiring = this.limiter.acquire(call.limit, this.limitKey(), call.signal);
+      const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
       const release = await (call.signal === undefined ? acquiring : acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed)));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       let sending = false;

@@ -1,4 +1,4 @@
-import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
+import { PaymentIpRateLimits, PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
 import { ClientFakeClock, flushMicrotasks } from '../support/client-fake-clock.js';
 
 describe('SlidingWindowLimiter (fake clock)', () => {
@@ -103,5 +103,28 @@ describe('PaymentRateLimiter', () => {
     clock.advance(120_000);
     (await limiter.acquire('read', 'new-token'))();
     expect(limiter.bucketCount).toBe(1);
+  });
+});
+
+describe('PaymentIpRateLimits (shared by the accounts of an app)', () => {
+  const limits = { tokenPerMinute: 1, createPaymentPerMinute: 1, readsPerMinute: 1, moneyMovementPerMinute: 1 };
+
+  it('two clients share the token bucket of one service host, and keep their other buckets', async () => {
+    const clock = new ClientFakeClock();
+    const perIp = new PaymentIpRateLimits();
+    const eu = new PaymentRateLimiter(limits, clock, undefined, perIp);
+    const us = new PaymentRateLimiter(limits, clock, undefined, perIp);
+    (await eu.acquire('token', 'https://pay.example'))();
+    (await us.acquire('token', 'https://other.example'))(); // another host: its own bucket
+    (await eu.acquire('read', 'client'))();
+    (await us.acquire('read', 'client'))(); // per-token limits are each account's own
+    let usToken = false;
+    void us.acquire('token', 'https://pay.example').then(() => (usToken = true));
+    await flushMicrotasks();
+    expect(usToken).toBe(false); // eu spent the host's one token call of this minute
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(usToken).toBe(true);
+    expect(perIp.size).toBe(2);
   });
 });
