@@ -94,9 +94,10 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     if (id === undefined) {
       this.warnNoId('POST', path, answer.status, 'trxId', `the payment was accepted (idempotencyKey ${idempotencyKey})`);
     }
+    // typed `token?: string`: a token of another type stays in raw only
+    if (typeof record.token !== 'string') delete record.token;
     return {
       ...record,
-      token: record.token as string,
       pending: answer.status === 202,
       idempotencyKey: idempotencyKey!,
       httpStatus: answer.status,

@@ -29,10 +29,19 @@ export class SlidingWindowLimiter {
   private releaseSignal: (() => void) | undefined;
 
   constructor(
-    readonly limit: number,
+    private limitValue: number,
     private readonly windowMs: number,
     private readonly clock: PaymentClock,
   ) {}
+
+  get limit(): number {
+    return this.limitValue;
+  }
+
+  /** Lowers the limit (a shared line allows the lowest limit of those using it); never raises it. */
+  tighten(limit: number): void {
+    this.limitValue = Math.min(this.limitValue, limit);
+  }
 
   /** Waits until a slot is free; rejects with the signal's reason (leaving the queue) when `signal` aborts first. */
   acquire(signal?: AbortSignal): Promise<RateLimitRelease> {
@@ -146,19 +155,31 @@ class LimiterPool {
 /**
  * The buckets of the limit the service counts per IP (token calls, 10 a minute): one
  * instance per app, provided by the core module, so the accounts of an app queue in one
- * line per service host instead of each spending the whole limit. The other limits count
- * per access token or per client: each account keeps those. A bucket runs on the clock of
- * the client that opened it.
+ * line per service origin instead of each spending the whole limit. A line allows the
+ * lowest `tokenPerMinute` of the accounts using it. The other limits count per access
+ * token or per client: each account keeps those. Clients on different clocks (tests'
+ * fake clocks) never share a line.
  */
 @Injectable()
-export class PaymentIpRateLimits extends LimiterPool {}
+export class PaymentIpRateLimits {
+  private readonly byClock = new WeakMap<PaymentClock, LimiterPool>();
+
+  line(origin: string, limit: number, windowMs: number, clock: PaymentClock): SlidingWindowLimiter {
+    let pool = this.byClock.get(clock);
+    if (!pool) this.byClock.set(clock, (pool = new LimiterPool()));
+    const line = pool.get(origin, () => new SlidingWindowLimiter(limit, windowMs, clock));
+    line.tighten(limit);
+    return line;
+  }
+}
 
 /**
  * Client-side queue for every limit of the service (tokens 10/min per IP, creations 30/min
  * per token, reads 60/min per token, refunds/payouts/subaccounts 30/min per client). The
  * caller picks the bucket key of each call (the executor: the service's origin for token
  * calls, the client id for the others). Token calls go through `perIp`, shared with the
- * app's other accounts when given. Limits come validated from the resolved options.
+ * app's other accounts when given (an account with `rateLimits: false` neither waits nor
+ * counts there). Limits come validated from the resolved options.
  */
 export class PaymentRateLimiter {
   private readonly limiters = new LimiterPool();
@@ -173,9 +194,10 @@ export class PaymentRateLimiter {
   async acquire(scope: RateLimitScope, key: string, signal?: AbortSignal): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);
     if (limit === undefined) return () => undefined;
-    const create = () => new SlidingWindowLimiter(limit, this.windowMs, this.clock);
-    // accounts sharing the per-IP buckets may be configured with different limits: each its own line then
-    const limiter = scope === 'token' ? this.perIp.get(`${key}\u0000${limit}`, create) : this.limiters.get(`${scope}\u0000${key}`, create);
+    const limiter =
+      scope === 'token'
+        ? this.perIp.line(key, limit, this.windowMs, this.clock)
+        : this.limiters.get(`${scope}\u0000${key}`, () => new SlidingWindowLimiter(limit, this.windowMs, this.clock));
     return limiter.acquire(signal);
   }
 

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     line('Simulator: payment confirmed asynchronously, every webhook sent twice, created/pending events held back and sent late');
     line('');
 
-    const placed = await http<{ order: Order; payment: { trxId: string; pending: boolean } }>('POST', `${shopUrl}/orders`, {
+    const placed = await http<{ order: Order; payment: { trxId: string | null; pending: boolean } }>('POST', `${shopUrl}/orders`, {
       items: [
         { sku: 'TSHIRT-M', quantity: 2, unitPrice: '12.50' },
         { sku: 'STICKER', quantity: 1, unitPrice: '1.99' },
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     const orderId = placed.order.id;
     line(
       `1. Order placed: ${orderId}, ${placed.order.amount} ${placed.order.currency}, status ${placed.order.status}; ` +
-        `payment ${placed.payment.trxId} opened${placed.payment.pending ? ' (202: awaiting provider confirmation)' : ''}`,
+        `payment ${placed.payment.trxId ?? '(id to come by webhook)'} opened${placed.payment.pending ? ' (202: awaiting provider confirmation)' : ''}`,
     );
 
     const paid = await waitFor(async () => {

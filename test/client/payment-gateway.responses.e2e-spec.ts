@@ -157,6 +157,15 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect('status' in refund).toBe(false);
       expect(refund.raw).toEqual({ status: 'success', data });
     });
+
+    it('a created payment whose token is not text has no token (typed `token?: string`)', async () => {
+      await start();
+      const data = { trxId: 'trx_t', token: { session: 'sess_obj' }, status: 'PENDING' };
+      stub.answer('POST', '/payment/create', success(data));
+      const payment = await client.createPayment({ amount: '1', currency: 'USD' });
+      expect('token' in payment).toBe(false);
+      expect(payment).toMatchObject({ trxId: 'trx_t', status: 'PENDING', raw: { status: 'success', data } });
+    });
   });
 
   describe('a 2xx without an id resolves (the service acted), with the raw answer and a warning', () => {

@@ -125,6 +125,23 @@ describe('PaymentIpRateLimits (shared by the accounts of an app)', () => {
     clock.advance(60_100);
     await flushMicrotasks();
     expect(usToken).toBe(true);
-    expect(perIp.size).toBe(2);
+  });
+
+  it('a shared line allows the lowest limit of the accounts on it; another clock gets its own line', async () => {
+    const clock = new ClientFakeClock();
+    const perIp = new PaymentIpRateLimits();
+    const generous = new PaymentRateLimiter({ ...limits, tokenPerMinute: 3 }, clock, undefined, perIp);
+    const strict = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, clock, undefined, perIp);
+    (await generous.acquire('token', 'https://pay.example'))();
+    let second = false;
+    void strict.acquire('token', 'https://pay.example').then(() => (second = true));
+    await flushMicrotasks();
+    expect(second).toBe(false); // one a minute for everyone on the line now
+    const otherClock = new ClientFakeClock();
+    const onOtherClock = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, otherClock, undefined, perIp);
+    (await onOtherClock.acquire('token', 'https://pay.example'))(); // not held by the first clock's line
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(second).toBe(true);
   });
 });

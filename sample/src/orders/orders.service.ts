@@ -94,11 +94,11 @@ export class OrdersService {
         { amount: order.amount, currency: order.currency, custom: order.id },
         { idempotencyKey: order.idempotencyKey },
       );
-      const trxId = payment.trxId ?? null;
-      const token = payment.token ?? null;
-      this.orders.attachPayment(order.id, trxId, token, nowIso());
-      this.logger.log(`Order ${order.id}: payment ${trxId ?? '(id not in the answer)'} opened${payment.pending ? ' (pending confirmation)' : ''}`);
-      return { order: this.mustFind(order.id), payment: { trxId, token, pending: payment.pending } };
+      this.orders.attachPayment(order.id, payment.trxId ?? null, payment.token ?? null, nowIso());
+      // answer what is stored: a webhook may have linked the payment before this answer came
+      const stored = this.mustFind(order.id);
+      this.logger.log(`Order ${order.id}: payment ${stored.trxId ?? '(id not in the answer)'} opened${payment.pending ? ' (pending confirmation)' : ''}`);
+      return { order: stored, payment: { trxId: stored.trxId, token: stored.paymentToken, pending: payment.pending } };
     } catch (error) {
       const code = error instanceof PaymentApiError ? error.code : 'UNKNOWN';
       this.logger.warn(`Order ${order.id}: payment could not be opened (${code}); POST /orders/${order.id}/payment retries it`);
