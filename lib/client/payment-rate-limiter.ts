@@ -134,7 +134,7 @@ export class SlidingWindowLimiter {
 export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
 
 /** Limiters by key; a new key first drops the idle ones (keys of tokens no longer used would pile up). */
-class LimiterPool {
+export class LimiterPool {
   private readonly limiters = new Map<string, SlidingWindowLimiter>();
 
   get(key: string, create: () => SlidingWindowLimiter): SlidingWindowLimiter {
@@ -149,6 +149,15 @@ class LimiterPool {
 
   get size(): number {
     return this.limiters.size;
+  }
+
+  /** The count only: keys name clients. */
+  toJSON(): Record<string, unknown> {
+    return { buckets: this.limiters.size };
+  }
+
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('LimiterPool', this.toJSON(), depth, options);
   }
 }
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { inspect } from 'node:util';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { PaymentHttpClient } from '../../lib/client/payment-http.client.js';
-import { PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
+import { LimiterPool, PaymentRateLimiter, SlidingWindowLimiter } from '../../lib/client/payment-rate-limiter.js';
 import { PaymentRequestExecutor } from '../../lib/client/payment-request.executor.js';
 import { PaymentTokenManager } from '../../lib/client/payment-token.manager.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
@@ -221,7 +221,7 @@ describe('reliability: secrets never reach logs or errors', () => {
   });
 });
 
-const CLIENT_CLASSES = [PaymentGatewayService, PaymentRequestExecutor, PaymentTokenManager, PaymentRateLimiter, SlidingWindowLimiter, PaymentHttpClient];
+const CLIENT_CLASSES = [PaymentGatewayService, PaymentRequestExecutor, PaymentTokenManager, PaymentRateLimiter, LimiterPool, SlidingWindowLimiter, PaymentHttpClient];
 
 /**
  * `util.inspect` (depth 6, also with hidden properties) and `JSON.stringify` of the client
