@@ -211,7 +211,7 @@ export class WebhookDeduplicator {
         if (attempt === DEFAULT_COMPLETE_ATTEMPTS && attempts === Number.POSITIVE_INFINITY) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
-              `(${describeError(error)}); retrying every second until the store answers, so a retry does not run them again`,
+              `(${describeError(error)}); retrying, at most a second apart, until the store answers, so a retry does not run them again`,
           );
         }
         await new Promise((resolve) => setTimeout(resolve, Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt)));
