@@ -13,7 +13,7 @@ function deliveries(logger: CollectingLogger): LogLine[] {
 }
 
 // The README's recipe, verbatim: the payment module's lines only from `warn` up.
-const PAYMENT_CONTEXTS = new Set(['PaymentWebhooks', 'PaymentEvents', 'PaymentGatewayService', 'RedisWebhookEventStore', 'PaymentQueue']);
+const PAYMENT_CONTEXTS = new Set(['PaymentWebhooks', 'PaymentEvents', 'PaymentGatewayService', 'RedisWebhookEventStore', 'PaymentQueue', 'PaymentTelemetry']);
 const isPaymentContext = (rest: unknown[]) => PAYMENT_CONTEXTS.has(rest[rest.length - 1] as string);
 class AppLogger extends ConsoleLogger {
   override log(message: any, ...rest: any[]) {
