@@ -141,11 +141,14 @@ function networkErrorFrom(error: unknown, method: string, path: string): Payment
   });
 }
 
-/** `Retry-After` as seconds: delta-seconds or an HTTP date. */
+/**
+ * `Retry-After` as whole seconds: delta-seconds or an HTTP date. A fraction (`1.5`, not HTTP
+ * but seen from proxies) is rounded up: a wait is never cut short.
+ */
 export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
   if (typeof value !== 'string' || value.trim() === '') return undefined;
   const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed));
   // an HTTP-date always names a day or month; Date.parse alone would take '-3' as a year
   if (!/[a-z]/i.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);

@@ -189,15 +189,33 @@ function isJsonWritable(value: unknown): boolean {
   }
 }
 
+/** Any decimal of this many significant digits survives a trip through a double unchanged. */
+const EXACT_NUMBER_DIGITS = 15;
+
+/**
+ * Whether `text` (`String(value)`) is surely the amount the caller wrote: a safe integer, or a
+ * number of at most 15 significant digits (more may have been rounded when it was parsed).
+ */
+function isExactNumber(value: number, text: string): boolean {
+  if (Number.isInteger(value)) return Number.isSafeInteger(value);
+  return text.replace(/[^0-9]/g, '').replace(/^0+/, '').length <= EXACT_NUMBER_DIGITS;
+}
+
 /**
  * Turns `10`, `'10.5'` or `'0010.50000000'` into `'10.50000000'`. Rejects negatives,
- * zero, NaN, exponents and more than 8 decimals rather than rounding money.
+ * zero, NaN, exponents, more than 8 decimals and numbers that may have been rounded when
+ * they were parsed, rather than rounding money.
  */
 export function normalizeAmount(value: unknown): string | { problem: string } {
   let text: string;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return { problem: 'must be a finite number' };
     text = String(value);
+    // a number that is not what was written must not be sent rounded: 12345678901234567 is
+    // 12345678901234568 once parsed, 1234567890.12345678 is 1234567890.1234567
+    if (!isExactNumber(value, text)) {
+      return { problem: `is not exact as a JavaScript number (more than ${EXACT_NUMBER_DIGITS} significant digits): pass it as a string such as "10.50"` };
+    }
   } else if (typeof value === 'string') {
     text = value;
   } else {

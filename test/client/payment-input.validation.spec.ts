@@ -9,6 +9,8 @@ describe('normalizeAmount', () => {
     ['0.00000001', '0.00000001'],
     [10, '10.00000000'],
     [10.25, '10.25000000'],
+    [Number.MAX_SAFE_INTEGER, '9007199254740991.00000000'],
+    [123456789012.345, '123456789012.34500000'],
   ])('%p → %p', (input, expected) => {
     expect(normalizeAmount(input)).toBe(expected);
   });
@@ -18,6 +20,16 @@ describe('normalizeAmount', () => {
     [''], [' 10'], ['10,5'], ['abc'], ['.5'], ['5.'], [null], [{}], [true],
   ])('rejects %p', (input) => {
     expect(typeof normalizeAmount(input)).toBe('object');
+  });
+
+  it.each([
+    // parsed as 12345678901234568: sending it would move money nobody asked for
+    [12345678901234567],
+    // parsed as 1234567890.1234567 (7 decimals, so it would pass the decimals check)
+    [1234567890.12345678],
+    [2 ** 60],
+  ])('refuses the number %p, which may not be what was written, and says to pass a string', (input) => {
+    expect(normalizeAmount(input)).toEqual({ problem: expect.stringContaining('pass it as a string') });
   });
 });
 

@@ -51,5 +51,9 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('soon', now)).toBeUndefined();
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(parseRetryAfter('-3', now)).toBeUndefined();
+    // a fraction is rounded up: the wait is never cut short
+    expect(parseRetryAfter('1.5', now)).toBe(2);
+    expect(parseRetryAfter('0.2', now)).toBe(1);
+    expect(parseRetryAfter('1.', now)).toBeUndefined();
   });
 });
