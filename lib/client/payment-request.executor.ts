@@ -22,6 +22,7 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
+import { redactSecrets } from './payment-secret.redaction.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
@@ -286,15 +287,7 @@ export class PaymentRequestExecutor {
    * hold one the token manager no longer lists as recent.
    */
   redact(text: string, callToken?: string): string {
-    const secrets = [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), callToken];
-    let out = text;
-    for (const secret of secrets) {
-      if (!secret || secret.length < 4) continue;
-      // as sent in a form body or a URL, and inside a JSON string: a service echoing the request shows one of them
-      const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)]);
-      for (const form of forms) out = out.split(form).join('[redacted]');
-    }
-    return out;
+    return redactSecrets(text, [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), callToken]);
   }
 
   /**

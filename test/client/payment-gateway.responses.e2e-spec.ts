@@ -68,6 +68,18 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(rendered).toContain('[redacted]');
     });
 
+    it('a client secret of three characters echoed by the service is redacted too', async () => {
+      await start({ clientSecret: 'k9Z', maxRetries: 0 });
+      stub.answer('POST', '/authentication/token', {
+        status: 400,
+        body: { status: 'error', code: 'PAY_4000', message: 'bad secret k9Z', errors: { client_secret: ['k9Z is not valid'] }, data: [] },
+      });
+      const error = await rejectionOf(client.listGateways());
+      const rendered = `${error.message} ${JSON.stringify(error)} ${String(error.stack)} ${inspect(error, { depth: 10 })}`;
+      expect(rendered).not.toContain('k9Z');
+      expect(error.message).toContain('bad secret [redacted]');
+    });
+
     it('the token a call held through a long wait is redacted from its error, however many tokens were issued meanwhile', async () => {
       Logger.overrideLogger(false);
       stub = await new ClientStubServer().start();

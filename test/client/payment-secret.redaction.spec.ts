@@ -1,0 +1,29 @@
+import { redactSecrets } from '../../lib/client/payment-secret.redaction.js';
+
+describe('redactSecrets', () => {
+  it('removes a secret in every form a service may echo it in', () => {
+    const secret = 'cs+/=s3cr"et v@lue';
+    const echoed = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)];
+    const out = redactSecrets(`bad: ${echoed.join(' | ')}`, [secret]);
+    for (const form of echoed) expect(out).not.toContain(form);
+    expect(out).toBe(`bad: ${Array(4).fill('[redacted]').join(' | ')}`);
+  });
+
+  it('removes a secret of one to three characters where it stands alone, and leaves words that contain it', () => {
+    expect(redactSecrets('bad secret k9Z', ['k9Z'])).toBe('bad secret [redacted]');
+    expect(redactSecrets('client_id=shop&client_secret=s3&x=1', ['s3'])).toBe('client_id=shop&client_secret=[redacted]&x=1');
+    expect(redactSecrets('{"client_secret":"s"}', ['s'])).toBe('{"client_secret":"[redacted]"}');
+    // inside longer words it is not the secret; the markers of other secrets stay readable
+    expect(redactSecrets('s3cond attempts, k9Zeta', ['s3', 'k9Z'])).toBe('s3cond attempts, k9Zeta');
+    expect(redactSecrets('long-secret-value and e', ['long-secret-value', 'e'])).toBe('[redacted] and [redacted]');
+  });
+
+  it('takes secrets with regular-expression characters literally', () => {
+    expect(redactSecrets('a.b and a+b', ['a+b'])).toBe('a.b and [redacted]');
+    expect(redactSecrets('x (.*) y', ['.*'])).toBe('x ([redacted]) y');
+  });
+
+  it('skips absent and empty secrets', () => {
+    expect(redactSecrets('nothing to hide', [undefined, ''])).toBe('nothing to hide');
+  });
+});
