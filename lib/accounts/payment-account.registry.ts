@@ -1,4 +1,6 @@
+import { inspect, type InspectOptions } from 'node:util';
 import { Injectable } from '@nestjs/common';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvNames } from '../config/payment-env.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -123,5 +125,14 @@ export class PaymentAccountRegistry {
       ]);
     }
     return account;
+  }
+
+  /**
+   * The account names only: the accounts hold the dispatchers, whose `ModuleRef` reaches the
+   * Nest container and the raw `forRoot()` options in it (secrets included), and the host's
+   * handler instances; every public service that holds this registry prints through here.
+   */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentAccountRegistry', { accounts: [...this.accounts.keys()] }, depth, options);
   }
 }

@@ -1,3 +1,4 @@
+import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
@@ -6,6 +7,7 @@ import type { Tracer } from '@opentelemetry/api';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
 import { asPromise, isThenable } from '../common/as-promise.util.js';
 import { errorMessage } from '../common/error-message.util.js';
+import { inspectSummary } from '../common/inspect-summary.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import {
   DEFAULT_PAYMENT_ACCOUNT,
@@ -78,6 +80,11 @@ export class PaymentEventDispatcher {
     // This account's client: with several accounts each reconciles with its own credentials.
     @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
   ) {}
+
+  /** The account only: `moduleRef` reaches the Nest container, where the raw `forRoot()` options (secrets included) are. */
+  [inspect.custom](depth: number, options: InspectOptions): string {
+    return inspectSummary('PaymentEventDispatcher', { account: this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT }, depth, options);
+  }
 
   /**
    * Runs every handler matching `event.eventType` (exact, `'<family>.*'`, `'*'`; an unknown

@@ -37,9 +37,43 @@ describe('public services print no secret at any depth', () => {
         for (const secret of [REDIS_PASSWORD, CLIENT_SECRET, WEBHOOK_SECRET]) {
           expect({ service: service.constructor.name, secret, leaks: text.includes(secret) }).toEqual({ service: service.constructor.name, secret, leaks: false });
         }
+        const leak = findShownSecret(service, [REDIS_PASSWORD, CLIENT_SECRET, WEBHOOK_SECRET]);
+        expect({ service: service.constructor.name, leak }).toEqual({ service: service.constructor.name, leak: undefined });
       }
     } finally {
       await w.close();
     }
   });
 });
+
+/**
+ * The path to the first string holding one of `secrets` that `inspect` would show, walking
+ * what it walks (own enumerable properties, Map and Set entries; an object with its own
+ * `[inspect.custom]` by what that prints) without its depth or length limits: a plain
+ * `inspect` under jest stops at some depths, which once hid the Nest container (and the raw
+ * `forRoot()` options in it) reachable through a dispatcher's `ModuleRef`.
+ */
+function findShownSecret(root: object, secrets: string[]): string | undefined {
+  const seen = new Set<unknown>();
+  const queue: Array<[unknown, string]> = [[root, root.constructor.name]];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const [value, path] = next;
+    if (typeof value === 'string') {
+      if (secrets.some((secret) => value.includes(secret))) return path;
+      continue;
+    }
+    if ((typeof value !== 'object' && typeof value !== 'function') || value === null || seen.has(value)) continue;
+    seen.add(value);
+    if (value !== root && typeof (value as Record<symbol, unknown>)[inspect.custom] === 'function') {
+      queue.push([inspect(value, { depth: Infinity }), `${path} (custom inspect)`]);
+      continue;
+    }
+    if (value instanceof Map) for (const [k, v] of value) queue.push([k, `${path}.<key>`], [v, `${path}.get(${String(k)})`]);
+    if (value instanceof Set) for (const v of value) queue.push([v, `${path}.<entry>`]);
+    for (const key of Reflect.ownKeys(value)) {
+      if (!Object.prototype.propertyIsEnumerable.call(value, key)) continue;
+      queue.push([(value as Record<PropertyKey, unknown>)[key], `${path}.${String(key)}`]);
+    }
+  }
+  return undefined;
+}
