@@ -82,12 +82,19 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
 
   /** Lets handlers still running finish (see `shutdownTimeoutMs`) before the HTTP server closes and the store with it. */
   onModuleDestroy(): Promise<void> {
-    return this.deduplicator.finishRunning(this.options.shutdownTimeoutMs ?? PAYMENT_OPTION_DEFAULTS.webhookShutdownTimeoutMs, 'PaymentWebhookIdempotencyInterceptor');
+    return this.deduplicator.finishRunning(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor');
   }
 
-  /** Stops claim renewal once the HTTP server has drained (Nest closes it after module destroy). */
-  onApplicationShutdown(): void {
-    this.deduplicator.close();
+  /**
+   * Once the HTTP server has drained (Nest closes it after module destroy): waits for
+   * deliveries that started since and whose sender hung up, then stops claim renewal.
+   */
+  onApplicationShutdown(): Promise<void> {
+    return this.deduplicator.shutdown(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor');
+  }
+
+  private shutdownTimeoutMs(): number {
+    return this.options.shutdownTimeoutMs ?? PAYMENT_OPTION_DEFAULTS.webhookShutdownTimeoutMs;
   }
 
   /**

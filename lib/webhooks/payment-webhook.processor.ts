@@ -159,11 +159,14 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
   }
 
   /**
-   * Stops claim renewal once the HTTP server has drained: a handler still running in the drain
-   * must keep its claim, or a copy delivered to another instance would run it a second time.
+   * Once the HTTP server has drained, before the store closes (it is closed by a provider this
+   * one outlives in Nest's shutdown order): waits for deliveries that started after
+   * `onModuleDestroy` and whose sender hung up, then stops claim renewal. A handler still
+   * running must keep its claim and record completion, or the service's retry, here or on
+   * another instance, would run it a second time.
    */
-  onApplicationShutdown(): void {
-    this.deduplicator.close();
+  onApplicationShutdown(): Promise<void> {
+    return this.deduplicator.shutdown(this.shutdownTimeoutMs, `account ${this.account}`);
   }
 
   /** `dispatch`, bound once: the deduplicator calls it without a closure per delivery. */

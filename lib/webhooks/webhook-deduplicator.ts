@@ -144,7 +144,7 @@ export class WebhookDeduplicator {
   /**
    * Shutdown's first step (before the HTTP server closes and the store with it): lets the
    * running deliveries of `owner` finish for up to `timeoutMs`, logging the wait and what
-   * was given up.
+   * was given up. `shutdown` waits once more for those that started later.
    */
   async finishRunning(timeoutMs: number, owner: string): Promise<void> {
     const running = this.running;
@@ -156,6 +156,17 @@ export class WebhookDeduplicator {
           'their claims stop being renewed when shutdown ends, so a later copy of those events may run their handlers again',
       );
     }
+  }
+
+  /**
+   * Shutdown's last step, before the store closes: waits again (up to `timeoutMs`) for
+   * deliveries that started after `finishRunning` (the server takes requests until it
+   * drains, and a host's `beforeApplicationShutdown` delay keeps it open longer), since a
+   * sender that hung up takes its request out of the drain; then stops lease renewal.
+   */
+  async shutdown(timeoutMs: number, owner: string): Promise<void> {
+    await this.finishRunning(timeoutMs, owner);
+    this.close();
   }
 
   /** Stops lease renewal (module shutdown). */

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { Injectable } from '@nestjs/common';
+import { connect } from 'node:net';
+import { type BeforeApplicationShutdown, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
@@ -9,6 +10,9 @@ import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp, type WebhookMount } from '../support/webhooks-app.js';
 
 /** A handler that sends a refund (to a slow service) before it returns. */
@@ -99,13 +103,13 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     services.push(service);
     return service;
   };
-  const start = async (service: ClientStubServer, payment: Record<string, unknown> = {}) => {
+  const start = async (service: ClientStubServer, payment: Record<string, unknown> = {}, extraProviders: Array<new (...args: never[]) => unknown> = []) => {
     const { clientId, clientSecret } = SANDBOX_CLIENT;
     const app = await startWebhookApp({
       adapter: 'express',
       mount,
       payment: { redisUrl: redis.url, webhookLeaseMs: 1000, baseUrl: service.url, clientId, clientSecret, ...payment },
-      extraProviders: [CallingHandler],
+      extraProviders: [CallingHandler, ...extraProviders],
     });
     apps.push(app);
     return app;
@@ -166,4 +170,100 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
     expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
   });
+
+  it('a delivery that arrives after the first wait (during a host\'s shutdown delay) is waited for too: one refund', async () => {
+    const service = await startService();
+    const closing = await start(service, {}, [LoadBalancerDrainDelay]);
+    const other = await start(service);
+    service.answer('POST', '/payment/trx_1/refund', { ...success({ refundUid: 'rfd_1' }, 201), delayMs: 2500 });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+
+    // nothing runs when close() starts: the module-destroy wait returns at once, and the host's
+    // beforeApplicationShutdown delay keeps the server taking requests
+    const closed = closing.close();
+    await waitFor('the host delays shutdown', () => closing.app.get(LoadBalancerDrainDelay).started);
+    await deliverAndCut(closing.url, event, waitFor('the handler is sending the refund', () => service.calls('/payment/trx_1/refund').length === 1));
+    await closed;
+    // close() waited for the handler and its completion before the store closed
+    expect(closing.app.get(CallingHandler).done.get(id)).toBe(1);
+    await sleep(1200); // past the lease: a claim left behind would have lapsed
+    expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
+    expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
+  });
 });
+
+/** A host route of its own with the package's guard and interceptor; its handler takes 1.5 s. */
+@Controller('partner')
+class SlowPartnerController {
+  static readonly done = new Map<string, number>();
+
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  async callback(@Req() req: { body: { id: string } }): Promise<{ ok: true }> {
+    await sleep(1500);
+    SlowPartnerController.done.set(req.body.id, (SlowPartnerController.done.get(req.body.id) ?? 0) + 1);
+    return { ok: true };
+  }
+}
+
+describe('a host route with PaymentWebhookIdempotencyInterceptor, during app.close()', () => {
+  let redis: TestRedisServer;
+  const apps: WebhookApp[] = [];
+  const start = async (extraProviders: Array<new (...args: never[]) => unknown> = []) => {
+    const app = await startWebhookApp({ adapter: 'express', payment: { redisUrl: redis.url, webhookLeaseMs: 1000 }, controllers: [SlowPartnerController], extraProviders });
+    apps.push(app);
+    return app;
+  };
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close().catch(() => undefined)));
+    await redis?.stop();
+  });
+
+  it('a delivery that arrives during the host\'s shutdown delay and is cut off is waited for: its key is recorded, the retry is a duplicate', async () => {
+    const closing = await start([LoadBalancerDrainDelay]);
+    const other = await start();
+    const id = `partner-${Date.now()}`;
+    const closed = closing.close();
+    await waitFor('the host delays shutdown', () => closing.app.get(LoadBalancerDrainDelay).started);
+    await deliverAndCut(closing.url, { id }, sleep(200), 'partner/callback');
+    await closed;
+    expect(SlowPartnerController.done.get(id)).toBe(1);
+    await sleep(1200); // past the lease: a claim left behind would have lapsed
+    expect(await postWebhook(other.url, { id }, { path: 'partner/callback' })).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(SlowPartnerController.done.get(id)).toBe(1);
+  });
+});
+
+/** Sends a signed delivery on a raw socket and destroys the socket when `hangUp` resolves (a proxy giving up). */
+async function deliverAndCut(baseUrl: string, event: Record<string, unknown>, hangUp: Promise<void>, path = 'payments/webhook'): Promise<void> {
+  const raw = Buffer.from(JSON.stringify(event));
+  const { hostname, port } = new URL(baseUrl);
+  const socket = connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  socket.write(
+    `POST /${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${raw.length}\r\n` +
+      `X-Service-Signature: ${createWebhookSignatureHeader(raw, WEBHOOK_SECRET)}\r\n\r\n`,
+  );
+  socket.write(raw);
+  await hangUp;
+  socket.destroy();
+}
+
+/** The usual graceful-shutdown delay: keeps serving while a load balancer stops sending here. */
+@Injectable()
+class LoadBalancerDrainDelay implements BeforeApplicationShutdown {
+  started = false;
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.started = true;
+    await sleep(1000);
+  }
+}
