@@ -76,21 +76,6 @@ describe('inline webhooks during app.close()', () => {
   });
 });
 
-/** Sends a signed delivery and hangs up as soon as `hangUp` resolves (the service's delivery time-out). */
-async function deliverAndHangUp(baseUrl: string, event: Record<string, unknown>, hangUp: Promise<void>): Promise<void> {
-  const raw = Buffer.from(JSON.stringify(event));
-  const abort = new AbortController();
-  const sent = fetch(`${baseUrl}/payments/webhook`, {
-    method: 'POST',
-    body: raw,
-    signal: abort.signal,
-    headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, WEBHOOK_SECRET) },
-  }).catch(() => undefined);
-  await hangUp;
-  abort.abort();
-  await sent;
-}
-
 // A delivery whose sender hung up is no longer part of the HTTP server's drain: app.close()
 // itself waits for its handlers (webhookShutdownTimeoutMs), or its completion could not be
 // recorded once the store closed, and the service's retry would run the handlers again.
@@ -132,7 +117,7 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
 
-    await deliverAndHangUp(closing.url, event, waitFor('the handler is sending the refund', () => service.calls('/payment/trx_1/refund').length === 1));
+    await deliverAndCut(closing.url, event, waitFor('the handler is sending the refund', () => service.calls('/payment/trx_1/refund').length === 1));
     const startedClosing = Date.now();
     const closed = closing.close();
     await sleep(1800); // past the lease: only renewal keeps the claim
@@ -158,7 +143,7 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     const admin = new Redis(redis.url);
     await admin.call('CLIENT', 'PAUSE', '800', 'WRITE');
     admin.disconnect();
-    const delivered = deliverAndHangUp(closing.url, event, sleep(300));
+    const delivered = deliverAndCut(closing.url, event, sleep(300));
     await sleep(100);
     const closed = closing.close();
     await delivered;
@@ -242,7 +227,11 @@ describe('a host route with PaymentWebhookIdempotencyInterceptor, during app.clo
   });
 });
 
-/** Sends a signed delivery on a raw socket and destroys the socket when `hangUp` resolves (a proxy giving up). */
+/**
+ * Sends a signed delivery on a raw socket and destroys the socket when `hangUp` resolves (the
+ * service's delivery time-out, or a proxy giving up): the connection is surely gone, so the
+ * HTTP server's drain does not wait for the request.
+ */
 async function deliverAndCut(baseUrl: string, event: Record<string, unknown>, hangUp: Promise<void>, path = 'payments/webhook'): Promise<void> {
   const raw = Buffer.from(JSON.stringify(event));
   const { hostname, port } = new URL(baseUrl);
