@@ -21,8 +21,9 @@ export interface PaymentModuleExtras {
    */
   account?: string;
   /**
-   * Decorators applied to the module's webhook route handler, as if written above it; e.g.
-   * `[Public(), SkipThrottle()]` so the host's global guards let the service through.
+   * Decorators applied to the module's webhook route handler, in the order given (as Nest's
+   * `applyDecorators` does); e.g. `[Public(), SkipThrottle()]` so the host's global guards let
+   * the service through.
    */
   webhookDecorators?: MethodDecorator[];
   /**

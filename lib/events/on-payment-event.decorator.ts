@@ -62,6 +62,10 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
     if (typeof target === 'function') {
       throw new TypeError(`@OnPaymentEvent cannot decorate static methods (got ${target.name}.${String(propertyKey)})`);
     }
+    // Nest's method scan (as for @OnEvent) lists string names only: a symbol-named one would never run.
+    if (typeof propertyKey === 'symbol') {
+      throw new TypeError(`@OnPaymentEvent cannot decorate a method named by a symbol (got ${target.constructor.name}[${String(propertyKey)}]); give it a string name`);
+    }
     // Stacked decorators add bindings; the method still runs once per event.
     const existing = Reflect.getMetadata(PAYMENT_EVENT_HANDLER_METADATA, descriptor.value) as PaymentEventHandlerMetadata | undefined;
     const metadata: PaymentEventHandlerMetadata = { bindings: [...(existing?.bindings ?? []), binding] };

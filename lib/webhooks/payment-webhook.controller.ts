@@ -125,7 +125,9 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
 }
 
 /**
- * Applies `decorators` as if written above the route method, in the order given: metadata
+ * Applies `decorators` to the route method in the order given, as Nest's `applyDecorators`
+ * does (the reverse of stacking them above a method: the last given wins a metadata key and
+ * is the outermost wrapper): metadata
  * readers see theirs on the handler (and through `Reflector.getAllAndOverride/getAllAndMerge`),
  * guards and interceptors apply to the route, and a decorator that wraps the method (tracing,
  * auditing) has its wrapper called. A wrapper gets the metadata of the method it replaced.

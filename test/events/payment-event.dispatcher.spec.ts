@@ -339,6 +339,17 @@ describe('@OnPaymentEvent at run time', () => {
       return Handlers;
     }).toThrow(/static/);
   });
+
+  it('rejects a method named by a symbol, which the method scan would never list', () => {
+    const name = Symbol('onSucceeded');
+    expect(() => {
+      class Handlers {
+        @OnPaymentEvent('payment.succeeded')
+        [name](): void {}
+      }
+      return Handlers;
+    }).toThrow(/symbol/);
+  });
 });
 
 /** Transient wrappers hold a bare prototype; the handler must run on a constructed instance. */

@@ -189,20 +189,21 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
     it('runs a webhookDecorators entry that wraps the method (tracing, auditing), with the route\'s status kept', async () => {
       const wrapped: string[] = [];
       // a typical wrapping decorator: replaces the method, calls the original
-      const Audited = (): MethodDecorator => (_target, key, descriptor: PropertyDescriptor) => {
+      const Audited = (label: string): MethodDecorator => (_target, key, descriptor: PropertyDescriptor) => {
         const original = descriptor.value as (...args: unknown[]) => Promise<unknown>;
         descriptor.value = async function (this: unknown, ...args: unknown[]) {
-          wrapped.push(`before ${String(key)}`);
+          wrapped.push(`${label}: before ${String(key)}`);
           const result = await original.apply(this, args);
-          wrapped.push(`after ${String(key)}`);
+          wrapped.push(`${label}: after ${String(key)}`);
           return result;
         };
       };
-      const w = await startWebhookApp({ adapter, payment: { webhookDecorators: [Public(), Audited()] } });
+      // applied in the order given, as Nest's applyDecorators does: the last one wraps the others
+      const w = await startWebhookApp({ adapter, payment: { webhookDecorators: [Public(), Audited('inner'), Audited('outer')] } });
       try {
         const body = envelope();
         expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
-        expect(wrapped).toEqual(['before receive', 'after receive']);
+        expect(wrapped).toEqual(['outer: before receive', 'inner: before receive', 'inner: after receive', 'outer: after receive']);
         expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
       } finally {
         await w.close();
