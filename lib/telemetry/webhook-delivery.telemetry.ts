@@ -43,6 +43,8 @@ type LogLevel = 'debug' | 'warn' | 'error';
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
+  /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
+  private parserLimitLogged = false;
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
 
@@ -101,6 +103,25 @@ export class WebhookDeliveryTelemetry {
   }
 
   /**
+   * A delivery the HTTP adapter's body parser refused before the route ran (broken JSON, a
+   * body over the parser's limit, an unsupported charset). Counted as rejected, without a
+   * duration (the module never saw the request start). Logged at `warn` when the kept body
+   * carries a valid signature (a signed event the service will retry, then abandon), and the
+   * first parser 413 too (the fix is the host's parser limit); else at `debug`, since anyone
+   * can send such requests.
+   */
+  refusedByBodyParser(status: number, code: string, message: string, signed: boolean): void {
+    this.record('rejected', code, undefined, undefined);
+    let level: LogLevel = signed ? 'warn' : 'debug';
+    if (code === PaymentWebhookErrorCode.BODY_TOO_LARGE && !this.parserLimitLogged) {
+      this.parserLimitLogged = true;
+      level = 'warn';
+      message += "; if the service sends events this large, raise the parser's limit (Express: app.useBodyParser('json', { limit: '1mb' }); Fastify: bodyLimit)";
+    }
+    this.log(level, 'rejected', status, code, undefined, new Error(`the body parser refused it: ${message}${signed ? ' (the signature is valid)' : ''}`));
+  }
+
+  /**
    * A refusal that is our side's fault (no secret configured, a bug) must be seen: `error` for
    * the first one, `debug` after it, since anyone can send requests to the route.
    */
@@ -147,7 +168,7 @@ export class WebhookDeliveryTelemetry {
     endSpan(span);
   }
 
-  private record(outcome: PaymentWebhookOutcome, code: string | undefined, eventType: string | undefined, startedAt: number): void {
+  private record(outcome: PaymentWebhookOutcome, code: string | undefined, eventType: string | undefined, startedAt: number | undefined): void {
     const instruments = this.telemetry.instruments();
     if (instruments === undefined) return;
     const attributes: Attributes = { outcome, account: this.account };
@@ -155,7 +176,7 @@ export class WebhookDeliveryTelemetry {
     if (eventType !== undefined) attributes.event_type = metricEventType(eventType);
     try {
       instruments.webhookRequests.add(1, attributes);
-      instruments.webhookDuration.record((performance.now() - startedAt) / 1000, attributes);
+      if (startedAt !== undefined) instruments.webhookDuration.record((performance.now() - startedAt) / 1000, attributes);
     } catch (error) {
       telemetryFailed(error);
     }

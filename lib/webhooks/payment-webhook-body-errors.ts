@@ -1,6 +1,7 @@
 import { HttpException, type HttpServer } from '@nestjs/common';
 import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
 import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
+import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 
 /*
  * Body parsing runs before Nest's routing: on Express the JSON parser is a middleware whose
@@ -60,25 +61,41 @@ export function bodyParserErrorBody(error: BodyParserError): PaymentWebhookError
 /** The route's path test: the global prefix is read per request (it is set after the module is built). */
 type WebhookPathTest = (urlPath: string) => boolean;
 
+/**
+ * Told of each webhook request the parser refused (the request, with the raw body the parser
+ * kept if any, and the answer), so it is counted and logged like every other refusal.
+ */
+export type WebhookBodyRefusalListener = (request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody) => void;
+
 /** Installs the adapter-level error shaping for `webhookPath` (Express or Fastify; others untouched). */
-export function installWebhookBodyErrorHandler(adapter: HttpServer, webhookPath: string, globalPrefix: () => string = () => ''): void {
+export function installWebhookBodyErrorHandler(
+  adapter: HttpServer,
+  webhookPath: string,
+  globalPrefix: () => string = () => '',
+  onRefused: WebhookBodyRefusalListener = () => undefined,
+): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
   if (type === 'express') {
-    installExpress(adapter, isWebhook);
+    installExpress(adapter, isWebhook, onRefused);
   } else if (type === 'fastify') {
-    installFastify(adapter, isWebhook);
+    installFastify(adapter, isWebhook, onRefused);
   }
 }
 
-function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest): void {
+function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
   // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   // It passes them on as an HttpException with the webhook body: Nest's handler answers it
   // as it is, or the host's global exception filter gets it like any other rejection.
-  const handler = (error: BodyParserError, req: { url?: string; originalUrl?: string }, _res: unknown, next: (e?: unknown) => void): void => {
+  const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string }, _res: unknown, next: (e?: unknown) => void): void => {
     const body = isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
-    next(body === undefined ? error : new HttpException(body, body.statusCode, { cause: error }));
+    if (body === undefined) {
+      next(error);
+      return;
+    }
+    onRefused(req, body);
+    next(new HttpException(body, body.statusCode, { cause: error }));
   };
   adapter.getInstance().use(handler);
 }
@@ -92,14 +109,26 @@ const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'messag
 /** Set on a webhook request whose body the Fastify parser refused (see `installFastify`). */
 const PARSER_REFUSED = Symbol('nestjs-payment-gateway:parser-refused');
 
-function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest): void {
+/** The code of a Fastify parser refusal: `WEBHOOK_INVALID_JSON` for its JSON errors, else by status. */
+function fastifyParserCode(status: number, message: unknown): string {
+  return status === 400 && typeof message === 'string' && /json/i.test(message) ? PaymentWebhookErrorCode.INVALID_JSON : webhookErrorCodeForStatus(status);
+}
+
+function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
   // instance's error handler without a code; add it on the way out, for this path only. Only
   // those: an answer a host exception filter wrote (sent as a body, not as an error, so no
   // onError hook runs) is the host's and stays as it is.
-  instance.addHook('onError', (request: Record<symbol, unknown>, _reply: unknown, error: { statusCode?: unknown }, done: () => void) => {
-    if (typeof error?.statusCode === 'number' && PARSER_STATUSES.has(error.statusCode)) request[PARSER_REFUSED] = true;
+  type FastifyRequest = PaymentWebhookRequest & { url?: string; [PARSER_REFUSED]?: unknown };
+  instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown }, done: () => void) => {
+    const status = error?.statusCode;
+    if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
+      request[PARSER_REFUSED] = true;
+      if (isWebhook(pathOf(request.url))) {
+        onRefused(request, { statusCode: status, code: fastifyParserCode(status, error.message), message: typeof error.message === 'string' ? error.message : 'Bad request' });
+      }
+    }
     done();
   });
   instance.addHook('onSend', (request: { url?: string; [PARSER_REFUSED]?: unknown }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
@@ -121,10 +150,7 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest): void {
     }
     const original = parsed as { message?: unknown };
     const status = reply.statusCode;
-    const code =
-      status === 400 && typeof original.message === 'string' && /json/i.test(original.message)
-        ? PaymentWebhookErrorCode.INVALID_JSON
-        : webhookErrorCodeForStatus(status);
+    const code = fastifyParserCode(status, original.message);
     const body: PaymentWebhookErrorBody = {
       statusCode: status,
       code,

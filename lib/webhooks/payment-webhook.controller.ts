@@ -114,12 +114,18 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
     @Inject(PAYMENT_WEBHOOK_ROUTE) private readonly route: PaymentWebhookRoute,
     private readonly adapterHost: HttpAdapterHost,
     private readonly appConfig: ApplicationConfig,
+    @Inject(PaymentWebhookProcessor) private readonly webhooks: PaymentWebhookProcessor,
   ) {}
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
     if (this.route.path !== undefined && adapter) {
-      installWebhookBodyErrorHandler(adapter, this.route.path, () => this.appConfig.getGlobalPrefix());
+      installWebhookBodyErrorHandler(
+        adapter,
+        this.route.path,
+        () => this.appConfig.getGlobalPrefix(),
+        (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
+      );
     }
   }
 }

@@ -12,7 +12,7 @@ import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
 import { PaymentWebhookHttpException, toWebhookHttpException } from './payment-webhook-http.exception.js';
-import { WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
+import { type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
 import {
@@ -94,6 +94,14 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     const tracer = this.telemetry.tracer();
     if (tracer === undefined) return this.answer(event, startedAt);
     return this.telemetry.traced(tracer, event, (span) => this.answer(event, startedAt, span));
+  }
+
+  /**
+   * Counts and logs a delivery to this account's route that the HTTP adapter's body parser
+   * refused before `process` could run (see `payment-webhook-body-errors.ts`).
+   */
+  refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
+    this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, answer.message, this.verifier.hasValidSignature(request));
   }
 
   /**

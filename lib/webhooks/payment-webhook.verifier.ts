@@ -61,4 +61,16 @@ export class PaymentWebhookVerifier {
     verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
     return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
+
+  /** Whether the request's raw body (kept by a body parser that then refused it) carries a valid signature. */
+  hasValidSignature(request: PaymentWebhookRequest): boolean {
+    const rawBody = rawBodyOf(request);
+    if (rawBody === undefined || rawBody.length > this.settings.webhookMaxBodyBytes) return false;
+    try {
+      verifyWebhookSignature(rawBody, request.headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }

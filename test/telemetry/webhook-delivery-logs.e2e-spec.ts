@@ -5,7 +5,7 @@ import { CollectingLogger, type LogLine } from '../support/collecting-logger.js'
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
 import { waitFor } from '../support/wait.js';
-import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 /** Lines of the webhook pipeline about deliveries. */
 function deliveries(logger: CollectingLogger): LogLine[] {
@@ -156,6 +156,41 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.filter((l) => l.message.includes(password))).toEqual([]);
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
       { outcome: 'unavailable', code: 'WEBHOOK_STORE_UNAVAILABLE', event_type: 'payment.succeeded', account: 'default', value: 1 },
+    ]);
+  });
+
+  it.each(ADAPTERS)('%s: a body its JSON parser refuses is counted and logged: warn when signed, debug when not', async (adapter) => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter, logger });
+    const broken = '{"eventId":"evt_broken","eventType":"payment.succeeded",';
+    expect(await postWebhook(w.url, broken)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+    expect(await postWebhook(w.url, broken, { secret: 'whsec_attacker' })).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
+      ['warn', expect.stringMatching(/^Webhook delivery rejected, answered 400 WEBHOOK_INVALID_JSON: account=default; the body parser refused it: .*\(the signature is valid\)$/)],
+      ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 400 WEBHOOK_INVALID_JSON: account=default; the body parser refused it: /)],
+    ]);
+    expect(deliveries(logger)[1]!.message).not.toContain('signature is valid');
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'rejected', code: 'WEBHOOK_INVALID_JSON', account: 'default', value: 2 },
+    ]);
+  });
+
+  it("express: a body over its parser's limit (100 kB) is counted, and the first one says how to raise the limit", async () => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger });
+    const large = envelope('payment.succeeded', { padding: 'x'.repeat(150_000) });
+    expect(await postWebhook(w.url, large)).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
+    expect(await postWebhook(w.url, large)).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
+
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
+      ['warn', expect.stringMatching(/^Webhook delivery rejected, answered 413 WEBHOOK_BODY_TOO_LARGE: account=default; .*useBodyParser\('json', \{ limit: '1mb' \}\)/)],
+      ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 413 WEBHOOK_BODY_TOO_LARGE: account=default; /)],
+    ]);
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'rejected', code: 'WEBHOOK_BODY_TOO_LARGE', account: 'default', value: 2 },
     ]);
   });
 
