@@ -141,7 +141,7 @@ export { RedisClientMissingError, WebhookStoreUnavailableError } from './stores/
 
 // observability: OpenTelemetry names and the terminus-shaped health indicator
 export { PAYMENT_TELEMETRY_SCOPE, PaymentMetricName, PaymentSpanAttribute } from './telemetry/payment-telemetry.names.js';
-export type { PaymentClientOperation, PaymentClientOutcome, PaymentWebhookOutcome } from './telemetry/payment-telemetry.names.js';
+export type { PaymentClientOperation, PaymentClientOutcome, PaymentQueueJobOutcome, PaymentWebhookOutcome } from './telemetry/payment-telemetry.names.js';
 export { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 export type {
   PaymentHealthCheckOptions,

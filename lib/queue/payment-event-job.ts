@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import type { AnyPaymentEvent, PaymentEventEnvelope } from '../events/payment-event.types.js';
+import type { QueuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import type { BullJob } from './bullmq.loader.js';
 import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
 
@@ -13,6 +14,8 @@ export interface PaymentEventJobData {
   event: PaymentEventEnvelope;
   /** ISO 8601 time the route accepted the event. */
   receivedAt: string;
+  /** The delivery's span when the host traces, so the worker's spans join its trace. */
+  trace?: QueuedTraceParent;
 }
 
 export type PaymentEventJob = BullJob<PaymentEventJobData>;
@@ -26,8 +29,10 @@ export function paymentEventJobId(account: string, eventId: string): string {
   return `evt-${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
 }
 
-export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, receivedAt: Date): PaymentEventJobData {
-  return { v: 1, account, event, receivedAt: receivedAt.toISOString() };
+export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, receivedAt: Date, parent?: QueuedTraceParent): PaymentEventJobData {
+  const data: PaymentEventJobData = { v: 1, account, event, receivedAt: receivedAt.toISOString() };
+  if (parent !== undefined) data.trace = parent;
+  return data;
 }
 
 /** The event handlers receive: a fresh copy of the stored body with the module fields set. */

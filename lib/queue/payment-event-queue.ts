@@ -9,6 +9,7 @@ import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
@@ -141,7 +142,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
     // new answer objects each time: a host interceptor may add to them
     if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
-    const data = toPaymentEventJobData(this.account, event, receivedAt);
+    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
     // the fail-fast connection refuses commands while it makes its first connection (BullMQ's add waits)
     if (this.#connection.status !== 'ready') await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);

@@ -9,10 +9,13 @@ import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.names.js';
+import { QueueJobTelemetry } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 import {
   accountDeduplicationSettings,
+  ALREADY_PROCESSED,
   type WebhookDeduplicationSettings,
   WebhookDeduplicator,
 } from '../webhooks/webhook-deduplicator.js';
@@ -57,6 +60,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
   private readonly claims: WebhookDeduplicationSettings;
+  private readonly telemetry: QueueJobTelemetry;
   private readonly inFlightDelayMs: number;
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
@@ -84,6 +88,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   ) {
     this.account = options.account;
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
+    this.telemetry = new QueueJobTelemetry(this.account);
     // the inline route's lease and retention; the claim is renewed for as long as the handlers
     // run in this process, past queueJobTimeoutMs too: a retry must never run beside them.
     // Completion is retried until the store answers: if it were given up, the job's outcome,
@@ -202,7 +207,13 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
     const event = toReceivedPaymentEvent(job.data);
     const timeoutMs = this.options.queueJobTimeoutMs;
-    const handling = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+    const handling = this.telemetry.run(
+      event,
+      job.attemptsMade + 1,
+      job.data.trace,
+      () => this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event)),
+      jobOutcome,
+    );
     this.track(handling);
     let timedOut = false;
     try {
@@ -302,6 +313,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       );
       return;
     }
+    this.telemetry.deadLettered(eventType);
     const deadLetter = toPaymentDeadLetter(job, this.options.queueDeadLetterRetentionMs);
     this.logger.error(
       `${eventType} event ${eventId} (account ${this.account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
@@ -333,4 +345,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.lastErrorLog.set(message, now);
     this.logger.warn(`Worker of account ${this.account}: ${message}`);
   }
+}
+
+/** The `outcome` of one attempt: `deduplicator.run`'s result, or what it threw. */
+function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQueueJobOutcome {
+  if ('value' in result) return result.value === ALREADY_PROCESSED ? 'duplicate' : 'handled';
+  const error = result.error;
+  return error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT ? 'in_flight' : 'failed';
 }

@@ -24,6 +24,12 @@ export const PaymentMetricName = {
   CLIENT_RETRIES: 'payment_gateway.client.retries',
   /** Histogram (s): wait for a client-side rate-limit slot, one value per attempt, by `operation`, `account`. */
   CLIENT_RATE_LIMIT_WAIT: 'payment_gateway.client.rate_limit_wait',
+  /** Counter (queue mode): attempts of event jobs run by this process's worker, by `outcome`, `event_type`, `account`. */
+  QUEUE_JOBS: 'payment_gateway.queue.jobs',
+  /** Histogram (s, queue mode): one attempt of an event job (claim, handlers, completion); same attributes. */
+  QUEUE_DURATION: 'payment_gateway.queue.duration',
+  /** Counter (queue mode): events that failed their last attempt and became dead letters, by `event_type`, `account`. */
+  QUEUE_DEAD_LETTERS: 'payment_gateway.queue.dead_letters',
 } as const;
 
 /** @publicApi */
@@ -52,6 +58,17 @@ export type PaymentWebhookOutcome =
   | 'unavailable'
   | 'queued'
   | 'ignored';
+
+/**
+ * How one attempt of an event job ended in a worker (`outcome` attribute, queue mode):
+ * - `handled`: the handlers ran and succeeded;
+ * - `duplicate`: the event had been handled before (handlers not run);
+ * - `failed`: a handler failed, or the store could not be reached (retried with backoff, or a
+ *   dead letter after the last attempt);
+ * - `in_flight`: another run of the event still holds it; the job waits without using an attempt.
+ * @publicApi
+ */
+export type PaymentQueueJobOutcome = 'handled' | 'duplicate' | 'failed' | 'in_flight';
 
 /**
  * The client operation of a call (`operation` attribute): one per `PaymentGatewayService`
@@ -88,6 +105,8 @@ export const PaymentSpanAttribute = {
   HANDLER: 'payment_gateway.handler',
   OPERATION: 'payment_gateway.operation',
   RETRIES: 'payment_gateway.retries',
+  /** Queue mode: the attempt of an event job (1 for the first). */
+  ATTEMPT: 'payment_gateway.attempt',
 } as const;
 
 /**

@@ -21,6 +21,9 @@ export interface PaymentInstruments {
   clientDuration: Histogram;
   clientRetries: Counter;
   clientRateLimitWait: Histogram;
+  queueJobs: Counter;
+  queueDuration: Histogram;
+  queueDeadLetters: Counter;
 }
 
 // What the API answers when no SDK is registered: the same singletons every time.
@@ -111,6 +114,19 @@ function createInstruments(meter: Meter): PaymentInstruments {
       description: 'Wait for a client-side rate-limit slot, per attempt',
       unit: 's',
       advice: { explicitBucketBoundaries: WAIT_BUCKETS },
+    }),
+    queueJobs: meter.createCounter(PaymentMetricName.QUEUE_JOBS, {
+      description: 'Attempts of event jobs run by this worker, by outcome',
+      unit: '{attempt}',
+    }),
+    queueDuration: meter.createHistogram(PaymentMetricName.QUEUE_DURATION, {
+      description: 'Time of one attempt of an event job: claim, handlers and completion',
+      unit: 's',
+      advice: { explicitBucketBoundaries: CLIENT_BUCKETS },
+    }),
+    queueDeadLetters: meter.createCounter(PaymentMetricName.QUEUE_DEAD_LETTERS, {
+      description: 'Events that failed their last attempt and became dead letters',
+      unit: '{event}',
     }),
   };
 }

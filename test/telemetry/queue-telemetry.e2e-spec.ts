@@ -1,0 +1,81 @@
+import 'reflect-metadata';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { PaymentMetricName, PaymentSpanAttribute } from '../../lib/telemetry/payment-telemetry.names.js';
+import { byAttributes, counterPoints, disableOtelGlobals, histogramCounts, registerTestOtel, telemetryTexts, type TestOtel } from '../support/otel-sdk.js';
+import { type QueueApp, startQueueApp, waitFor } from '../support/queue-app.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// Queue mode: the route answers `queued` at once and a worker runs the handlers later, in a
+// BullMQ callback with no active span. Each attempt has its own span, a child of the
+// delivery's (so the handlers join the delivery's trace), and its own metrics.
+describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis', () => {
+  let redis: TestRedisServer;
+  let otel: TestOtel;
+  let q: QueueApp;
+  beforeAll(async () => {
+    disableOtelGlobals();
+    redis = await startRedisServer();
+  });
+  afterEach(async () => {
+    await q?.close();
+    await otel?.reset();
+  });
+  afterAll(async () => redis?.stop());
+
+  const spansNamed = (name: string): ReadableSpan[] => otel.spans().filter((s) => s.name === name);
+
+  it('counts and traces each attempt in the worker: handled, a failed attempt then handled, a dead letter', async () => {
+    otel = await registerTestOtel();
+    q = await startQueueApp(redis.url, { payment: { redisKeyPrefix: `qt-${Date.now()}:`, queueAttempts: 2 } });
+    const ok = envelope('payment.succeeded');
+    const flaky = envelope('refund.succeeded');
+    const broken = envelope('payment.failed');
+    q.handlers.failTimes.set(flaky.eventId as string, 1);
+    q.handlers.failing.add(broken.eventId as string);
+    for (const event of [ok, flaky, broken]) expect((await postWebhook(q.url, event)).json).toEqual({ received: true, queued: true });
+    await waitFor('the handled events', () => q.handlers.count('done', ok.eventId as string) === 1 && q.handlers.count('done', flaky.eventId as string) === 1);
+    await waitFor('the dead letter', async () => (await q.deadLetters.list()).length === 1);
+
+    const metrics = await otel.collect();
+    expect(counterPoints(metrics, PaymentMetricName.QUEUE_JOBS)).toEqual(
+      byAttributes([
+        { outcome: 'handled', event_type: 'payment.succeeded', account: 'default', value: 1 },
+        { outcome: 'failed', event_type: 'refund.succeeded', account: 'default', value: 1 },
+        { outcome: 'handled', event_type: 'refund.succeeded', account: 'default', value: 1 },
+        { outcome: 'failed', event_type: 'payment.failed', account: 'default', value: 2 },
+      ]),
+    );
+    expect(histogramCounts(metrics, PaymentMetricName.QUEUE_DURATION)).toHaveLength(4);
+    expect(counterPoints(metrics, PaymentMetricName.QUEUE_DEAD_LETTERS)).toEqual([{ event_type: 'payment.failed', account: 'default', value: 1 }]);
+    // the route counted each delivery once, as queued
+    expect(counterPoints(metrics, PaymentMetricName.WEBHOOK_REQUESTS).map((p) => [p.outcome, p.value])).toEqual([
+      ['queued', 1],
+      ['queued', 1],
+      ['queued', 1],
+    ]);
+
+    // each job span is a child of its delivery's span; the handler spans are children of the job span
+    for (const [event, attempts] of [[ok, 1], [flaky, 2], [broken, 2]] as const) {
+      const delivery = spansNamed(`payment webhook ${event.eventType as string}`).find((s) => s.attributes[PaymentSpanAttribute.EVENT_ID] === event.eventId)!;
+      const jobs = spansNamed(`payment job ${event.eventType as string}`).filter((s) => s.attributes[PaymentSpanAttribute.EVENT_ID] === event.eventId);
+      expect(jobs.map((s) => s.attributes[PaymentSpanAttribute.ATTEMPT]).sort()).toEqual(attempts === 1 ? [1] : [1, 2]);
+      for (const job of jobs) {
+        expect(job.kind).toBe(SpanKind.CONSUMER);
+        expect(job.spanContext().traceId).toBe(delivery.spanContext().traceId);
+        expect(job.parentSpanContext?.spanId).toBe(delivery.spanContext().spanId);
+        const handlers = otel.spans().filter((s) => s.parentSpanContext?.spanId === job.spanContext().spanId);
+        expect(handlers.map((s) => s.name)).toEqual(['payment handler QueueHandlers.handle']);
+      }
+    }
+    const brokenJobs = spansNamed('payment job payment.failed');
+    expect(brokenJobs.map((s) => [s.status.code, s.attributes[PaymentSpanAttribute.OUTCOME]])).toEqual([
+      [SpanStatusCode.ERROR, 'failed'],
+      [SpanStatusCode.ERROR, 'failed'],
+    ]);
+    // ids and types only: nothing of the payload beyond them
+    const texts = telemetryTexts(metrics, otel.spans());
+    expect(texts.filter((t) => t.includes(String((ok.data as { token: string }).token)))).toEqual([]);
+  });
+});
