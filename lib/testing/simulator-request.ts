@@ -66,7 +66,7 @@ export function requireAmount(value: unknown, field: string, errors: FieldErrors
   }
   const units = parseAmount(value);
   if (units === undefined) {
-    errors[field] = [`The ${field} must be a numeric string with at most 8 decimals.`];
+    errors[field] = [`The ${field} must be a numeric string with at most 18 digits before the point and 8 after it.`];
     return undefined;
   }
   if (units <= 0n) {

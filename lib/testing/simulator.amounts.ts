@@ -2,7 +2,8 @@
  * Money in the simulator is held as bigint units of 1e-8 so sums and balances are
  * exact; the wire always carries numeric strings with 8 decimals.
  */
-const AMOUNT_PATTERN = /^(0|[1-9]\d{0,14})(?:\.(\d{1,8}))?$/;
+// at most 18 integer digits, as the module's client sends (the spec shows no bounds)
+const AMOUNT_PATTERN = /^(0|[1-9]\d{0,17})(?:\.(\d{1,8}))?$/;
 const SCALE = 100_000_000n;
 
 /** Units of 1e-8, or `undefined` when `value` is not a plain non-negative numeric string. */

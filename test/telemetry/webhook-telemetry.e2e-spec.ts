@@ -217,4 +217,15 @@ describe('webhook telemetry with the real OpenTelemetry SDK', () => {
     const delivery = byName(otel.spans(), 'payment webhook unknown')[0]!;
     expect(delivery.attributes['payment_gateway.event_type']).toBe('loyalty.points_added');
   });
+
+  it('counts an event signed for the other environment as ignored (answered 2xx, not dispatched)', async () => {
+    otel = await registerTestOtel();
+    w = await startWebhookApp({ adapter: 'express' }); // a sandbox account
+    const event = envelope('payment.succeeded', { environment: 'production' });
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 200, json: { received: true, ignored: 'environment' } });
+    expect(w.handlers.count('payment.*', event.eventId as string)).toBe(0);
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'ignored', event_type: 'payment.succeeded', account: 'default', value: 1 },
+    ]);
+  });
 });

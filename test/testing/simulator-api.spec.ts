@@ -207,11 +207,19 @@ describe('PaymentServiceSimulator API', () => {
         ['amount', 'country', 'currency', 'idempotency_key', 'splits.0.amount', 'splits.0.subaccount_id'].sort(),
       );
       for (const messages of Object.values(r.body.errors)) expect(messages).toEqual([expect.any(String)]);
-      for (const bad of ['-1', '0', '1.123456789', 'abc', '1e5', ' 1']) {
+      for (const bad of ['-1', '0', '1.123456789', 'abc', '1e5', ' 1', '1234567890123456789']) {
         const x = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: bad }) });
         expect({ bad, code: x.body.code, fields: Object.keys(x.body.errors) }).toEqual({ bad, code: 'PAY_4000', fields: ['amount'] });
       }
       expect(sim.payments).toHaveLength(0);
+    });
+
+    it("takes every amount the module's client sends: 18 digits before the point, 8 after", async () => {
+      const token = await simToken(sim);
+      const amount = '123456789012345678.12345678';
+      const r = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount }) });
+      expect(r.status).toBe(200);
+      expect(sim.payment(r.body.data.trxId)?.amount).toBe(amount);
     });
 
     it('answers 202 and emits payment.pending for asynchronous providers, then confirms', async () => {
