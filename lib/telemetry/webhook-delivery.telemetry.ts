@@ -21,6 +21,13 @@ const OUTCOME_BY_CODE: Readonly<Record<string, PaymentWebhookOutcome>> = {
 /** Rejections that only a body signed with a configured secret can cause: the sender is the service. */
 const SIGNED_BODY_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.INVALID_JSON, PaymentWebhookErrorCode.INVALID_ENVELOPE]);
 
+/** What a body-parser refusal means, by its answer's code. */
+const PARSER_REFUSALS: Readonly<Record<string, string>> = {
+  [PaymentWebhookErrorCode.INVALID_JSON]: 'not valid JSON',
+  [PaymentWebhookErrorCode.BODY_TOO_LARGE]: "larger than the parser's limit",
+  [PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'an encoding or charset it does not support',
+};
+
 /** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
 const OWN_FAULT_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, PaymentWebhookErrorCode.INTERNAL_ERROR]);
 
@@ -110,15 +117,18 @@ export class WebhookDeliveryTelemetry {
    * first parser 413 too (the fix is the host's parser limit); else at `debug`, since anyone
    * can send such requests.
    */
-  refusedByBodyParser(status: number, code: string, message: string, signed: boolean): void {
+  refusedByBodyParser(status: number, code: string, signed: boolean): void {
     this.record('rejected', code, undefined, undefined);
     let level: LogLevel = signed ? 'warn' : 'debug';
+    // our words, never the parser's message: a JSON parser quotes the (unverified) body
+    let reason = `the body parser refused it (${PARSER_REFUSALS[code] ?? 'the request could not be read'})`;
+    if (signed) reason += '; the signature is valid';
     if (code === PaymentWebhookErrorCode.BODY_TOO_LARGE && !this.parserLimitLogged) {
       this.parserLimitLogged = true;
       level = 'warn';
-      message += "; if the service sends events this large, raise the parser's limit (Express: app.useBodyParser('json', { limit: '1mb' }); Fastify: bodyLimit)";
+      reason += "; if the service sends events this large, raise the parser's limit (Express: app.useBodyParser('json', { limit: '1mb' }); Fastify: bodyLimit)";
     }
-    this.log(level, 'rejected', status, code, undefined, new Error(`the body parser refused it: ${message}${signed ? ' (the signature is valid)' : ''}`));
+    this.log(level, 'rejected', status, code, undefined, new Error(reason));
   }
 
   /**

@@ -101,7 +101,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * refused before `process` could run (see `payment-webhook-body-errors.ts`).
    */
   refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
-    this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, answer.message, this.verifier.hasValidSignature(request));
+    this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));
   }
 
   /**
