@@ -176,6 +176,15 @@ describe('webhook delivery log lines', () => {
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
       { outcome: 'rejected', code: 'WEBHOOK_INVALID_JSON', account: 'default', value: 2 },
     ]);
+    // a refusal the adapter or the route may make (Fastify's parser, Express's route) counts once either way
+    expect(await postWebhook(w.url, envelope(), { contentType: 'text/plain' })).toMatchObject({ status: 415, json: { code: 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE' } });
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toContainEqual({
+      outcome: 'rejected',
+      code: 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE',
+      account: 'default',
+      value: 1,
+    });
+    expect(deliveries(logger)).toHaveLength(3);
   });
 
   it("express: a body over its parser's limit (100 kB) is counted, and the first one says how to raise the limit", async () => {
