@@ -41,7 +41,7 @@ export interface PaymentAccountDefinition {
 export function createPaymentAccountProviders(account: string, extras: PaymentModuleExtras): PaymentAccountDefinition {
   const optionsToken = getPaymentOptionsToken(account);
   const clientToken = getPaymentGatewayToken(account);
-  const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators);
+  const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators, extras.webhookClassDecorators);
   const providers: Provider[] = [
     {
       provide: optionsToken,

@@ -27,6 +27,14 @@ export interface PaymentModuleExtras {
    */
   webhookDecorators?: MethodDecorator[];
   /**
+   * Decorators applied to the module's webhook controller class, in the order given, after
+   * `webhookDecorators`: for host guards that read metadata from the class only
+   * (`reflector.get(KEY, context.getClass())`) and for class-only decorators such as
+   * `ApiExcludeController()`. Each `forRoot()` has its own controller class, so they never
+   * reach another account's route. @default []
+   */
+  webhookClassDecorators?: ClassDecorator[];
+  /**
    * Modules whose exported providers the guards, interceptors or filters named in
    * `webhookDecorators` inject (they are built in this module, e.g. `UseGuards(ApiKeyGuard)`
    * needing your `AuthModule`'s `AuthService`). Global modules need not be listed. @default []
@@ -52,7 +60,7 @@ export const {
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createPaymentOptions')
   .setExtras<PaymentModuleExtras>(
-    { isGlobal: false, account: undefined, webhookDecorators: [], webhookImports: [], webhookRoute: true, readEnv: true },
+    { isGlobal: false, account: undefined, webhookDecorators: [], webhookClassDecorators: [], webhookImports: [], webhookRoute: true, readEnv: true },
     (definition, extras) => {
       const account = createPaymentAccountProviders(resolvePaymentAccountName(extras.account), extras);
       return {

@@ -44,7 +44,10 @@ const NO_ROUTE = 'no route (no webhook secret)';
  * provider adds PATH/METHOD to it only when a webhook secret is configured; without one
  * the controller has no route at all (404).
  */
-export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[] = []): {
+export function createPaymentWebhookRoute(
+  decorators: readonly MethodDecorator[] = [],
+  classDecorators: readonly ClassDecorator[] = [],
+): {
   controller: Type<unknown>;
   providers: Provider[];
 } {
@@ -61,6 +64,10 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
     }
   }
   if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators);
+  // after the method's, as TypeScript orders them; for hosts whose guards read the class
+  // (`reflector.get(KEY, context.getClass())`) and for class-only decorators
+  let controller: Type<unknown> = PaymentWebhookController;
+  for (const decorate of classDecorators) controller = (decorate(controller) as Type<unknown> | void) ?? controller;
 
   // The route lives on the class, so applications built from one forRoot() result share it:
   // the one whose providers ran last decides it for all. Said once, where it differs.
@@ -86,7 +93,7 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
   };
   /** Adds PATH/METHOD to the handler when the account has a webhook secret; removes them when not. */
   const placeRoute = (options: ResolvedPaymentOptions, accounts: PaymentAccountRegistry): PaymentWebhookRoute => {
-    const handler = PaymentWebhookController.prototype.receive;
+    const handler = (controller.prototype as PaymentWebhookController).receive;
     if (options.webhookSecrets.length === 0) {
       // another app built from the same forRoot() result may have placed the route
       Reflect.deleteMetadata(PATH_METADATA, handler);
@@ -100,7 +107,7 @@ export function createPaymentWebhookRoute(decorators: readonly MethodDecorator[]
     return { path };
   };
 
-  return { controller: PaymentWebhookController, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };
+  return { controller, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };
 }
 
 /**

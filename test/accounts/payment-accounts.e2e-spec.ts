@@ -4,6 +4,7 @@ import 'reflect-metadata';
 import { Injectable, type INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
+import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import { getPaymentGatewayToken, getPaymentOptionsToken, InjectPaymentGateway } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentApiError } from '../../lib/client/payment-api.errors.js';
@@ -197,6 +198,76 @@ describe('named accounts in tests', () => {
     await moduleRef.init();
     expect(moduleRef.get(EuCheckout).eu).toBe(fake);
     expect(moduleRef.get(EuCheckout).payments).toBeInstanceOf(PaymentGatewayService);
+    await moduleRef.close();
+  });
+});
+
+@Injectable()
+class HostEmitterListener {
+  readonly heard: string[] = [];
+
+  @OnEvent('payment-gateway.payment.succeeded')
+  onPaid(event: AnyPaymentEvent): void {
+    this.heard.push(`${event.account}:${event.eventId}`);
+  }
+}
+
+describe("each account's own webhook settings", () => {
+  let app: INestApplication;
+  let url: string;
+  const twoMinutesAgo = () => Math.floor(Date.now() / 1000) - 120;
+
+  beforeAll(async () => {
+    process.env.PAYMENT_EU_WEBHOOK_TOLERANCE_SECONDS = '60';
+    try {
+      @Module({
+        imports: [EventEmitterModule.forRoot(), accountModule('eu', 'http://127.0.0.1:9'), accountModule('default', 'http://127.0.0.1:9')],
+        providers: [HostEmitterListener],
+      })
+      class AppModule {}
+      app = await NestFactory.create(AppModule, new ExpressAdapter(), { rawBody: true, logger: false });
+      await app.listen(0, '127.0.0.1');
+    } finally {
+      delete process.env.PAYMENT_EU_WEBHOOK_TOLERANCE_SECONDS;
+    }
+    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('checks the signature timestamp against the tolerance of the account (PAYMENT_EU_WEBHOOK_TOLERANCE_SECONDS), not another one', async () => {
+    const event = buildPaymentEvent('payment.succeeded', { trxId: 'trx_old' });
+    const raw = JSON.stringify(event);
+    const send = (path: string, secret: string) =>
+      fetch(`${url}/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(raw, secret, twoMinutesAgo()) },
+        body: raw,
+      }).then(async (r) => ({ status: r.status, json: await r.json() }));
+    // signed 120 s ago: inside the default account's 300 s, outside eu's 60 s
+    expect(await send('payments/eu/webhook', MERCHANTS.eu.webhookSecret)).toMatchObject({
+      status: 401,
+      json: { code: 'WEBHOOK_TIMESTAMP_OUT_OF_TOLERANCE' },
+    });
+    expect(await send('payments/webhook', MERCHANTS.default.webhookSecret)).toMatchObject({ status: 200, json: { received: true } });
+  });
+
+  it("re-emits a named account's event on the host's EventEmitter2 under the usual name, with the account on the event", async () => {
+    const event = buildPaymentEvent('payment.succeeded', { trxId: 'trx_emitted' });
+    expect(await post(`${url}/payments/eu/webhook`, event, MERCHANTS.eu.webhookSecret)).toMatchObject({ status: 200 });
+    expect(app.get(HostEmitterListener).heard).toContain(`eu:${event.eventId}`);
+  });
+});
+
+describe('an app with named accounts only', () => {
+  it('has no PaymentGatewayService under the class token: a named account never answers to it', async () => {
+    @Module({ imports: [accountModule('eu', 'http://127.0.0.1:9')] })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    moduleRef.useLogger(false);
+    expect(moduleRef.get(getPaymentGatewayToken('eu'))).toBeInstanceOf(PaymentGatewayService);
+    expect(() => moduleRef.get(PaymentGatewayService, { strict: false })).toThrow();
     await moduleRef.close();
   });
 });

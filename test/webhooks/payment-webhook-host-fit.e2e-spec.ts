@@ -55,6 +55,18 @@ class HostAuthGuard implements CanActivate {
   }
 }
 
+/** A host guard that reads `@Public()` from the controller class only, as some auth libraries do. */
+@Injectable()
+class ClassLevelAuthGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (this.reflector.get<boolean>(IS_PUBLIC, context.getClass())) return true;
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    return request.headers.authorization === 'Bearer host-token';
+  }
+}
+
 @Controller('orders')
 class HostOrdersController {
   @Get()
@@ -205,6 +217,34 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
         expect(wrapped).toEqual(['outer: before receive', 'inner: before receive', 'inner: after receive', 'outer: after receive']);
         expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it('lets the service through a guard that reads the class only with webhookClassDecorators: [Public()] (webhookDecorators alone: 403)', async () => {
+      const methodOnly = await startWebhookApp({
+        adapter,
+        payment: { webhookDecorators: [Public()] },
+        extraProviders: [{ provide: APP_GUARD, useClass: ClassLevelAuthGuard }],
+      });
+      try {
+        expect((await postWebhook(methodOnly.url, envelope())).status).toBe(403);
+      } finally {
+        await methodOnly.close();
+      }
+      const w = await startWebhookApp({
+        adapter,
+        payment: { webhookClassDecorators: [Public()] },
+        controllers: [HostOrdersController],
+        extraProviders: [{ provide: APP_GUARD, useClass: ClassLevelAuthGuard }],
+      });
+      try {
+        const body = envelope();
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { duplicate: true } });
+        expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+        expect(await getJson(`${w.url}/orders`)).toBe(403);
       } finally {
         await w.close();
       }
