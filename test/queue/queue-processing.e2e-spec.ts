@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -45,6 +47,24 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     expect(q.handlers.count('entered', id)).toBe(1);
     expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
     await sleep(100);
+    expect(q.handlers.count('entered', id)).toBe(1);
+  });
+
+  it('adds one job for copies of an event that arrive while it is still being handled', async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    const release = q.handlers.hold(id);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the held handler ran', () => q.handlers.count('entered', id) === 1);
+    // not processed yet, so the route cannot answer "duplicate": each copy is added again, with the same job id
+    const copies = await Promise.all(Array.from({ length: 9 }, () => postWebhook(q.url, event)));
+    expect(copies.map((r) => r.json)).toEqual(Array.from({ length: 9 }, () => ({ received: true, queued: true })));
+    const queue = q.app.get(PaymentAccountRegistry).requireQueue('default').queue;
+    const pending = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized']);
+    expect(pending.filter((job) => job.data.event.eventId === id)).toHaveLength(1);
+    release();
+    await waitFor('the event was handled', () => q.handlers.count('done', id) === 1);
+    await sleep(200);
     expect(q.handlers.count('entered', id)).toBe(1);
   });
 
@@ -104,5 +124,61 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     expect(await postWebhook(q.url, { ...event, eventId: 42 })).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_ENVELOPE' } });
     await sleep(200);
     expect(q.handlers.count('entered', event.eventId as string)).toBe(0);
+  });
+});
+
+// The worker runs the same dispatch as the inline route: reconciliation with the account's
+// client, then the handlers, then the re-emit on the host's EventEmitter2.
+describe('queue mode against the simulator: reconciliation and re-emit run in the worker', () => {
+  let redis: TestRedisServer;
+  let sim: PaymentServiceSimulator;
+  let q: QueueApp;
+  let client: PaymentGatewayService;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    sim = new PaymentServiceSimulator({ rateLimits: false });
+    await sim.start();
+    q = await startQueueApp(redis.url, {
+      payment: { baseUrl: sim.url, clientId: 'sandbox-client', clientSecret: 'sandbox-secret', webhookSecret: 'whsec_sandbox', reconcile: true, maxRetries: 0 },
+      eventEmitter: true,
+    });
+    sim.setWebhookUrl(1, `${q.url}/payments/webhook`);
+    client = q.app.get(PaymentGatewayService);
+  });
+  afterAll(async () => {
+    await q?.close();
+    await sim?.stop();
+    await redis?.stop();
+  });
+
+  const succeededFor = (trxId: string) => q.listener!.succeeded.filter((e) => (e.data as { trxId?: string }).trxId === trxId);
+
+  it('re-emits each handled event once, with the canonical status read by the account client', async () => {
+    sim.scriptNextPayment('succeed');
+    const payment = await client.createPayment({ amount: '12.50', currency: 'USD' });
+    await sim.waitForDeliveries();
+    expect(sim.deliveryLog.filter((d) => d.status !== 200)).toEqual([]);
+    await waitFor('the worker re-emitted payment.succeeded', () => succeededFor(payment.trxId!).length === 1);
+    const [event] = succeededFor(payment.trxId!);
+    expect(event).toMatchObject({ account: 'default', canonicalStatus: 'SUCCESS' });
+    expect(q.handlers.count('done', event!.eventId)).toBe(1);
+    await sleep(200);
+    expect(succeededFor(payment.trxId!)).toHaveLength(1);
+  });
+
+  it('retries a failed status read in the worker (the delivery was already acknowledged), then handles the event once', async () => {
+    sim.scriptNextPayment('succeed');
+    const payment = await client.createPayment({ amount: '13', currency: 'USD' });
+    sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 500, code: 'PAY_5003', times: 1 });
+    await sim.waitForDeliveries();
+    // the service got 200 queued for both events: the reconciliation failure is the worker's to retry
+    expect(sim.deliveryLog.filter((d) => d.status !== 200)).toEqual([]);
+    await waitFor('the worker re-emitted payment.succeeded', () => succeededFor(payment.trxId!).length === 1);
+    const events = sim.events.filter((e) => (e.data as { trxId?: string }).trxId === payment.trxId);
+    await waitFor('both events handled', () => events.every((e) => q.handlers.count('done', e.eventId) === 1));
+    for (const e of events) expect(q.handlers.count('entered', e.eventId)).toBe(1);
+    expect(succeededFor(payment.trxId!)[0]).toMatchObject({ canonicalStatus: 'SUCCESS' });
+    expect(await q.deadLetters.list()).toEqual([]);
   });
 });

@@ -70,14 +70,20 @@ export class QueueHandlers {
   }
 }
 
-/** Dead letters announced on the host's EventEmitter2. */
+/** Dead letters, and payment.succeeded events re-emitted by the worker, heard on the host's EventEmitter2. */
 @Injectable()
 export class DeadLetterListener {
   readonly received: PaymentDeadLetter[] = [];
+  readonly succeeded: AnyPaymentEvent[] = [];
 
   @OnEvent(PAYMENT_DEAD_LETTER_EVENT)
   onDeadLetter(deadLetter: PaymentDeadLetter): void {
     this.received.push(deadLetter);
+  }
+
+  @OnEvent('payment-gateway.payment.succeeded')
+  onSucceeded(event: AnyPaymentEvent): void {
+    this.succeeded.push(event);
   }
 }
 
