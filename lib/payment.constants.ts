@@ -27,10 +27,10 @@ export const PAYMENT_ACCOUNT_WORKER = Symbol('nestjs-payment-gateway:account-wor
 export const PAYMENT_WEBHOOK_ROUTE = Symbol('nestjs-payment-gateway:webhook-route');
 
 /** Optional `Partial<PaymentClientRuntime>` (clock, random) for every `PaymentGatewayService`. @publicApi */
-export const PAYMENT_CLIENT_RUNTIME = Symbol('PAYMENT_CLIENT_RUNTIME');
+export const PAYMENT_CLIENT_RUNTIME = Symbol('nestjs-payment-gateway:client-runtime');
 
 /** Defaults of `PaymentWebhookIdempotencyInterceptor` (the module fills them from the default account). */
-export const PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS = Symbol('PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS');
+export const PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS = Symbol('nestjs-payment-gateway:webhook-idempotency-options');
 
 /** Reflect-metadata key `@OnPaymentEvent` stores on a handler method. */
 export const PAYMENT_EVENT_HANDLER_METADATA = 'payment-gateway:event-handler';
@@ -40,6 +40,9 @@ export const WEBHOOK_IDEMPOTENCY_METADATA = 'payment-gateway:webhook-idempotency
 
 /** Key of what the webhook guards learned, kept on the request; a symbol so it never collides with the host's own fields. */
 export const PAYMENT_WEBHOOK_REQUEST_STATE: unique symbol = Symbol.for('nestjs-payment-gateway.webhook-request');
+
+/** Set on a webhook request whose body Fastify's parser refused, so the route's answer is given to it. */
+export const PAYMENT_WEBHOOK_PARSER_REFUSED: unique symbol = Symbol('nestjs-payment-gateway:parser-refused');
 
 /** Prefix of every event name this module emits on EventEmitter2, so it never collides with the host's own events. */
 export const PAYMENT_EVENT_NAMESPACE = 'payment-gateway';

@@ -1,4 +1,5 @@
 import { HttpException, type HttpServer } from '@nestjs/common';
+import { PAYMENT_WEBHOOK_PARSER_REFUSED } from '../payment.constants.js';
 import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
 import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -106,8 +107,6 @@ const PARSER_STATUSES = new Set([400, 413, 415]);
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
-/** Set on a webhook request whose body the Fastify parser refused (see `installFastify`). */
-const PARSER_REFUSED = Symbol('nestjs-payment-gateway:parser-refused');
 
 /** The code of a Fastify parser refusal: `WEBHOOK_INVALID_JSON` for its JSON errors, else by status. */
 function fastifyParserCode(status: number, message: unknown): string {
@@ -120,19 +119,19 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // instance's error handler without a code; add it on the way out, for this path only. Only
   // those: an answer a host exception filter wrote (sent as a body, not as an error, so no
   // onError hook runs) is the host's and stays as it is.
-  type FastifyRequest = PaymentWebhookRequest & { url?: string; [PARSER_REFUSED]?: unknown };
+  type FastifyRequest = PaymentWebhookRequest & { url?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown };
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown }, done: () => void) => {
     const status = error?.statusCode;
     if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
-      request[PARSER_REFUSED] = true;
+      request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
       if (isWebhook(pathOf(request.url))) {
         onRefused(request, { statusCode: status, code: fastifyParserCode(status, error.message), message: typeof error.message === 'string' ? error.message : 'Bad request' });
       }
     }
     done();
   });
-  instance.addHook('onSend', (request: { url?: string; [PARSER_REFUSED]?: unknown }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
-    if (request[PARSER_REFUSED] !== true || !PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
+  instance.addHook('onSend', (request: { url?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
+    if (request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true || !PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
       done(null, payload);
       return;
     }

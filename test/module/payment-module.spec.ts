@@ -6,6 +6,7 @@ import {
   PaymentConfigurationError,
   PaymentModule,
   getPaymentOptionsToken,
+  InjectPaymentOptions,
   type PaymentModuleOptions,
   type PaymentOptionsFactory,
   type ResolvedPaymentOptions,
@@ -38,7 +39,7 @@ describe('PaymentModule configuration', () => {
   let restore: () => void;
   afterEach(() => restore?.());
 
-  it('forRoot() with no argument reads PAYMENT_* through ConfigService', async () => {
+  it('forRoot() with no argument reads PAYMENT_* from the process environment (no ConfigModule)', async () => {
     restore = withEnv({ PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_ENVIRONMENT: 'live', PAYMENT_HTTP_TIMEOUT_MS: '2500' });
     const options = await resolvedFrom({ imports: [PaymentModule.forRoot()] });
     expect(options.apiBaseUrl).toBe('https://pay.example.com/api/v1');
@@ -88,6 +89,47 @@ describe('PaymentModule configuration', () => {
     const options = await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: OptionsFactory, readEnv: false })] });
     expect(options.baseUrl).toBe('https://class.example.com');
     expect(options.environment).toBe('sandbox');
+  });
+
+  it('forRootAsync() with useExisting: a factory another module provides', async () => {
+    restore = withEnv({});
+    @Injectable()
+    class SharedOptionsFactory implements PaymentOptionsFactory {
+      createPaymentOptions(): PaymentModuleOptions {
+        return { baseUrl: 'https://existing.example.com', httpTimeoutMs: 1234 };
+      }
+    }
+    @Module({ providers: [SharedOptionsFactory], exports: [SharedOptionsFactory] })
+    class SettingsModule {}
+    const options = await resolvedFrom({
+      imports: [PaymentModule.forRootAsync({ imports: [SettingsModule], useExisting: SharedOptionsFactory })],
+    });
+    expect(options).toMatchObject({ baseUrl: 'https://existing.example.com', httpTimeoutMs: 1234 });
+  });
+
+  it("@InjectPaymentOptions() injects the default account's resolved options, @InjectPaymentOptions(name) a named account's", async () => {
+    restore = withEnv({});
+    @Injectable()
+    class OptionsReader {
+      constructor(
+        @InjectPaymentOptions() readonly defaults: ResolvedPaymentOptions,
+        @InjectPaymentOptions('eu') readonly eu: ResolvedPaymentOptions,
+      ) {}
+    }
+    const ref = await Test.createTestingModule({
+      imports: [
+        PaymentModule.forRoot({ baseUrl: 'https://pay.example.com' }),
+        PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.pay.example.com', readEnv: false }),
+      ],
+      providers: [OptionsReader],
+    }).compile();
+    try {
+      const reader = ref.get(OptionsReader);
+      expect(reader.defaults).toMatchObject({ account: 'default', baseUrl: 'https://pay.example.com' });
+      expect(reader.eu).toMatchObject({ account: 'eu', baseUrl: 'https://eu.pay.example.com' });
+    } finally {
+      await ref.close();
+    }
   });
 
   it('isGlobal makes the providers visible to every module', async () => {

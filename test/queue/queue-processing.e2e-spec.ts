@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+import type { Queue } from 'bullmq';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import type { PaymentEventJobData } from '../../lib/queue/payment-event-job.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
@@ -59,7 +61,8 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     // not processed yet, so the route cannot answer "duplicate": each copy is added again, with the same job id
     const copies = await Promise.all(Array.from({ length: 9 }, () => postWebhook(q.url, event)));
     expect(copies.map((r) => r.json)).toEqual(Array.from({ length: 9 }, () => ({ received: true, queued: true })));
-    const queue = q.app.get(PaymentAccountRegistry).requireQueue('default').queue;
+    // the module's queue is a real BullMQ Queue; the module types only what it calls
+    const queue = q.app.get(PaymentAccountRegistry).requireQueue('default').queue as unknown as Queue<PaymentEventJobData>;
     const pending = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized']);
     expect(pending.filter((job) => job.data.event.eventId === id)).toHaveLength(1);
     release();
