@@ -48,6 +48,21 @@ describe('WebhookLeaseRenewer', () => {
     renewer.close();
   });
 
+  it('renews any number of claims with one timer, and stops it once none is tracked', async () => {
+    const store = new FlakyExtendStore();
+    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CollectingLogger());
+    const baseline = jest.getTimerCount();
+    const claims = [];
+    for (let i = 0; i < 50; i++) claims.push(renewer.track(`evt_${i}`, await claimed(store, `evt_${i}`)));
+    expect(jest.getTimerCount() - baseline).toBe(1);
+    await sleep(LEASE_MS);
+    expect(store.extendCalls).toBeGreaterThanOrEqual(50);
+    for (const claim of claims) renewer.untrack(claim);
+    await sleep(LEASE_MS);
+    expect(jest.getTimerCount()).toBe(baseline);
+    renewer.close();
+  });
+
   it('keeps retrying after a failed renewal while the lease has not lapsed (one time-out does not end renewal)', async () => {
     const store = new FlakyExtendStore();
     const logger = new CollectingLogger();
