@@ -11,6 +11,7 @@ import {
   startReliabilityApp,
 } from '../support/reliability-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { MOUNTED_ADAPTERS } from '../support/webhooks-app.js';
 
 const EVENTS = 200;
 const COPIES = 10;
@@ -52,10 +53,10 @@ function expectOncePerEvent(apps: ReliabilityApp[]): void {
 }
 
 describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 connections)', () => {
-  it.each(['express', 'fastify'] as const)('runs each handler exactly once per eventId on one %s instance (memory store)', async (adapter) => {
-    const app = await startReliabilityApp(adapter);
+  it.each(MOUNTED_ADAPTERS)('runs each handler exactly once per eventId on one %s instance, %s (memory store)', async (adapter, mount) => {
+    const app = await startReliabilityApp(adapter, {}, false, mount);
     try {
-      const statuses = await storm([app], adapter === 'express' ? 1 : 2);
+      const statuses = await storm([app], (adapter === 'express' ? 1 : 2) + (mount === 'host route' ? 10 : 0));
       // a copy racing the first delivery gets 409 (retried by the service), never an error
       expect(statuses.filter((s) => s !== 200 && s !== 409)).toEqual([]);
       expectOncePerEvent([app]);
@@ -73,9 +74,9 @@ describe('reliability: duplicate storm (200 events × 10 copies, shuffled, 50 co
       await redis?.stop();
     });
 
-    it('runs each handler exactly once in total across an Express and a Fastify instance', async () => {
+    it("runs each handler exactly once in total across an Express instance (module route) and a Fastify instance (host's route)", async () => {
       const a = await startReliabilityApp('express', { redisUrl: redis.url });
-      const b = await startReliabilityApp('fastify', { redisUrl: redis.url });
+      const b = await startReliabilityApp('fastify', { redisUrl: redis.url }, false, 'host route');
       try {
         const statuses = await storm([a, b], 3);
         expect(statuses.filter((s) => s !== 200 && s !== 409)).toEqual([]);

@@ -11,6 +11,7 @@ import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { buildPaymentEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { HostWebhookController, type WebhookMount } from './webhooks-app.js';
 
 export type ReliabilityAdapter = 'express' | 'fastify';
 export const RELIABILITY_WEBHOOK_SECRET = 'whsec_reliability_primary_7f3a';
@@ -63,9 +64,20 @@ export async function startReliabilityApp(
   adapter: ReliabilityAdapter,
   payment: PaymentModuleOptions = {},
   logger: LoggerService | false = false,
+  mount: WebhookMount = 'module route',
 ): Promise<ReliabilityApp> {
+  const hostMounted = mount === 'host route';
   @Module({
-    imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: RELIABILITY_WEBHOOK_SECRET, ...payment })],
+    imports: [
+      PaymentModule.forRoot({
+        baseUrl: 'http://127.0.0.1:9',
+        webhookSecret: RELIABILITY_WEBHOOK_SECRET,
+        ...(hostMounted ? { webhookRoute: false } : {}),
+        ...payment,
+      }),
+    ],
+    // the host's own controller with PaymentWebhookReceiver, at the same path
+    controllers: hostMounted ? [HostWebhookController] : [],
     providers: [EffectCounter],
   })
   class ReliabilityAppModule {}
