@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
@@ -11,7 +12,9 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the
  * adapter's parsed body, so handlers see exactly what was signed) as the service's
  * envelope and keeps the event on the request, where the idempotency interceptor
- * finds its `eventId` before any handler runs.
+ * finds its `eventId` before any handler runs. The event is the default account's, with
+ * `account` and `receivedAt` set as on the module's route; its `environment` is not judged
+ * (the route's live/sandbox check is `PaymentWebhookReceiver`'s).
  * @publicApi
  */
 @Injectable()
@@ -35,6 +38,7 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       // Never fall back to the adapter's parsed copy: it is not what was signed.
       throw new WebhookRawBodyMissingError();
     }
-    return parseWebhookEnvelope(rawBody, this.onAnomaly);
+    // the building blocks serve the default account; a body never supplies the module's fields
+    return prepareReceivedEvent(parseWebhookEnvelope(rawBody, this.onAnomaly), DEFAULT_PAYMENT_ACCOUNT);
   }
 }

@@ -119,6 +119,18 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     expect(getVerifiedPaymentWebhookEvent(request)).toMatchObject({ eventId: body.eventId, eventType: 'payment.succeeded' });
   });
 
+  it('sets the fields only the module sets (account, receivedAt) and drops them from the body, so a body cannot pretend to be reconciled', () => {
+    const body = envelope('payment.succeeded', { canonicalStatus: 'SUCCESS', account: 'other', receivedAt: '2020-01-01T00:00:00Z' });
+    const request = signedRequest(body);
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+    expect(new PaymentWebhookEnvelopeGuard().canActivate(context(request))).toBe(true);
+    const event = getVerifiedPaymentWebhookEvent(request)!;
+    expect(event).not.toHaveProperty('canonicalStatus');
+    expect(event.account).toBe('default');
+    expect(event.receivedAt).toBeInstanceOf(Date);
+    expect(Date.now() - event.receivedAt.getTime()).toBeLessThan(60_000);
+  });
+
   it('refuses a body without what dispatch needs (400), and a request without raw bytes (500)', () => {
     const request = signedRequest({ hello: 'world' });
     expect(rejection(() => new PaymentWebhookEnvelopeGuard().canActivate(context(request)))).toEqual({
