@@ -107,7 +107,6 @@ const PARSER_STATUSES = new Set([400, 413, 415]);
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
-
 /** The code of a Fastify parser refusal: `WEBHOOK_INVALID_JSON` for its JSON errors, else by status. */
 function fastifyParserCode(status: number, message: unknown): string {
   return status === 400 && typeof message === 'string' && /json/i.test(message) ? PaymentWebhookErrorCode.INVALID_JSON : webhookErrorCodeForStatus(status);
