@@ -36,7 +36,7 @@ export interface PaymentModuleExtras {
   webhookClassDecorators?: ClassDecorator[];
   /**
    * Modules whose exported providers the guards, interceptors or filters named in
-   * `webhookDecorators` inject (they are built in this module, e.g. `UseGuards(ApiKeyGuard)`
+   * `webhookDecorators` or `webhookClassDecorators` inject (they are built in this module, e.g. `UseGuards(ApiKeyGuard)`
    * needing your `AuthModule`'s `AuthService`). Global modules need not be listed. @default []
    */
   webhookImports?: NonNullable<ModuleMetadata['imports']>;

@@ -12,9 +12,9 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the
  * adapter's parsed body, so handlers see exactly what was signed) as the service's
  * envelope and keeps the event on the request, where the idempotency interceptor
- * finds its `eventId` before any handler runs. The event is the default account's, with
- * `account` and `receivedAt` set as on the module's route; its `environment` is not judged
- * (the route's live/sandbox check is `PaymentWebhookReceiver`'s).
+ * finds its `eventId` before any handler runs. The event has `account` (the default account,
+ * or what `getAccount` says) and `receivedAt` set as on the module's route; its `environment`
+ * is not judged (the route's live/sandbox check is `PaymentWebhookReceiver`'s).
  * @publicApi
  */
 @Injectable()
@@ -25,7 +25,8 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
     try {
-      getPaymentWebhookState(request).event = this.parse(request);
+      // a body never supplies the module's fields (a forged canonicalStatus or account)
+      getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request), this.getAccount(context));
       return true;
     } catch (error) {
       throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
@@ -38,7 +39,11 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       // Never fall back to the adapter's parsed copy: it is not what was signed.
       throw new WebhookRawBodyMissingError();
     }
-    // the building blocks serve the default account; a body never supplies the module's fields
-    return prepareReceivedEvent(parseWebhookEnvelope(rawBody, this.onAnomaly), DEFAULT_PAYMENT_ACCOUNT);
+    return parseWebhookEnvelope(rawBody, this.onAnomaly);
+  }
+
+  /** The account the event is given to handlers as; override with a signature guard checking another account's secrets. */
+  protected getAccount(_context: ExecutionContext): string {
+    return DEFAULT_PAYMENT_ACCOUNT;
   }
 }

@@ -67,7 +67,14 @@ export function createPaymentWebhookRoute(
   // after the method's, as TypeScript orders them; for hosts whose guards read the class
   // (`reflector.get(KEY, context.getClass())`) and for class-only decorators
   let controller: Type<unknown> = PaymentWebhookController;
-  for (const decorate of classDecorators) controller = (decorate(controller) as Type<unknown> | void) ?? controller;
+  if (classDecorators.length > 0) {
+    const handler = PaymentWebhookController.prototype.receive;
+    for (const decorate of classDecorators) controller = (decorate(controller) as Type<unknown> | void) ?? controller;
+    // one that wraps the class's methods (or returns a subclass overriding `receive`) must not
+    // drop the route's status, version and the `webhookDecorators` guards with them
+    const wrapper: unknown = (controller.prototype as PaymentWebhookController).receive;
+    if (typeof wrapper === 'function' && wrapper !== handler) copyMissingMetadata(handler, wrapper);
+  }
 
   // The route lives on the class, so applications built from one forRoot() result share it:
   // the one whose providers ran last decides it for all. Said once, where it differs.
@@ -152,10 +159,13 @@ function applyRouteDecorators(prototype: object, decorators: readonly MethodDeco
     descriptor = (decorate(prototype, 'receive', descriptor) as PropertyDescriptor | void) ?? descriptor;
   }
   const wrapper: unknown = descriptor.value;
-  if (typeof wrapper === 'function' && wrapper !== original.value) {
-    for (const key of Reflect.getOwnMetadataKeys(original.value)) {
-      if (!Reflect.hasOwnMetadata(key, wrapper)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original.value), wrapper);
-    }
-  }
+  if (typeof wrapper === 'function' && wrapper !== original.value) copyMissingMetadata(original.value, wrapper);
   Object.defineProperty(prototype, 'receive', descriptor);
+}
+
+/** Gives a wrapper the metadata of the method it replaced (what it set itself wins). */
+function copyMissingMetadata(from: object, to: object): void {
+  for (const key of Reflect.getOwnMetadataKeys(from)) {
+    if (!Reflect.hasOwnMetadata(key, to)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, from), to);
+  }
 }

@@ -67,7 +67,7 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     expect(pending.filter((job) => job.data.event.eventId === id)).toHaveLength(1);
     release();
     await waitFor('the event was handled', () => q.handlers.count('done', id) === 1);
-    await sleep(200);
+    await sleep(600); // longer than a delayed copy's wait (the worker's in-flight delay)
     expect(q.handlers.count('entered', id)).toBe(1);
   });
 
@@ -166,12 +166,13 @@ describe('queue mode against the simulator: reconciliation and re-emit run in th
     const [event] = succeededFor(payment.trxId!);
     expect(event).toMatchObject({ account: 'default', canonicalStatus: 'SUCCESS' });
     expect(q.handlers.count('done', event!.eventId)).toBe(1);
-    await sleep(200);
+    await sleep(600);
     expect(succeededFor(payment.trxId!)).toHaveLength(1);
   });
 
   it('retries a failed status read in the worker (the delivery was already acknowledged), then handles the event once', async () => {
     sim.scriptNextPayment('succeed');
+    sim.clearRequests();
     const payment = await client.createPayment({ amount: '13', currency: 'USD' });
     sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'status', status: 500, code: 'PAY_5003', times: 1 });
     await sim.waitForDeliveries();
@@ -182,6 +183,10 @@ describe('queue mode against the simulator: reconciliation and re-emit run in th
     await waitFor('both events handled', () => events.every((e) => q.handlers.count('done', e.eventId) === 1));
     for (const e of events) expect(q.handlers.count('entered', e.eventId)).toBe(1);
     expect(succeededFor(payment.trxId!)[0]).toMatchObject({ canonicalStatus: 'SUCCESS' });
+    // the fault was met: one status read failed, and was read again
+    const statusReads = sim.requests.filter((r) => r.route === '/payment/status').map((r) => r.status);
+    expect(statusReads[0]).toBe(500);
+    expect(statusReads.filter((status) => status === 200).length).toBeGreaterThanOrEqual(2);
     expect(await q.deadLetters.list()).toEqual([]);
   });
 });

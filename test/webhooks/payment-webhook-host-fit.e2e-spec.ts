@@ -250,6 +250,44 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       }
     });
 
+    it.each([
+      [
+        'wraps every method of the class',
+        ((target: Function) => {
+          const prototype = target.prototype as Record<string, (...args: unknown[]) => unknown>;
+          for (const name of Object.getOwnPropertyNames(prototype).filter((n) => n !== 'constructor')) {
+            const original = prototype[name]!;
+            prototype[name] = function (this: unknown, ...args: unknown[]) {
+              return original.apply(this, args);
+            };
+          }
+        }) as ClassDecorator,
+      ],
+      [
+        'returns a subclass overriding receive',
+        ((target: new (...args: any[]) => { receive(...args: unknown[]): unknown }) =>
+          class extends target {
+            override receive(...args: unknown[]) {
+              return super.receive(...args);
+            }
+          }) as unknown as ClassDecorator,
+      ],
+    ])('keeps the status, version and webhookDecorators of the route when a class decorator %s', async (_label, decorator) => {
+      const w = await startWebhookApp({
+        adapter,
+        payment: { webhookDecorators: [Public()], webhookClassDecorators: [decorator] },
+        extraProviders: [{ provide: APP_GUARD, useClass: HostAuthGuard }],
+      });
+      try {
+        const body = envelope();
+        // 200 (HttpCode), not 201; through the guard (Public() of webhookDecorators), not 403
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+        expect(w.handlers.count('payment.*', body.eventId as string)).toBe(1);
+      } finally {
+        await w.close();
+      }
+    });
+
     it('takes webhookDecorators beside the factory of forRootAsync', async () => {
       const w = await startWebhookApp({
         adapter,

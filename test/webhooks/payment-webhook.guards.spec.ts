@@ -129,6 +129,17 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     expect(event.account).toBe('default');
     expect(event.receivedAt).toBeInstanceOf(Date);
     expect(Date.now() - event.receivedAt.getTime()).toBeLessThan(60_000);
+
+    // a subclass beside a signature guard that checks another account's secrets names that account
+    class EuEnvelopeGuard extends PaymentWebhookEnvelopeGuard {
+      protected override getAccount(): string {
+        return 'eu';
+      }
+    }
+    const second = signedRequest(body);
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(second))).toBe(true);
+    expect(new EuEnvelopeGuard().canActivate(context(second))).toBe(true);
+    expect(getVerifiedPaymentWebhookEvent(second)).toMatchObject({ account: 'eu', eventId: body.eventId });
   });
 
   it('refuses a body without what dispatch needs (400), and a request without raw bytes (500)', () => {
