@@ -46,24 +46,24 @@ const Public = () => SetMetadata(IS_PUBLIC, true);
 
 @Injectable()
 class HostAuthGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
+  constructor(protected readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
+    if (this.isPublic(context)) return true;
     const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
     return request.headers.authorization === 'Bearer host-token';
+  }
+
+  protected isPublic(context: ExecutionContext): boolean {
+    return this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]) === true;
   }
 }
 
 /** A host guard that reads `@Public()` from the controller class only, as some auth libraries do. */
 @Injectable()
-class ClassLevelAuthGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
-
-  canActivate(context: ExecutionContext): boolean {
-    if (this.reflector.get<boolean>(IS_PUBLIC, context.getClass())) return true;
-    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
-    return request.headers.authorization === 'Bearer host-token';
+class ClassLevelAuthGuard extends HostAuthGuard {
+  protected override isPublic(context: ExecutionContext): boolean {
+    return this.reflector.get<boolean>(IS_PUBLIC, context.getClass()) === true;
   }
 }
 
