@@ -58,9 +58,10 @@ const credentials = {
 // What a host app of each major typically has next to the package: its own @nestjs/config
 // and @nestjs/event-emitter (the Nest 11 generation is config 4 / event-emitter 3; both are
 // peer dependencies of the package, so it uses the host's copies), and one major of the optional peer ioredis
-// (so the package's lazy require('ioredis') is proven against both majors of its range).
+// (so the package's lazy require('ioredis') is proven against both majors of its range); the Nest 12 apps
+// also have the optional peer bullmq (queue mode).
 const HOST_EXTRAS: Record<number, Record<string, string>> = {
-  12: { '@nestjs/config': '^12.0.0', '@nestjs/event-emitter': '^12.0.0', ioredis: '^6.0.0' },
+  12: { '@nestjs/config': '^12.0.0', '@nestjs/event-emitter': '^12.0.0', ioredis: '^6.0.0', bullmq: '^6.7.0' },
   11: { '@nestjs/config': '^4.0.0', '@nestjs/event-emitter': '^3.0.0', ioredis: '^5.0.0' },
 };
 
@@ -363,6 +364,52 @@ describe.each([
 
   it('shuts both instances down cleanly (the Redis connection is closed on app.close())', async () => {
     for (const instance of instances) expect(await instance.stop()).toEqual({ code: 0, signal: null });
+  });
+});
+
+/**
+ * `processing: 'queue'` from a packed install: the package loads the optional peer bullmq from the
+ * app's node_modules (the ES module build has no require of its own) and one process acknowledges
+ * and works.
+ */
+describe.each([
+  { label: 'NestJS 12 ESM app, Express', dir: 'nest12-esm' as AppDir, adapter: 'express' },
+  { label: 'NestJS 12 CommonJS app, Fastify', dir: 'nest12-cjs' as AppDir, adapter: 'fastify' },
+])('Queue mode: $label', ({ dir, adapter }) => {
+  let app: RunningApp | undefined;
+
+  beforeAll(async () => {
+    const appDir = appDirs.get(dir);
+    if (!appDir || !simulator) throw new Error('matrix setup failed (see the first error of this file)');
+    redis ??= await startRedisServer();
+    app = await startNodeApp(
+      appDir,
+      ['main.js'],
+      { ...credentials, COMPAT_ADAPTER: adapter, COMPAT_BASE_URL: String(simulator.ready.url), COMPAT_REDIS_URL: redis.url, COMPAT_PROCESSING: 'queue' },
+      APP_BOOT_TIMEOUT_MS,
+    );
+  }, APP_BOOT_TIMEOUT_MS + 10_000);
+
+  afterAll(async () => {
+    await app?.stop();
+  });
+
+  it('acknowledges a signed event once Redis holds it, then the worker handles it once', async () => {
+    const running = app!;
+    const signed = await signedEvent(appDirs.get(dir)!);
+    expect(await postWebhook(running, signed.body, signed.signature)).toEqual({ status: 200, body: { received: true, queued: true } });
+    const deadline = Date.now() + 15_000;
+    let handled = (await getJson(running, '/handled')).body as { count: number; eventIds: string[] };
+    while (handled.count === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      handled = (await getJson(running, '/handled')).body as { count: number; eventIds: string[] };
+    }
+    expect(handled).toEqual({ count: 1, eventIds: [signed.eventId] });
+    expect(await postWebhook(running, signed.body, signed.signature)).toEqual({ status: 200, body: { received: true, duplicate: true } });
+  });
+
+  it('shuts down cleanly (exit code 0): the worker and the queue connections are closed on app.close()', async () => {
+    expect(await app!.stop()).toEqual({ code: 0, signal: null });
   });
 });
 
