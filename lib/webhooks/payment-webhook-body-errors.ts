@@ -107,9 +107,11 @@ const PARSER_STATUSES = new Set([400, 413, 415]);
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
-/** The code of a Fastify parser refusal: `WEBHOOK_INVALID_JSON` for its JSON errors, else by status. */
-function fastifyParserCode(status: number, message: unknown): string {
-  return status === 400 && typeof message === 'string' && /json/i.test(message) ? PaymentWebhookErrorCode.INVALID_JSON : webhookErrorCodeForStatus(status);
+/** The webhook body of a Fastify parser refusal; its code is `WEBHOOK_INVALID_JSON` for JSON errors, else by status. */
+function fastifyParserBody(status: number, message: unknown): PaymentWebhookErrorBody {
+  const text = typeof message === 'string' ? message : undefined;
+  const code = status === 400 && text !== undefined && /json/i.test(text) ? PaymentWebhookErrorCode.INVALID_JSON : webhookErrorCodeForStatus(status);
+  return { statusCode: status, code, message: text ?? 'Bad request' };
 }
 
 function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
@@ -124,12 +126,12 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
     if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
       if (isWebhook(pathOf(request.url))) {
-        onRefused(request, { statusCode: status, code: fastifyParserCode(status, error.message), message: typeof error.message === 'string' ? error.message : 'Bad request' });
+        onRefused(request, fastifyParserBody(status, error.message));
       }
     }
     done();
   });
-  instance.addHook('onSend', (request: { url?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown }, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
+  instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
     if (request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true || !PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
       done(null, payload);
       return;
@@ -146,14 +148,6 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
       done(null, payload);
       return;
     }
-    const original = parsed as { message?: unknown };
-    const status = reply.statusCode;
-    const code = fastifyParserCode(status, original.message);
-    const body: PaymentWebhookErrorBody = {
-      statusCode: status,
-      code,
-      message: typeof original.message === 'string' ? original.message : 'Bad request',
-    };
-    done(null, JSON.stringify(body));
+    done(null, JSON.stringify(fastifyParserBody(reply.statusCode, (parsed as { message?: unknown }).message)));
   });
 }
