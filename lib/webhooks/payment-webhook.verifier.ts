@@ -58,7 +58,7 @@ export class PaymentWebhookVerifier {
     if (rawBody.length > maxBytes) {
       throw new WebhookBodyTooLargeError(maxBytes);
     }
-    verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
+    this.assertSigned(rawBody, headers);
     return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
 
@@ -67,10 +67,15 @@ export class PaymentWebhookVerifier {
     const rawBody = rawBodyOf(request);
     if (rawBody === undefined || rawBody.length > this.settings.webhookMaxBodyBytes) return false;
     try {
-      verifyWebhookSignature(rawBody, request.headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
+      this.assertSigned(rawBody, request.headers);
       return true;
     } catch {
       return false;
     }
+  }
+
+  /** The signature and replay-window check, with this account's secrets and tolerance. */
+  private assertSigned(rawBody: Buffer, headers: PaymentWebhookRequest['headers']): void {
+    verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
   }
 }
