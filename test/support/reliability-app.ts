@@ -11,7 +11,7 @@ import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { buildPaymentEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
-import { HostWebhookController, type WebhookMount } from './webhooks-app.js';
+import { webhookMount, type WebhookMount } from './webhooks-app.js';
 
 export type ReliabilityAdapter = 'express' | 'fastify';
 export const RELIABILITY_WEBHOOK_SECRET = 'whsec_reliability_primary_7f3a';
@@ -66,18 +66,18 @@ export async function startReliabilityApp(
   logger: LoggerService | false = false,
   mount: WebhookMount = 'module route',
 ): Promise<ReliabilityApp> {
-  const hostMounted = mount === 'host route';
+  const mounted = webhookMount(mount);
   @Module({
     imports: [
       PaymentModule.forRoot({
         baseUrl: 'http://127.0.0.1:9',
         webhookSecret: RELIABILITY_WEBHOOK_SECRET,
-        ...(hostMounted ? { webhookRoute: false } : {}),
+        ...mounted.payment,
         ...payment,
       }),
     ],
     // the host's own controller with PaymentWebhookReceiver, at the same path
-    controllers: hostMounted ? [HostWebhookController] : [],
+    controllers: mounted.controllers,
     providers: [EffectCounter],
   })
   class ReliabilityAppModule {}

@@ -52,6 +52,11 @@ export class HostWebhookController {
   }
 }
 
+/** What an app needs for `mount`: module options that turn the module's route off, and the host's controller. */
+export function webhookMount(mount: WebhookMount | undefined): { payment: { webhookRoute?: false }; controllers: Array<typeof HostWebhookController> } {
+  return mount === 'host route' ? { payment: { webhookRoute: false }, controllers: [HostWebhookController] } : { payment: {}, controllers: [] };
+}
+
 export const WEBHOOK_SECRET = 'whsec_e2e_primary';
 
 /** Records what reached handlers; a test may make the next calls fail. */
@@ -114,19 +119,19 @@ export interface WebhookApp {
 
 /** Boots a real app with `PaymentModule.forRoot()` on 127.0.0.1:0. */
 export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookApp> {
-  const hostMounted = opts.mount === 'host route';
+  const mounted = webhookMount(opts.mount);
   @Module({
     imports: [
       opts.module ??
         PaymentModule.forRoot({
           baseUrl: 'http://127.0.0.1:9',
           webhookSecret: WEBHOOK_SECRET,
-          ...(hostMounted ? { webhookRoute: false } : {}),
+          ...mounted.payment,
           ...opts.payment,
         }),
       ...(opts.extraImports ?? []),
     ],
-    controllers: [...(hostMounted ? [HostWebhookController] : []), ...(opts.controllers ?? [])],
+    controllers: [...mounted.controllers, ...(opts.controllers ?? [])],
     providers: [RecordingHandlers, ...(opts.extraProviders ?? [])],
   })
   class AppModule {}
