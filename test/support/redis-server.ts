@@ -23,6 +23,8 @@ export interface TestRedisServerOptions {
    * `stop()`/`restart()`, so a restarted server has its data back. @default false
    */
   appendOnly?: boolean;
+  /** Clients must `AUTH` with this password (`requirepass`); `url` stays without it. */
+  requirePass?: string;
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -58,8 +60,8 @@ function findRedisServerBinary(): string {
   );
 }
 
-/** Resolves when the server answers PING with +PONG. */
-function ping(port: number): Promise<boolean> {
+/** Resolves when the server answers PING with +PONG (after AUTH when it has a password). */
+function ping(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
     let reply = '';
@@ -69,10 +71,13 @@ function ping(port: number): Promise<boolean> {
     };
     socket.setTimeout(1000, () => finish(false));
     socket.once('error', () => finish(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
+    const auth = password === undefined ? '' : `AUTH ${password}\r\n`;
+    socket.once('connect', () => socket.write(`${auth}PING\r\n`));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
-      if (reply.includes('\r\n')) finish(reply.startsWith('+PONG'));
+      const pong = password === undefined ? reply : reply.slice(reply.indexOf('\r\n') + 2);
+      if (reply.startsWith('-')) finish(false);
+      else if (pong.includes('\r\n')) finish(pong.startsWith('+PONG'));
     });
   });
 }
@@ -102,6 +107,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
         '--dir', dir,
         '--daemonize', 'no',
         '--loglevel', 'warning',
+        ...(options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -117,7 +123,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (exited) throw new Error(`redis-server exited at start on port ${port}:\n${output}`);
-      if (await ping(port)) return;
+      if (await ping(port, options.requirePass)) return;
       await sleep(50);
     }
     proc.kill('SIGKILL');

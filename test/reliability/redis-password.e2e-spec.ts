@@ -1,0 +1,91 @@
+import 'reflect-metadata';
+import { inspect } from 'node:util';
+import type { INestApplication } from '@nestjs/common';
+import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
+import { startQueueApp, waitFor } from '../support/queue-app.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { envelope, postWebhook, startWebhookApp } from '../support/webhooks-app.js';
+
+// A Redis that requires AUTH, so the password in the URL is really sent, and a wrong one
+// really refused (WRONGPASS), instead of the unreachable servers of the other secret tests.
+const PASSWORD = 'rq:Pa55-w0rd-auth';
+const WRONG_PASSWORD = 'wr0ng-Pa55-guess';
+
+/** What an operator could see of the app: its logs, the answers, the health result (as JSON and as inspected). */
+async function seenByOperator(app: INestApplication, logger: CollectingLogger, answers: unknown[]): Promise<string> {
+  const health = await app.get(PaymentHealthIndicator).isHealthy('payments');
+  return [...logger.rendered, JSON.stringify(answers), JSON.stringify(health), inspect(health, { depth: 8 })].join('\n');
+}
+
+function expectNoPassword(text: string): void {
+  for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), WRONG_PASSWORD, 'Pa55']) expect(text).not.toContain(secret);
+}
+
+describe('reliability: a password-protected Redis (requirepass)', () => {
+  let redis: TestRedisServer;
+  const closers: Array<() => Promise<void>> = [];
+  const urlWith = (password: string) => `redis://:${encodeURIComponent(password)}@127.0.0.1:${redis.port}`;
+
+  beforeAll(async () => {
+    redis = await startRedisServer({ requirePass: PASSWORD });
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+  });
+  afterAll(() => redis?.stop());
+
+  it('the event store authenticates with the password of its URL: handled once, the copy a duplicate, health up', async () => {
+    const logger = new CollectingLogger();
+    const w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: urlWith(PASSWORD) } });
+    closers.push(() => w.close());
+    const event = envelope();
+    const first = await postWebhook(w.url, event);
+    const copy = await postWebhook(w.url, event);
+    expect([first.status, first.json]).toEqual([200, { received: true }]);
+    expect([copy.status, copy.json]).toEqual([200, { received: true, duplicate: true }]);
+    expect(w.handlers.count('payment.*', event.eventId as string)).toBe(1);
+    const health = await w.app.get(PaymentHealthIndicator).isHealthy('payments');
+    expect(health.payments.status).toBe('up');
+    expectNoPassword(await seenByOperator(w.app, logger, [first, copy]));
+  });
+
+  it('a wrong password: 503 WEBHOOK_STORE_UNAVAILABLE, health down, and no password in logs, answers or health', async () => {
+    const logger = new CollectingLogger();
+    const w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: urlWith(WRONG_PASSWORD), redisTimeoutMs: 500 } });
+    closers.push(() => w.close());
+    const event = envelope();
+    const answer = await postWebhook(w.url, event);
+    expect([answer.status, answer.json.code]).toEqual([503, 'WEBHOOK_STORE_UNAVAILABLE']);
+    expect(w.handlers.calls).toEqual([]);
+    const health = await w.app.get(PaymentHealthIndicator).isHealthy('payments');
+    expect(health.payments.status).toBe('down');
+    const seen = await seenByOperator(w.app, logger, [answer]);
+    expect(logger.rendered.length).toBeGreaterThan(0); // the refusal was logged
+    expectNoPassword(seen);
+  });
+
+  it('queue mode: the queue and its worker authenticate with the password of the queue URL', async () => {
+    const logger = new CollectingLogger();
+    const q = await startQueueApp(urlWith(PASSWORD), { logger });
+    closers.push(() => q.close());
+    const event = envelope();
+    const queued = await postWebhook(q.url, event);
+    expect([queued.status, queued.json]).toEqual([200, { received: true, queued: true }]);
+    await waitFor('the worker handled the event', () => q.handlers.count('done', event.eventId as string) === 1);
+    expect((await q.app.get(PaymentHealthIndicator).isHealthy('payments')).payments.status).toBe('up');
+    expectNoPassword(await seenByOperator(q.app, logger, [queued]));
+  });
+
+  it('queue mode, a wrong password: 503 WEBHOOK_QUEUE_UNAVAILABLE, health down, no password printed', async () => {
+    const logger = new CollectingLogger();
+    const q = await startQueueApp(urlWith(WRONG_PASSWORD), { logger, payment: { redisTimeoutMs: 500 } });
+    closers.push(() => q.close());
+    const event = envelope();
+    const refused = await postWebhook(q.url, event);
+    expect([refused.status, refused.json.code]).toEqual([503, 'WEBHOOK_QUEUE_UNAVAILABLE']);
+    expect(q.handlers.count('entered', event.eventId as string)).toBe(0);
+    expect((await q.app.get(PaymentHealthIndicator).isHealthy('payments')).payments.status).toBe('down');
+    expectNoPassword(await seenByOperator(q.app, logger, [refused]));
+  });
+});
