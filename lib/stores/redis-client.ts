@@ -11,8 +11,12 @@ import { RedisClientMissingError } from './webhook-event-store.errors.js';
 /** Default longest wait for one command (and for a connection): the `redisTimeoutMs` option's default. */
 export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
 
-/** How long a closing socket may take to end before it is destroyed. */
-const CLOSE_GRACE_MS = 200;
+/**
+ * How long a closing socket may take to end before it is destroyed (ioredis' own default is
+ * 2 s, and the process cannot exit meanwhile). Also given to the connections BullMQ makes.
+ * @internal
+ */
+export const REDIS_CLOSE_GRACE_MS = 200;
 
 /**
  * The part of an ioredis client this store uses. Typed structurally so the
@@ -49,7 +53,7 @@ export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAU
       retryStrategy: (times: number) => Math.min(times * 100, 2000),
       // a socket that does not close when told to is destroyed after this (ioredis keeps the
       // process alive meanwhile, 2 s by default, even for a socket that died in an outage)
-      disconnectTimeout: CLOSE_GRACE_MS,
+      disconnectTimeout: REDIS_CLOSE_GRACE_MS,
     });
   } catch (error) {
     // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included

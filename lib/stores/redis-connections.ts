@@ -3,6 +3,8 @@ import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
+const ignoreError = (): void => undefined;
+
 /**
  * The app's Redis connections for the webhook event stores and queues, one per URL and
  * time-out: accounts on the same Redis share a connection (their keys are namespaced by
@@ -24,7 +26,12 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
     const key = `${timeoutMs} ${url}`;
     let entry = this.clients.get(key);
     if (entry === undefined) {
-      entry = { client: createFailFastRedisClient(url, timeoutMs), timeoutMs };
+      const client = createFailFastRedisClient(url, timeoutMs);
+      // Users (stores, queues) listen while they use it and report outages through the Nest
+      // logger. A connection attempt still under way when they let go (at shutdown, Redis
+      // refusing the password) fails later: without a listener ioredis prints that to stderr.
+      client.on('error', ignoreError);
+      entry = { client, timeoutMs };
       this.clients.set(key, entry);
     }
     return entry.client;

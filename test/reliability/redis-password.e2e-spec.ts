@@ -2,10 +2,11 @@ import 'reflect-metadata';
 import { inspect } from 'node:util';
 import type { INestApplication } from '@nestjs/common';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
+import { startChildApp } from '../support/child-app.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { startQueueApp, waitFor } from '../support/queue-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { envelope, postWebhook, startWebhookApp } from '../support/webhooks-app.js';
+import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET } from '../support/webhooks-app.js';
 
 // A Redis that requires AUTH, so the password in the URL is really sent, and a wrong one
 // really refused (WRONGPASS), instead of the unreachable servers of the other secret tests.
@@ -87,5 +88,29 @@ describe('reliability: a password-protected Redis (requirepass)', () => {
     expect(q.handlers.count('entered', event.eventId as string)).toBe(0);
     expect((await q.app.get(PaymentHealthIndicator).isHealthy('payments')).payments.status).toBe('down');
     expectNoPassword(await seenByOperator(q.app, logger, [refused]));
+  });
+
+  it('a refused password: the console shows neither password nor ioredis\' own error print, and the process ends soon after app.close()', async () => {
+    const url = urlWith(WRONG_PASSWORD);
+    const child = await startChildApp('test/reliability/fixtures/closing-app.ts', {
+      PAYMENT_BASE_URL: 'http://127.0.0.1:9',
+      PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      PAYMENT_REDIS_URL: url,
+      PAYMENT_PROCESSING: 'queue',
+      PAYMENT_QUEUE_REDIS_URL: url,
+      PAYMENT_REDIS_TIMEOUT_MS: '500',
+    });
+    closers.push(() => child.kill());
+    const refused = await postWebhook(child.url!, envelope());
+    expect([refused.status, refused.json.code]).toEqual([503, 'WEBHOOK_QUEUE_UNAVAILABLE']);
+    const exited = new Promise<number | null>((resolve) => child.proc.once('exit', (code) => resolve(code)));
+    child.proc.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const output = child.output();
+    expect(output).toContain('CLOSED');
+    expect(output).toContain('WRONGPASS'); // the cause is told, through the Nest logger
+    expect(output).not.toContain('STILL RUNNING');
+    expect(output).not.toContain('[ioredis]');
+    expectNoPassword(output);
   });
 });
