@@ -50,6 +50,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private outageLogged = false;
+  /** Why the connection is down, for the outage's log line; cleared once it is back. */
+  private lastConnectionError: unknown;
   private closed = false;
   private trimTimer: NodeJS.Timeout | undefined;
   /** The app's fail-fast connection to the queue's Redis (its options hold the password). */
@@ -76,7 +78,16 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     });
     // without a listener BullMQ prints every connection error; the route reports outages itself
     this.queue.on('error', () => undefined);
+    connection.on('error', this.onConnectionError);
+    connection.on('ready', this.onConnectionReady);
   }
+
+  private readonly onConnectionError = (error: unknown): void => {
+    this.lastConnectionError = error;
+  };
+  private readonly onConnectionReady = (): void => {
+    this.lastConnectionError = undefined;
+  };
 
   /** The job id of `eventId` in this account's queue. */
   jobId(eventId: string): string {
@@ -144,8 +155,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
-    // the fail-fast connection refuses commands while it makes its first connection (BullMQ's add waits)
-    if (this.#connection.status !== 'ready') await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
+    if (this.#connection.status !== 'ready') await this.untilConnected();
     // both commands leave together (one round trip); the failed set does not change on add
     const [, deadLetter] = await Promise.all([
       this.queue.add(event.eventType, data, { jobId }),
@@ -226,12 +236,27 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     clearInterval(this.trimTimer);
     if (this.closed) return;
     this.closed = true;
+    this.#connection.removeListener('error', this.onConnectionError);
+    this.#connection.removeListener('ready', this.onConnectionReady);
     try {
       // the shared connection stays open: the module's connections close after this
       await this.queue.close();
     } catch (error) {
       this.logger.warn(`Closing the event queue of account ${this.account} failed: ${this.describe(error)}`);
     }
+  }
+
+  /**
+   * The fail-fast connection refuses commands while it makes its first connection (BullMQ's add
+   * would wait): waits for one under way; when the connection is down, fails with why (the
+   * last connection error, e.g. a refused password) rather than ioredis' "Stream isn't writeable".
+   */
+  private async untilConnected(): Promise<void> {
+    const wait = await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
+    const status = this.#connection.status;
+    if (status === 'ready') return;
+    const cause = wait.outcome === 'error' ? wait.cause : this.lastConnectionError;
+    throw new Error(`Redis is not connected (status: ${status})${cause === undefined ? '' : `: ${this.describe(cause)}`}`, { cause });
   }
 
   /**

@@ -86,6 +86,9 @@ describe('reliability: a password-protected Redis (requirepass)', () => {
     const refused = await postWebhook(q.url, event);
     expect([refused.status, refused.json.code]).toEqual([503, 'WEBHOOK_QUEUE_UNAVAILABLE']);
     expect(q.handlers.count('entered', event.eventId as string)).toBe(0);
+    // the outage line says why, not ioredis' "Stream isn't writeable"
+    const outage = logger.lines.filter((l) => l.context === 'PaymentQueue' && l.level === 'error');
+    expect(outage.map((l) => l.message)).toEqual([expect.stringMatching(/is unavailable; .*: Redis is not connected \(status: \w+\): WRONGPASS/)]);
     expect((await q.app.get(PaymentHealthIndicator).isHealthy('payments')).payments.status).toBe('down');
     expectNoPassword(await seenByOperator(q.app, logger, [refused]));
   });
