@@ -89,6 +89,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   #everReady = false;
   #closed = false;
   #outageLogged = false;
+  #evictionPolicyChecked = false;
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -114,7 +115,10 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     }
     this.#client.on('ready', this.#onReady);
     this.#client.on('error', this.#onError);
-    if (this.#client.status === 'ready') this.#everReady = true;
+    if (this.#client.status === 'ready') {
+      this.#everReady = true;
+      this.#checkEvictionPolicy();
+    }
   }
 
   async claim(key: string, leaseMs: number): Promise<WebhookClaimResult> {
@@ -221,7 +225,32 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     if (this.#outageLogged) this.#logger.log('Redis connection restored');
     this.#everReady = true;
     this.#outageLogged = false;
+    this.#checkEvictionPolicy();
   };
+
+  /**
+   * Once, at the first connection. The store's keys have a TTL, so a Redis that evicts when
+   * full (any policy but `noeviction`; `volatile-*` ones pick exactly such keys) may forget
+   * processed ids early, and a late copy of such an event runs again: said at start, as BullMQ
+   * does for its queues. Silent when `CONFIG` is not allowed (common on managed Redis).
+   */
+  #checkEvictionPolicy(): void {
+    if (this.#evictionPolicyChecked) return;
+    this.#evictionPolicyChecked = true;
+    const client = this.#client as RedisClientLike & { config?: (...args: string[]) => Promise<unknown> };
+    if (typeof client.config !== 'function') return;
+    client.config('GET', 'maxmemory-policy').then(
+      (reply) => {
+        const policy: unknown = Array.isArray(reply) ? reply[1] : undefined;
+        if (typeof policy !== 'string' || policy === 'noeviction' || this.#closed) return;
+        this.#logger.warn(
+          `Redis maxmemory-policy is ${policy}: once Redis is full it may evict processed webhook ids (they have a TTL), ` +
+            'and a late copy of such an event would run its handlers again. Use noeviction on the store\'s Redis',
+        );
+      },
+      () => undefined,
+    );
+  }
 
   // Without an 'error' listener ioredis prints every reconnect failure itself; log once per outage.
   readonly #onError = (error: unknown): void => {

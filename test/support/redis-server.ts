@@ -25,6 +25,8 @@ export interface TestRedisServerOptions {
   appendOnly?: boolean;
   /** Clients must `AUTH` with this password (`requirepass`); `url` stays without it. */
   requirePass?: string;
+  /** `maxmemory-policy` (Redis' default: `noeviction`). */
+  maxmemoryPolicy?: string;
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -108,6 +110,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
         '--daemonize', 'no',
         '--loglevel', 'warning',
         ...(options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]),
+        ...(options.maxmemoryPolicy === undefined ? [] : ['--maxmemory-policy', options.maxmemoryPolicy]),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -1,0 +1,48 @@
+import 'reflect-metadata';
+import { CollectingLogger } from '../support/collecting-logger.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+/** The store's warnings about the server's eviction policy. */
+const evictionWarnings = (logger: CollectingLogger) =>
+  logger.lines.filter((l) => l.context === 'RedisWebhookEventStore' && l.message.includes('maxmemory-policy'));
+
+// The store's keys expire (lease, retention): a Redis that evicts when full may drop processed
+// ids first of all, so the module says so at start, once, as BullMQ does for its queues.
+describe('the Redis store warns about an evicting maxmemory-policy', () => {
+  const servers: TestRedisServer[] = [];
+  let w: WebhookApp | undefined;
+  afterEach(async () => {
+    await w?.close();
+    w = undefined;
+    for (const server of servers.splice(0)) await server.stop();
+  });
+
+  it('volatile-lru: one warning naming the policy and what it risks, however many deliveries', async () => {
+    const redis = await startRedisServer({ maxmemoryPolicy: 'volatile-lru' });
+    servers.push(redis);
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url } });
+    for (let i = 0; i < 3; i++) expect((await postWebhook(w.url, envelope())).status).toBe(200);
+    await waitFor('the eviction warning', () => evictionWarnings(logger).length > 0);
+    expect(evictionWarnings(logger).map((l) => [l.level, l.message])).toEqual([
+      [
+        'warn',
+        'Redis maxmemory-policy is volatile-lru: once Redis is full it may evict processed webhook ids (they have a TTL), ' +
+          "and a late copy of such an event would run its handlers again. Use noeviction on the store's Redis",
+      ],
+    ]);
+  });
+
+  it('noeviction (Redis\' default): no warning', async () => {
+    const redis = await startRedisServer();
+    servers.push(redis);
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url } });
+    expect((await postWebhook(w.url, envelope())).status).toBe(200);
+    // the check went out when the connection opened, before the delivery's commands, and
+    // Redis answers in order: had it warned, the line would be there by now
+    expect(evictionWarnings(logger)).toEqual([]);
+  });
+});
