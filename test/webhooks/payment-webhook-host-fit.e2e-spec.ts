@@ -22,10 +22,11 @@ import {
   Req,
   SetMetadata,
   UseGuards,
+  ValidationPipe,
   VersioningType,
 } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, BaseExceptionFilter, DiscoveryService, HttpAdapterHost, NestFactory, Reflector } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE, BaseExceptionFilter, DiscoveryService, HttpAdapterHost, NestFactory, Reflector } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { map, type Observable } from 'rxjs';
@@ -489,6 +490,22 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       await w.close();
     }
   });
+
+  it.each(['module route', 'host route'] as const)(
+    "a strict global ValidationPipe (whitelist, forbidNonWhitelisted, transform) leaves the %s's request alone: 200, the whole event delivered",
+    async (mount) => {
+      const pipe = new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true });
+      const w = await startWebhookApp({ adapter, mount, extraProviders: [{ provide: APP_PIPE, useValue: pipe }] });
+      try {
+        const body = envelope('payment.succeeded', { extraTopLevel: 'kept' });
+        expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+        const [call] = w.handlers.calls.filter((c) => c.handler === 'payment.*');
+        expect(call?.event).toMatchObject({ eventId: body.eventId, extraTopLevel: 'kept', data: body.data });
+      } finally {
+        await w.close();
+      }
+    },
+  );
 
   it('a global interceptor that adds to the answer body: 200 with its field, for handled and duplicate deliveries alike', async () => {
     const w = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_INTERCEPTOR, useClass: StampingInterceptor }] });
