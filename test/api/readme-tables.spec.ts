@@ -1,10 +1,23 @@
-// The README's configuration table is how users configure the module: every environment
-// variable the module reads must be there with the option it fills and the default it has,
-// so neither can change without the table changing with it.
+// The README's tables are how users configure the module and read its answers: every
+// environment variable the module reads must be in the configuration table with the option it
+// fills and the default it has, and every webhook error code in the documentation, so neither
+// can change without the README changing with it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PAYMENT_OPTION_DEFAULTS } from '../../lib/config/payment-options.defaults.js';
 import { PAYMENT_ENV_VARIABLES } from '../../lib/config/payment-env.js';
+import { PaymentWebhookErrorCode } from '../../lib/webhooks/payment-webhook.errors.js';
+
+const README = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
+
+/** The text of the README section that starts with `heading` (up to the next heading of its level). */
+function section(heading: string): string {
+  const start = README.indexOf(`\n${heading}\n`);
+  expect(start).toBeGreaterThan(-1);
+  const level = heading.slice(0, heading.indexOf(' ') + 1);
+  const end = README.indexOf(`\n${level}`, start + heading.length + 1);
+  return README.slice(start, end === -1 ? undefined : end);
+}
 
 interface ConfigurationRow {
   variable: string;
@@ -14,12 +27,8 @@ interface ConfigurationRow {
 
 /** The rows of the first table under "## Configuration": variable (may be empty), option(s), default. */
 function configurationRows(): ConfigurationRow[] {
-  const readme = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Configuration');
-  expect(start).toBeGreaterThan(-1);
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
   const rows: ConfigurationRow[] = [];
-  for (const line of section.split('\n')) {
+  for (const line of section('## Configuration').split('\n')) {
     const cells = /^\| (`PAYMENT_[A-Z_]+`)? ?\| (`[^|]+`) \| ([^|]+) \|/.exec(line);
     if (!cells) continue;
     rows.push({
@@ -60,5 +69,18 @@ describe('README configuration table', () => {
     // every default with a row of its own was compared
     expect(checked.sort()).toEqual(Object.keys(defaults).filter((option) => rows.some((r) => r.options.includes(option))).sort());
     expect(checked.length).toBeGreaterThan(20);
+  });
+});
+
+describe('README webhook answers', () => {
+  const codes: string[] = Object.values(PaymentWebhookErrorCode);
+
+  it('the responses table shows real codes only, and every code the route can answer', () => {
+    const table = [...section('### Responses').matchAll(/^\| \d{3} \| `(WEBHOOK_[A-Z_]+)` \|/gm)].map((m) => m[1]!);
+    expect(table.filter((code) => !codes.includes(code))).toEqual([]);
+    // the idempotency interceptor's own code is documented with it (building blocks), not on the route
+    const routeCodes = codes.filter((code) => code !== PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
+    expect([...new Set(table)].sort()).toEqual(routeCodes.sort());
+    expect(section('### Building blocks for other routes')).toContain(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
   });
 });
