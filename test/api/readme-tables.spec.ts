@@ -1,11 +1,12 @@
-// The README's tables are how users configure the module and read its answers: every
-// environment variable the module reads must be in the configuration table with the option it
-// fills and the default it has, and every webhook error code in the documentation, so neither
-// can change without the README changing with it.
+// The README's tables are how users configure the module, read its answers and watch it:
+// every environment variable the module reads must be in the configuration table with the
+// option it fills and the default it has, every webhook error code and every metric in theirs,
+// so none can change without the README changing with it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PAYMENT_OPTION_DEFAULTS } from '../../lib/config/payment-options.defaults.js';
 import { PAYMENT_ENV_VARIABLES } from '../../lib/config/payment-env.js';
+import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { PaymentWebhookErrorCode } from '../../lib/webhooks/payment-webhook.errors.js';
 
 const README = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
@@ -82,5 +83,12 @@ describe('README webhook answers', () => {
     const routeCodes = codes.filter((code) => code !== PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
     expect([...new Set(table)].sort()).toEqual(routeCodes.sort());
     expect(section('### Building blocks for other routes')).toContain(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
+  });
+});
+
+describe('README metrics table', () => {
+  it('lists exactly the instruments the module creates', () => {
+    const table = [...section('### Metrics and traces (OpenTelemetry)').matchAll(/^\| `(payment_gateway\.[a-z_.]+)` \|/gm)].map((m) => m[1]!);
+    expect(table.sort()).toEqual(Object.values(PaymentMetricName).sort());
   });
 });
