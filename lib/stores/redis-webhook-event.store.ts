@@ -67,6 +67,9 @@ const PING_SCRIPT = `return redis.call('PING')`;
 // Read-only: 1 when the key is marked processed.
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
 
+/** Connections whose server's eviction policy was read (see `#checkEvictionPolicy`). */
+const evictionPolicyChecked = new WeakSet<RedisClientLike>();
+
 /**
  * Store shared by every instance of an app, in Redis. Claims are atomic
  * (`SET NX PX` inside a script), complete/release are owner-checked scripts, and
@@ -235,8 +238,10 @@ export class RedisWebhookEventStore implements WebhookEventStore {
    * does for its queues. Silent when `CONFIG` is not allowed (common on managed Redis).
    */
   #checkEvictionPolicy(): void {
-    if (this.#evictionPolicyChecked) return;
+    // once per store, and once per connection for the stores of several accounts sharing one
+    if (this.#evictionPolicyChecked || evictionPolicyChecked.has(this.#client)) return;
     this.#evictionPolicyChecked = true;
+    evictionPolicyChecked.add(this.#client);
     const client = this.#client as RedisClientLike & { config?: (...args: string[]) => Promise<unknown> };
     if (typeof client.config !== 'function') return;
     client.config('GET', 'maxmemory-policy').then(

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
+import { PaymentModule } from '../../lib/payment.module.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
-import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
 /** The store's warnings about the server's eviction policy. */
 const evictionWarnings = (logger: CollectingLogger) =>
@@ -19,11 +20,14 @@ describe('the Redis store warns about an evicting maxmemory-policy', () => {
     for (const server of servers.splice(0)) await server.stop();
   });
 
-  it('volatile-lru: one warning naming the policy and what it risks, however many deliveries', async () => {
+  it('volatile-lru: one warning naming the policy and what it risks, however many deliveries and accounts', async () => {
     const redis = await startRedisServer({ maxmemoryPolicy: 'volatile-lru' });
     servers.push(redis);
     const logger = new CollectingLogger();
-    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url } });
+    // a second account on the same Redis shares the connection: still one line
+    const eu = PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, redisUrl: redis.url });
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url }, extraImports: [eu] });
+    expect((await postWebhook(w.url, envelope(), { path: 'payments/eu/webhook' })).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await postWebhook(w.url, envelope())).status).toBe(200);
     await waitFor('the eviction warning', () => evictionWarnings(logger).length > 0);
     expect(evictionWarnings(logger).map((l) => [l.level, l.message])).toEqual([
