@@ -128,7 +128,16 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     assertKey(key);
     assertDuration('leaseMs', leaseMs);
     const claimToken = randomUUID();
-    const code = await this.#run('claim', CLAIM_SCRIPT, this.keyPrefix + key, claimToken, leaseMs);
+    let code: unknown;
+    try {
+      code = await this.#run('claim', CLAIM_SCRIPT, this.keyPrefix + key, claimToken, leaseMs);
+    } catch (error) {
+      // A command that timed out is not withdrawn: a Redis that hung (not down) runs the claim
+      // when it wakes, and the event would answer 409 for a whole lease though nothing runs
+      // it. The release goes right behind it on the same connection (a no-op if it never ran).
+      this.#run('release', RELEASE_SCRIPT, this.keyPrefix + key, claimToken).catch(() => undefined);
+      throw error;
+    }
     if (code === 1) return { outcome: 'claimed', claimToken };
     if (code === 2) return { outcome: 'processed' };
     return { outcome: 'in-flight' };

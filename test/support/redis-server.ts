@@ -15,6 +15,10 @@ export interface TestRedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port after `stop()`: empty, or with its data when started with `appendOnly`. */
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open and take commands, nothing is answered (a hung or partitioned Redis). */
+  pause(): void;
+  /** Lets a paused server run again (SIGCONT): it answers what it was sent meanwhile. */
+  resume(): void;
 }
 
 export interface TestRedisServerOptions {
@@ -143,6 +147,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
           clearTimeout(force);
           resolve();
         });
+        proc.kill('SIGCONT'); // a paused server would not act on SIGTERM
         proc.kill('SIGTERM');
       });
     }
@@ -171,5 +176,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
       await stop();
       await launch();
     },
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
   };
 }

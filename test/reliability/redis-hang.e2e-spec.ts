@@ -1,0 +1,58 @@
+import 'reflect-metadata';
+import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
+import { startQueueApp, waitFor } from '../support/queue-app.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { envelope, postWebhook, startWebhookApp } from '../support/webhooks-app.js';
+
+// A Redis that hangs (frozen with SIGSTOP: its connections stay open and take commands, nothing
+// is answered), unlike the stopped servers of the outage tests: a command that timed out on our
+// side still runs when the server wakes, and the module must be right about that too.
+describe('reliability: a Redis that stops answering, then wakes', () => {
+  let redis: TestRedisServer;
+  let close: (() => Promise<void>) | undefined;
+  beforeEach(async () => {
+    redis = await startRedisServer();
+  });
+  afterEach(async () => {
+    redis.resume();
+    await close?.();
+    close = undefined;
+    await redis.stop();
+  });
+
+  it('inline: 503 and health down while it hangs; once awake, the retry is handled at once (the claim sent into the silence is taken back)', async () => {
+    const w = await startWebhookApp({ adapter: 'express', payment: { redisUrl: redis.url, redisTimeoutMs: 500 } });
+    close = () => w.close();
+    const health = () => w.app.get(PaymentHealthIndicator).isHealthy('payments');
+    expect((await postWebhook(w.url, envelope())).status).toBe(200); // connected
+
+    redis.pause();
+    const event = envelope();
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 503, json: { code: 'WEBHOOK_STORE_UNAVAILABLE' } });
+    expect((await health()).payments.status).toBe('down');
+
+    redis.resume();
+    await waitFor('the store answers again', async () => (await health()).payments.status === 'up');
+    // without the release the claim would hold the event for its whole lease (60 s): 409 until then
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 200, json: { received: true } });
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(w.handlers.count('payment.*', event.eventId as string)).toBe(1);
+  });
+
+  it('queue mode: 503 while it hangs; the job written into the silence runs once when it wakes, and the retry is a duplicate', async () => {
+    const q = await startQueueApp(redis.url, { payment: { redisTimeoutMs: 500 } });
+    close = () => q.close();
+    const warmup = envelope();
+    expect((await postWebhook(q.url, warmup)).status).toBe(200);
+    await waitFor('the worker is running', () => q.handlers.count('done', warmup.eventId as string) === 1);
+
+    redis.pause();
+    const event = envelope();
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 503, json: { code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
+    redis.resume();
+    // answered 503, yet Redis took the job when it woke: it runs (the README's promise), once
+    await waitFor('the job sent into the silence ran', () => q.handlers.count('done', event.eventId as string) === 1);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(q.handlers.count('entered', event.eventId as string)).toBe(1);
+  });
+});
