@@ -6,7 +6,8 @@ import type { WebhookSignatureVerification } from './webhook-signature.js';
 
 /**
  * What the webhook receiver needs from a request. Express and Fastify requests both fit:
- * Nest sets `rawBody` on either when the app is created with `{ rawBody: true }`.
+ * Nest sets `rawBody` on either when the app is created with `{ rawBody: true }`; without it,
+ * a `body` that is a buffer (a raw parser of the host's on the path) is taken as the bytes.
  * @publicApi
  */
 export interface PaymentWebhookRequest {
@@ -90,12 +91,15 @@ export function rawBodyMissingReporter(logger: { error(message: string): unknown
 }
 
 /**
- * The bytes as received. `undefined` means the adapter did not keep them (app created
- * without `rawBody: true`, or another JSON parser ran first). A request without a body
- * has nothing to keep, so it gets an empty buffer and fails verification normally.
+ * The bytes as received: Nest's `rawBody` (the app created with `rawBody: true`), or a body
+ * that is itself a buffer (a raw parser of the host's on the path: `express.raw()`, a Fastify
+ * content-type parser with `parseAs: 'buffer'`). `undefined` means nobody kept them (another
+ * JSON parser ran first). A request without a body has nothing to keep, so it gets an empty
+ * buffer and fails verification normally.
  */
 export function rawBodyOf(request: PaymentWebhookRequest): Buffer | undefined {
   if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
+  if (Buffer.isBuffer(request.body)) return request.body;
   const length = headerValue(request.headers, 'content-length');
   const chunked = headerValue(request.headers, 'transfer-encoding') !== undefined;
   if (!chunked && (length === undefined || length.trim() === '0')) return Buffer.alloc(0);

@@ -99,6 +99,8 @@ export interface WebhookAppOptions {
   /** Replaces `PaymentModule.forRoot(...)` (e.g. a `forRootAsync()`); `payment` is then ignored. */
   module?: DynamicModule;
   rawBody?: boolean;
+  /** `false`: Nest registers no body parser (the test's `configure` brings its own). @default true */
+  bodyParser?: boolean;
   extraProviders?: Provider[];
   extraImports?: NonNullable<ModuleMetadata['imports']>;
   controllers?: Array<Type<unknown>>;
@@ -137,7 +139,11 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   class AppModule {}
 
   const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(opts.fastifyOptions);
-  const app = await NestFactory.create(AppModule, adapter, { rawBody: opts.rawBody ?? true, logger: opts.logger ?? false });
+  const app = await NestFactory.create(AppModule, adapter, {
+    rawBody: opts.rawBody ?? true,
+    bodyParser: opts.bodyParser ?? true,
+    logger: opts.logger ?? false,
+  });
   if (opts.globalPrefix) app.setGlobalPrefix(opts.globalPrefix);
   opts.configure?.(app);
   await app.listen(0, '127.0.0.1');

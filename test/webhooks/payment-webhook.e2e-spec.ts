@@ -1,6 +1,9 @@
 import 'reflect-metadata';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { FastifyInstance } from 'fastify';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
 import { waitFor } from '../support/wait.js';
@@ -270,6 +273,35 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       expect(w.handlers.calls).toHaveLength(0);
       expect(logged.filter((m) => m.includes('rawBody: true'))).toHaveLength(1);
       expect(logged.join('\n')).not.toContain(WEBHOOK_SECRET);
+    } finally {
+      await w.close();
+    }
+  });
+
+  /** Express's own `express.raw()` (express ships no types; @types/express is not a dependency here). */
+  const express = createRequire(join(process.cwd(), 'package.json'))('express') as { raw(options: { type: string }): (...args: any[]) => void };
+
+  it("without rawBody: true but with the host's own raw parser on the path (express.raw(), a Fastify buffer parser): handled, verified", async () => {
+    // the pattern of apps that already receive another provider's webhooks: the body itself is the bytes
+    const w = await startWebhookApp({
+      adapter,
+      rawBody: false,
+      bodyParser: adapter === 'express',
+      configure: (app) => {
+        if (adapter === 'express') {
+          app.use('/payments/webhook', express.raw({ type: 'application/json' }));
+        } else {
+          const fastify = app.getHttpAdapter().getInstance() as FastifyInstance;
+          fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+        }
+      },
+    });
+    try {
+      const body = envelope();
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
+      expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+      expect(await postWebhook(w.url, envelope(), { secret: 'whsec_attacker' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
+      expect(w.handlers.calls.filter((c) => c.handler === 'payment.*').map((c) => c.event.eventId)).toEqual([body.eventId]);
     } finally {
       await w.close();
     }
