@@ -92,7 +92,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   #everReady = false;
   #closed = false;
   #outageLogged = false;
-  #evictionPolicyChecked = false;
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -135,7 +134,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       // A command that timed out is not withdrawn: a Redis that hung (not down) runs the claim
       // when it wakes, and the event would answer 409 for a whole lease though nothing runs
       // it. The release goes right behind it on the same connection (a no-op if it never ran).
-      this.#run('release', RELEASE_SCRIPT, this.keyPrefix + key, claimToken).catch(() => undefined);
+      this.release(key, claimToken).catch(() => undefined);
       throw error;
     }
     if (code === 1) return { outcome: 'claimed', claimToken };
@@ -241,15 +240,14 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   };
 
   /**
-   * Once, at the first connection. The store's keys have a TTL, so a Redis that evicts when
+   * Once per connection, at its first. The store's keys have a TTL, so a Redis that evicts when
    * full (any policy but `noeviction`; `volatile-*` ones pick exactly such keys) may forget
    * processed ids early, and a late copy of such an event runs again: said at start, as BullMQ
    * does for its queues. Silent when `CONFIG` is not allowed (common on managed Redis).
    */
   #checkEvictionPolicy(): void {
-    // once per store, and once per connection for the stores of several accounts sharing one
-    if (this.#evictionPolicyChecked || evictionPolicyChecked.has(this.#client)) return;
-    this.#evictionPolicyChecked = true;
+    // once per connection, which the stores of several accounts may share
+    if (evictionPolicyChecked.has(this.#client)) return;
     evictionPolicyChecked.add(this.#client);
     const client = this.#client as RedisClientLike & { config?: (...args: string[]) => Promise<unknown> };
     if (typeof client.config !== 'function') return;
