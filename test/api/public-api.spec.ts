@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
+import { readmeSection } from '../support/readme.js';
 
 const root = process.cwd();
 
@@ -25,11 +26,7 @@ function exportedNames(file: string): string[] {
 
 /** Names in the first column of the tables of the README's API reference, per entry point. */
 function documentedNames(): Record<'main' | 'testing', string[]> {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## API reference');
-  expect(start).toBeGreaterThan(-1);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
+  const section = readmeSection('## API reference');
   const out = { main: [] as string[], testing: [] as string[] };
   let entry: 'main' | 'testing' = 'main';
   for (const line of section.split('\n')) {

@@ -2,23 +2,11 @@
 // every environment variable the module reads must be in the configuration table with the
 // option it fills and the default it has, every webhook error code and every metric in theirs,
 // so none can change without the README changing with it.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { PAYMENT_OPTION_DEFAULTS } from '../../lib/config/payment-options.defaults.js';
 import { PAYMENT_ENV_VARIABLES } from '../../lib/config/payment-env.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { PaymentWebhookErrorCode } from '../../lib/webhooks/payment-webhook.errors.js';
-
-const README = readFileSync(join(process.cwd(), 'README.md'), 'utf8');
-
-/** The text of the README section that starts with `heading` (up to the next heading of its level). */
-function section(heading: string): string {
-  const start = README.indexOf(`\n${heading}\n`);
-  expect(start).toBeGreaterThan(-1);
-  const level = heading.slice(0, heading.indexOf(' ') + 1);
-  const end = README.indexOf(`\n${level}`, start + heading.length + 1);
-  return README.slice(start, end === -1 ? undefined : end);
-}
+import { readmeSection } from '../support/readme.js';
 
 interface ConfigurationRow {
   variable: string;
@@ -29,7 +17,7 @@ interface ConfigurationRow {
 /** The rows of the first table under "## Configuration": variable (may be empty), option(s), default. */
 function configurationRows(): ConfigurationRow[] {
   const rows: ConfigurationRow[] = [];
-  for (const line of section('## Configuration').split('\n')) {
+  for (const line of readmeSection('## Configuration').split('\n')) {
     const cells = /^\| (`PAYMENT_[A-Z_]+`)? ?\| (`[^|]+`) \| ([^|]+) \|/.exec(line);
     if (!cells) continue;
     rows.push({
@@ -77,18 +65,18 @@ describe('README webhook answers', () => {
   const codes: string[] = Object.values(PaymentWebhookErrorCode);
 
   it('the responses table shows real codes only, and every code the route can answer', () => {
-    const table = [...section('### Responses').matchAll(/^\| \d{3} \| `(WEBHOOK_[A-Z_]+)` \|/gm)].map((m) => m[1]!);
+    const table = [...readmeSection('### Responses').matchAll(/^\| \d{3} \| `(WEBHOOK_[A-Z_]+)` \|/gm)].map((m) => m[1]!);
     expect(table.filter((code) => !codes.includes(code))).toEqual([]);
     // the idempotency interceptor's own code is documented with it (building blocks), not on the route
     const routeCodes = codes.filter((code) => code !== PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
     expect([...new Set(table)].sort()).toEqual(routeCodes.sort());
-    expect(section('### Building blocks for other routes')).toContain(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
+    expect(readmeSection('### Building blocks for other routes')).toContain(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING);
   });
 });
 
 describe('README metrics table', () => {
   it('lists exactly the instruments the module creates', () => {
-    const table = [...section('### Metrics and traces (OpenTelemetry)').matchAll(/^\| `(payment_gateway\.[a-z_.]+)` \|/gm)].map((m) => m[1]!);
+    const table = [...readmeSection('### Metrics and traces (OpenTelemetry)').matchAll(/^\| `(payment_gateway\.[a-z_.]+)` \|/gm)].map((m) => m[1]!);
     expect(table.sort()).toEqual(Object.values(PaymentMetricName).sort());
   });
 });
