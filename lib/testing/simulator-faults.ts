@@ -64,7 +64,7 @@ export function statusFaultAnswer(fault: SimulatorFault): SimulatorAnswer {
 
 /** Whether the fault takes the place of handling; otherwise the request is handled first. */
 export function preemptsHandling(fault: SimulatorFault): boolean {
-  return fault.kind !== 'rewrite' && !fault.afterHandling;
+  return fault.kind !== 'rewrite' && fault.kind !== 'trickle' && !fault.afterHandling;
 }
 
 /**

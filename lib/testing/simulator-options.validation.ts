@@ -10,7 +10,7 @@ const HTTP_METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'
 
 const RATE_LIMIT_KEYS = ['tokenPerMinute', 'createPaymentPerMinute', 'readsPerMinute', 'moneyMovementPerMinute'];
 const MODES = ['sandbox', 'live'];
-const FAULT_KINDS = ['status', 'reset', 'stall', 'rewrite'];
+const FAULT_KINDS = ['status', 'reset', 'stall', 'rewrite', 'trickle'];
 
 /** Throws a `TypeError` naming the first bad constructor option. */
 export function assertSimulatorOptions(options: PaymentServiceSimulatorOptions): void {
@@ -55,6 +55,9 @@ export function assertFault(fault: SimulatorFault): void {
   // requests are matched on the upper-case method: 'get' would never match
   if (fault.method !== undefined && !HTTP_METHODS.includes(fault.method)) {
     throw new TypeError(`fault.method ${JSON.stringify(fault.method)} is unknown; known: ${HTTP_METHODS.join(', ')}`);
+  }
+  if (fault.trickleMs !== undefined && (!Number.isInteger(fault.trickleMs) || fault.trickleMs < 0 || fault.kind !== 'trickle')) {
+    throw new RangeError(`fault.trickleMs must be a whole number of ms, 0 or more, on a 'trickle' fault (not ${fault.trickleMs} on '${fault.kind}')`);
   }
   if (fault.retryAfterSeconds !== undefined && (!Number.isInteger(fault.retryAfterSeconds) || fault.retryAfterSeconds < 0)) {
     throw new RangeError(`fault.retryAfterSeconds must be a whole number of seconds, 0 or more (not ${fault.retryAfterSeconds})`);

@@ -8,6 +8,10 @@ import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
 import type { SimulatorRouter } from './simulator.router.js';
 import type { SimulatedMode, SimulatorFault, SimulatorRequestRecord } from './simulator.types.js';
 
+/** A `trickle` fault's answer: one space this often, for `trickleMs` (default 30 s). */
+const TRICKLE_INTERVAL_MS = 250;
+const DEFAULT_TRICKLE_MS = 30_000;
+
 export interface SimulatorServerOptions {
   host?: string;
   port?: number;
@@ -185,19 +189,50 @@ export class SimulatorServer {
     }
     if (fault.kind === 'stall') {
       // Never answered; stop() destroys it.
-      this.stalled.add(res);
-      res.on('close', () => this.stalled.delete(res));
+      this.hold(res);
+      return;
+    }
+    if (fault.kind === 'trickle') {
+      this.trickle(res, record, handled!, fault.trickleMs ?? DEFAULT_TRICKLE_MS);
       return;
     }
     this.answer(res, record, statusFaultAnswer(fault));
   }
 
+  /** Keeps an answer open until it ends or `stop()` destroys it. */
+  private hold(res: ServerResponse): void {
+    this.stalled.add(res);
+    res.on('close', () => this.stalled.delete(res));
+  }
+
+  /** The handled answer, its body preceded by a space every `TRICKLE_INTERVAL_MS` for `trickleMs`. */
+  private trickle(res: ServerResponse, record: SimulatorRequestRecord, answer: SimulatorAnswer, trickleMs: number): void {
+    recordAnswer(record, answer);
+    const text = JSON.stringify(answer.body);
+    let spaces = Math.ceil(trickleMs / TRICKLE_INTERVAL_MS);
+    res.writeHead(answer.status, answerHeaders(answer, spaces + Buffer.byteLength(text)));
+    this.hold(res);
+    const timer = setInterval(() => {
+      if (spaces-- > 0) {
+        res.write(' ');
+        return;
+      }
+      clearInterval(timer);
+      res.end(text);
+    }, TRICKLE_INTERVAL_MS);
+    res.on('close', () => clearInterval(timer));
+  }
+
   private answer(res: ServerResponse, record: SimulatorRequestRecord, answer: SimulatorAnswer, close = false): void {
-    record.status = answer.status;
-    const body = answer.body as { status?: string; code?: string } | undefined;
-    if (body?.status === 'error') record.code = body.code;
+    recordAnswer(record, answer);
     write(res, answer, close);
   }
+}
+
+function recordAnswer(record: SimulatorRequestRecord, answer: SimulatorAnswer): void {
+  record.status = answer.status;
+  const body = answer.body as { status?: string; code?: string } | undefined;
+  if (body?.status === 'error') record.code = body.code;
 }
 
 /** The environment of a path and the route after its base; no mode when no base matches. */
@@ -210,13 +245,17 @@ function splitBasePath(pathname: string): { mode?: SimulatedMode; route: string 
 
 function write(res: ServerResponse, answer: SimulatorAnswer, close = false): void {
   const text = JSON.stringify(answer.body);
-  res.writeHead(answer.status, {
+  res.writeHead(answer.status, answerHeaders(answer, Buffer.byteLength(text), close));
+  res.end(text);
+}
+
+function answerHeaders(answer: SimulatorAnswer, contentLength: number, close = false): Record<string, string | number> {
+  return {
     'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
+    'content-length': contentLength,
     ...(close ? { connection: 'close' } : {}),
     ...answer.headers,
-  });
-  res.end(text);
+  };
 }
 
 /** Parsed JSON, the text when it is not JSON, `undefined` when empty: what the request log shows. */

@@ -219,9 +219,12 @@ export interface SimulatorRequestRecord {
  * - `reset`: drop the connection without an answer.
  * - `stall`: never answer; the client times out (or `stop()` closes it).
  * - `rewrite`: handle the request for real, then replace the JSON body and/or status of its answer.
+ * - `trickle`: handle the request for real, then send its answer slowly: the headers at once, then
+ *   a space every 250 ms for `trickleMs` (JSON may start with whitespace), then the body. A client
+ *   that only times out idle connections waits the whole time.
  * @publicApi
  */
-export type FaultKind = 'status' | 'reset' | 'stall' | 'rewrite';
+export type FaultKind = 'status' | 'reset' | 'stall' | 'rewrite' | 'trickle';
 
 /**
  * The JSON body of a simulator answer: the success envelope, or the error envelope.
@@ -272,6 +275,8 @@ export interface SimulatorFault {
   times?: number;
   /** Apply the real effect first, then fail (the service acted but the answer was lost). A `rewrite` always does. */
   afterHandling?: boolean;
+  /** For `trickle`: how long the answer takes after its headers. @default 30000 */
+  trickleMs?: number;
   /** Required for `rewrite`, and only allowed there: builds the answer the client gets instead of the real one. */
   rewrite?: SimulatorRewrite;
 }
