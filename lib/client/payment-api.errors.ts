@@ -329,8 +329,9 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     path: ctx.path,
     idempotencyKey: ctx.idempotencyKey,
     account: ctx.account,
-    // a 5xx says nothing about what the service did before it failed (a refund may exist)
-    mayHaveReachedService: ctx.httpStatus >= 500,
+    // a 5xx says nothing about what the service did before it failed (a refund may exist); nor
+    // does PAY_5002, a 400 for "an unexpected error creating or updating a session" (spec 7.1)
+    mayHaveReachedService: ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
   });
 }
 

@@ -78,6 +78,11 @@ export class PaymentHttpClient {
     const headers: Record<string, string> = { ...attempt.headers };
     if (attempt.bearerToken) headers.Authorization = `Bearer ${attempt.bearerToken}`;
     if (attempt.body !== undefined) headers['Content-Type'] = attempt.form ? 'application/x-www-form-urlencoded' : 'application/json';
+    // axios's `timeout` is a wall clock only until the socket opens; after that it is Node's
+    // idle timer, which every byte restarts, so an answer trickling in would never time out
+    // (and a refund on the wire is not cut by the caller's signal). This bounds the attempt.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
     let response: AxiosResponse;
     try {
       response = await this.axios.request({
@@ -86,9 +91,12 @@ export class PaymentHttpClient {
         params: attempt.query,
         data: attempt.body,
         headers,
+        signal: deadline.signal,
       });
     } catch (error) {
-      throw networkErrorFrom(error, attempt.method, attempt.path);
+      throw networkErrorFrom(deadline.signal.aborted ? { code: 'ETIMEDOUT' } : error, attempt.method, attempt.path);
+    } finally {
+      clearTimeout(timer);
     }
     return {
       status: response.status,

@@ -161,9 +161,11 @@ export class PaymentRequestExecutor {
         continue;
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
-      const retryAfterMs = failure instanceof PaymentRateLimitError ? retryAfterMsOf(failure) : undefined;
+      // a 429's, or a 503's (HTTP gives it there too: the service or a proxy asked for a pause)
+      const retryAfterMs = retryAfterMsOf(failure);
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) {
-        throw this.finalFailure(retryAfterTooLongError(failure as PaymentRateLimitError, retryAfterMs, this.options.maxRetryAfterMs), mayHaveActed);
+        const tooLong = failure instanceof PaymentRateLimitError ? retryAfterTooLongError(failure, retryAfterMs, this.options.maxRetryAfterMs) : failure;
+        throw this.finalFailure(tooLong, mayHaveActed);
       }
       const delayMs = retryAfterMs ?? this.backoff(retry);
       retry++;

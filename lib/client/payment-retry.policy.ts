@@ -35,14 +35,15 @@ export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolea
   }
 }
 
-/** The 429's `Retry-After` in ms, when it has one. */
-export function retryAfterMsOf(failure: PaymentRateLimitError): number | undefined {
+/** The answer's `Retry-After` in ms (a 429, a 503), when it has one. */
+export function retryAfterMsOf(failure: PaymentApiError): number | undefined {
   return failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000;
 }
 
 /**
  * A `Retry-After` is never cut short (an early retry is refused again and burns a retry);
- * one longer than `maxRetryAfterMs` is not waited for: this 429 is thrown at once.
+ * one longer than `maxRetryAfterMs` is not waited for: this 429 is thrown at once (another
+ * status is thrown as it is, its `retryAfterSeconds` set).
  */
 export function retryAfterTooLongError(failure: PaymentRateLimitError, retryAfterMs: number, maxRetryAfterMs: number): PaymentRateLimitError {
   return new PaymentRateLimitError({

@@ -81,6 +81,15 @@ describe('paymentErrorFromResponse', () => {
     expect(limited.retryAfterSeconds).toBe(7);
   });
 
+  it('mayHaveReachedService: after any 5xx and after PAY_5002 (a 400 for a session that may be half made), not after other 4xx', () => {
+    const reached = (code: string, status: number) =>
+      paymentErrorFromResponse({ httpStatus: status, body: envelope(code), method: 'POST', path: '/payment/create' }).mayHaveReachedService;
+    expect(reached('PAY_5002', 400)).toBe(true);
+    expect(reached('PAY_5001', 500)).toBe(true);
+    expect(reached('PAY_4000', 400)).toBe(false);
+    expect(reached('PAY_2002', 400)).toBe(false);
+  });
+
   it('maps unknown codes and non-JSON bodies by HTTP status', () => {
     expect(paymentErrorFromResponse({ httpStatus: 502, body: '<html>bad gateway</html>', method: 'GET', path: '/p' })).toBeInstanceOf(
       PaymentServerError,

@@ -69,6 +69,29 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.calls('/payments/gateways')).toHaveLength(4);
     });
 
+    it('a trickling answer to a read times out and is retried; the retry gets the answer', async () => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      await h.client.listGateways();
+      h.sim.injectFault({ method: 'GET', path: '/payments/gateways', kind: 'trickle', trickleMs: 20_000 });
+      const startedAt = Date.now();
+      await expect(h.client.listGateways()).resolves.toEqual(expect.any(Array));
+      expect(Date.now() - startedAt).toBeLessThan(5_000);
+      expect(h.calls('/payments/gateways').map((r) => r.fault)).toEqual([undefined, 'trickle', undefined]);
+    });
+
+    it('a 503 with Retry-After waits it in full (past retryMaxDelayMs); past maxRetryAfterMs the 503 is thrown at once', async () => {
+      h = await startClientHarness({ maxRetries: 2, retryMaxDelayMs: 1_000 });
+      await h.client.listGateways();
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 503, retryAfterSeconds: 20 });
+      await h.client.listGateways();
+      expect(h.clock.sleeps).toEqual([20_000]); // not the 5 ms backoff
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 503, retryAfterSeconds: 121 });
+      const error = await rejectionOf(h.client.listGateways());
+      expect(error).toBeInstanceOf(PaymentServerError);
+      expect(error).toMatchObject({ httpStatus: 503, retryAfterSeconds: 121 });
+      expect(h.clock.sleeps).toEqual([20_000]);
+    });
+
     it('waits Retry-After on 429 in full, even past retryMaxDelayMs, and surfaces the 429 when retries run out', async () => {
       h = await startClientHarness({ maxRetries: 1, retryMaxDelayMs: 5_000 });
       await h.client.listGateways();
@@ -162,6 +185,20 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       await rejectionOf(h.client.createPayout({ amount: '10', currency: 'USD', recipient }));
       expect(h.calls('/payout', 'POST')).toHaveLength(1);
       expect(h.sim.payouts).toHaveLength(1);
+    });
+
+    it('httpTimeoutMs bounds the whole attempt: a refund whose answer trickles in is cut, not waited on for ever, and not sent again', async () => {
+      h = await startClientHarness({ httpTimeoutMs: 800 });
+      const trxId = await succeededPayment(h);
+      // headers at once, then a byte every 250 ms for 20 s: Node's idle timer alone never fires
+      h.sim.injectFault({ path: REFUND, kind: 'trickle', trickleMs: 20_000 });
+      const startedAt = Date.now();
+      const error = await rejectionOf(h.client.refundPayment(trxId, { amount: '10' }));
+      expect(Date.now() - startedAt).toBeLessThan(5_000);
+      expect(error).toBeInstanceOf(PaymentNetworkError);
+      expect(error).toMatchObject({ code: 'TIMEOUT', failure: 'timeout', mayHaveReachedService: true });
+      expect(h.calls(REFUND)).toHaveLength(1);
+      expect(h.sim.refunds).toHaveLength(1); // the service acted; the caller is told it may have
     });
 
     it('refund and payout are retried after 429 (the service did not act), waiting Retry-After', async () => {
