@@ -195,6 +195,8 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
+  const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
+  if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);
   checkEndpoints(explicit.endpoints, problems);
   checkTokenRequest(explicit.tokenRequest, problems);
   checkTokenResponse(explicit.tokenResponse, problems);
@@ -205,6 +207,25 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
   }
   return problems;
+}
+
+/** The longest a failing event may keep being retried in queue mode before it becomes a dead letter. */
+const MAX_QUEUE_RETRY_SCHEDULE_MS = 7 * 24 * 3_600_000;
+
+/**
+ * BullMQ's exponential backoff has no ceiling: `queueBackoffMs` doubles with every attempt, so
+ * 40 attempts of 1 s put the last retry thousands of years away, and a failing event would sit
+ * in the delayed set, never a dead letter, never listed. The whole schedule must fit in a week.
+ */
+function queueRetryScheduleProblem(attempts: unknown, backoffMs: unknown): string | undefined {
+  if (!Number.isInteger(attempts) || !Number.isInteger(backoffMs) || (attempts as number) < 2) return undefined;
+  const scheduleMs = (backoffMs as number) * (2 ** ((attempts as number) - 1) - 1);
+  if (scheduleMs <= MAX_QUEUE_RETRY_SCHEDULE_MS) return undefined;
+  const days = scheduleMs / 86_400_000;
+  return (
+    `put the last retry ${days < 1e6 ? Math.round(days).toLocaleString('en-US') : days.toExponential(1)} days after the first run ` +
+    '(the delay doubles with every attempt): a failing event would not become a dead letter in practice. Keep it within 7 days: lower either'
+  );
 }
 
 /**

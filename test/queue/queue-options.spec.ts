@@ -122,6 +122,19 @@ describe('queue-mode options', () => {
     expect(bad).toContain('PAYMENT_QUEUE_REDIS_URL');
   });
 
+  it('a retry schedule past a week (the backoff doubles without a ceiling) is a boot error naming both keys', () => {
+    const tooLong = problemsOf(() => resolvePaymentOptions({ ...BASE, queueAttempts: 40 }));
+    expect(tooLong).toEqual([
+      expect.stringMatching(/option 'queueAttempts'.* and .*option 'queueBackoffMs'.* put the last retry 6\.4e\+6 days after the first run .*within 7 days/),
+    ]);
+    const fromEnv = problemsOf(() => resolvePaymentOptions({}, { baseUrl: BASE.baseUrl, queueAttempts: '12', queueBackoffMs: '3600000' }));
+    expect(fromEnv.join('\n')).toMatch(/PAYMENT_QUEUE_ATTEMPTS.*PAYMENT_QUEUE_BACKOFF_MS.*put the last retry 85 days/);
+    // the defaults (about 8.5 min) and the longest that fits (1 s × (2^19 − 1) ≈ 6 days) boot
+    expect(resolvePaymentOptions(BASE).queueAttempts).toBe(10);
+    expect(resolvePaymentOptions({ ...BASE, queueAttempts: 20 }).queueAttempts).toBe(20);
+    expect(problemsOf(() => resolvePaymentOptions({ ...BASE, queueAttempts: 21 }))).toHaveLength(1);
+  });
+
   it('keeps the queue Redis password out of JSON and inspect output', () => {
     const options = resolvePaymentOptions({ ...BASE, processing: 'queue', queueRedisUrl: 'redis://:s3cret-pw@queue:6379/2' });
     expect(options.queueRedisUrl).toBe('redis://:s3cret-pw@queue:6379/2');
