@@ -266,8 +266,11 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    */
   private async processedBefore(eventId: string): Promise<boolean> {
     if (this.store.isProcessed === undefined) return false;
+    // Half the delivery's budget at most: a store that hangs (rather than failing fast) must
+    // leave the queue time to take the event. The worker's claim decides anyway.
+    const budgetMs = Math.floor(this.options.redisTimeoutMs / 2);
     try {
-      return await this.store.isProcessed(webhookEventKey(this.account, eventId));
+      return await withTimeout(this.store.isProcessed(webhookEventKey(this.account, eventId)), budgetMs, () => new Error('store timed out'));
     } catch {
       return false;
     }

@@ -55,4 +55,32 @@ describe('reliability: a Redis that stops answering, then wakes', () => {
     expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
     expect(q.handlers.count('entered', event.eventId as string)).toBe(1);
   });
+
+  it("queue mode: while the store's Redis hangs and the queue's answers, deliveries are still queued; each runs once when the store wakes", async () => {
+    const queueRedis = await startRedisServer();
+    try {
+      // the store on the hanging server (`redis`), the queue on another
+      const q = await startQueueApp(queueRedis.url, { payment: { redisUrl: redis.url, redisTimeoutMs: 500 } });
+      close = () => q.close();
+      const warmup = envelope();
+      expect((await postWebhook(q.url, warmup)).status).toBe(200);
+      await waitFor('the worker is running', () => q.handlers.count('done', warmup.eventId as string) === 1);
+
+      redis.pause();
+      const event = envelope();
+      // the processed-check gives up after half the budget and leaves the rest to the queue: before,
+      // it used the whole budget and every delivery was a 503 blaming the queue
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+      expect(q.handlers.count('entered', event.eventId as string)).toBe(0); // the worker cannot claim it yet
+
+      redis.resume();
+      await waitFor('the queued event ran once the store woke', () => q.handlers.count('done', event.eventId as string) === 1);
+      expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+      expect(q.handlers.count('entered', event.eventId as string)).toBe(1);
+    } finally {
+      await close?.();
+      close = undefined;
+      await queueRedis.stop();
+    }
+  });
 });
