@@ -9,6 +9,8 @@ import { BullMqMissingError } from './payment-queue.errors.js';
 /** Options of one job (see BullMQ's `JobsOptions`). */
 export interface BullJobOptions {
   jobId?: string;
+  /** Creation time, epoch ms (BullMQ's default: now). */
+  timestamp?: number;
   attempts?: number;
   backoff?: { type: 'exponential' | 'fixed'; delay: number; jitter?: number };
   removeOnComplete?: boolean | number | { age?: number; count?: number };

@@ -21,6 +21,7 @@ import {
   paymentEventJobId,
   toPaymentEventJobData,
 } from './payment-event-job.js';
+import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
 import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 
@@ -34,8 +35,25 @@ const DEAD_LETTER_LOCK_MS = 30_000;
 const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
 const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
 const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-/** 1 when the job is in the failed set (a dead letter). */
-const IS_DEAD_LETTER_SCRIPT = "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end return 0";
+/** What `JOB_STATE_SCRIPT` says about the job a delivery's add met. */
+const enum MetJob {
+  /** New, or one whose state leaves nothing to do (waiting with attempts to spare, finished). */
+  Other = 0,
+  /** In the failed set: a dead letter. */
+  DeadLetter = 1,
+  /** Not this delivery's, unfinished, and its running or next attempt is its last. */
+  OnLastAttempt = 2,
+}
+/**
+ * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, attempts.
+ * Reads BullMQ's job fields `timestamp`, `atm` (attempts made), `finishedOn`. A job whose
+ * timestamp is this delivery's was created by it.
+ */
+const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
+local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn')
+if not job[1] or job[1] == ARGV[2] or job[3] then return ${MetJob.Other} end
+if tonumber(job[2] or '0') + 1 >= tonumber(ARGV[3]) then return ${MetJob.OnLastAttempt} end
+return ${MetJob.Other}`;
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -58,6 +76,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   readonly #connection: RedisClientLike;
   /** BullMQ's failed set of this queue: where dead letters are. */
   private readonly deadLetterKey: string;
+  /** BullMQ's key of a job's hash in this queue, less the job id. */
+  private readonly jobKeyPrefix: string;
 
   constructor(
     bull: BullMqModule,
@@ -71,6 +91,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     this.describe = redisErrorDescriber(url);
     const layout = paymentQueueLayout(options);
     this.deadLetterKey = `${layout.prefix}:${layout.name}:failed`;
+    this.jobKeyPrefix = `${layout.prefix}:${layout.name}:`;
     this.queue = new bull.Queue<PaymentEventJobData>(layout.name, {
       connection,
       prefix: layout.prefix,
@@ -134,6 +155,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     try {
       ack = await withTimeout(this.write(event, receivedAt), timeoutMs, () => new Error(`Redis did not take the event within ${timeoutMs} ms`));
     } catch (error) {
+      if (error instanceof PaymentWebhookHttpException) throw error; // the write's own answer (409)
       this.reportOutage(error);
       throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));
     }
@@ -157,11 +179,18 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
     // both commands leave together (one round trip); the failed set does not change on add
-    const [, deadLetter] = await Promise.all([
-      this.queue.add(event.eventType, data, { jobId }),
-      this.#connection.eval(IS_DEAD_LETTER_SCRIPT, 1, this.deadLetterKey, jobId),
+    const timestamp = Date.now();
+    const [, met] = await Promise.all([
+      this.queue.add(event.eventType, data, { jobId, timestamp }),
+      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, timestamp, this.options.queueAttempts),
     ]);
-    if (deadLetter === 1) {
+    if (met === MetJob.OnLastAttempt) {
+      // This copy adds nothing, and if that last attempt fails the event is a dead letter though
+      // the copy was acknowledged. A 409, as inline: the service's retry finds it handled, or a
+      // dead letter it replays (below).
+      throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+    }
+    if (met === MetJob.DeadLetter) {
       if (await this.replayDeadLetter(event.eventId)) {
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
       } else {

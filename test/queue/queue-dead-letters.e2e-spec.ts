@@ -60,6 +60,32 @@ describe('queue mode: dead letters', () => {
     expect(q.handlers.count('done', id)).toBe(1);
   });
 
+  it('a copy delivered while its event is on its last attempt is answered 409, as inline: the service retries, and its retry replays the dead letter', async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    q.handlers.failing.add(id);
+    // each attempt waits at its own gate: a new gate is set before the previous one opens
+    let release = q.handlers.hold(id);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    for (let attempt = 1; attempt < 3; attempt++) {
+      await waitFor(`attempt ${attempt} started`, () => q.handlers.count('entered', id) === attempt);
+      const previous = release;
+      release = q.handlers.hold(id);
+      previous();
+    }
+    await waitFor('the last attempt started', () => q.handlers.count('entered', id) === 3);
+    // were it acknowledged, this copy would add nothing, and the failing last attempt would leave a dead letter the service thinks delivered
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    release();
+    await waitFor(`${id} is a dead letter`, async () => (await q.deadLetters.get(id)) !== undefined);
+
+    q.handlers.failing.delete(id);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } }); // the service's retry
+    await waitFor('the retry replayed it', () => q.handlers.count('done', id) === 1);
+    expect(q.handlers.count('entered', id)).toBe(4);
+    expect(await q.deadLetters.get(id)).toBeUndefined();
+  });
+
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
