@@ -339,7 +339,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */
   private warnNoId(method: string, path: string, httpStatus: number, idField: Exclude<PaymentResponseField, 'status'>, outcome: string): void {
     this.logger.warn(
-      `${method} ${path} answered ${httpStatus} without an id in data.${this.fields[idField].join(' or data.')}; ` +
+      `${method} ${path} (account ${this.options.account}) answered ${httpStatus} without an id in data.${this.fields[idField].join(' or data.')}; ` +
         `${outcome}. The result has ${idField} undefined and the whole answer in raw; set responseFields.${idField} to the field the service uses`,
     );
   }

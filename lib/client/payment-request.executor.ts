@@ -156,7 +156,7 @@ export class PaymentRequestExecutor {
         renewedToken = true;
         this.tokens.invalidate(token);
         token = undefined;
-        this.logger.warn?.(`${call.method} ${call.path}: token rejected (${failure.code}); retrying once with a new token`);
+        this.logger.warn?.(`${call.method} ${call.path} (account ${this.options.account}): token rejected (${failure.code}); retrying once with a new token`);
         observed?.retrying(failure.code, 0);
         continue;
       }
@@ -173,7 +173,7 @@ export class PaymentRequestExecutor {
       mayHaveActed ||= !isRetryable('unsafe', failure);
       observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
-        `${call.method} ${call.path} failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
+        `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );
       await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
     }

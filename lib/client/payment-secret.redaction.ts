@@ -8,8 +8,10 @@ const SHORT_SECRET_LENGTH = 4;
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
   let out = text;
-  for (const secret of secrets) {
-    if (!secret) continue;
+  // longest first: a secret inside another (a client secret within a token) must not cut the
+  // longer one into pieces that then match nothing and stay readable around the marker
+  const ordered = [...secrets].filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
+  for (const secret of ordered) {
     const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)]);
     for (const form of forms) out = secret.length < SHORT_SECRET_LENGTH ? redactWord(out, form) : out.split(form).join(REDACTED);
   }

@@ -198,6 +198,7 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(stub.calls(route, method)).toHaveLength(1); // never sent twice
       const warning = lines.find((l) => l.includes(`responseFields.${idField}`));
       expect(warning).toContain(route);
+      expect(warning).toContain('(account default)'); // several accounts: which one
       expect(warning).not.toContain('svc-123'); // the answer itself is not logged
     });
   });

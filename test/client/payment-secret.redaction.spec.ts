@@ -18,6 +18,14 @@ describe('redactSecrets', () => {
     expect(redactSecrets('long-secret-value and e', ['long-secret-value', 'e'])).toBe('[redacted] and [redacted]');
   });
 
+  it('removes the longest secret first, so one inside another leaves no piece of the longer one', () => {
+    const clientSecret = 'cs-inner-secret';
+    const token = `tok.${clientSecret}.tail-part`;
+    // given in either order: the token was not cut around the client secret first
+    expect(redactSecrets(`Bearer ${token}; ${clientSecret}`, [clientSecret, token])).toBe('Bearer [redacted]; [redacted]');
+    expect(redactSecrets(`Bearer ${token}`, [token, clientSecret])).toBe('Bearer [redacted]');
+  });
+
   it('takes secrets with regular-expression characters literally', () => {
     expect(redactSecrets('a.b and a+b', ['a+b'])).toBe('a.b and [redacted]');
     expect(redactSecrets('x (.*) y', ['.*'])).toBe('x ([redacted]) y');
