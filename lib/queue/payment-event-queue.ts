@@ -29,8 +29,12 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
 /** Dead letters removed per Redis command while trimming. */
 const DEAD_LETTER_TRIM_BATCH = 1000;
-/** A replay or discard takes a few round trips; its lock lapses after this if its holder died. */
+/**
+ * A replay or discard takes a few round trips; its lock lapses after this if its holder died,
+ * or after five Redis time-outs where those are longer: a lock must outlive a slow action.
+ */
 const DEAD_LETTER_LOCK_MS = 30_000;
+const DEAD_LETTER_LOCK_REDIS_TIMEOUTS = 5;
 /** How long a replay or discard waits for another one of the same dead letter. */
 const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
 const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
@@ -126,7 +130,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const token = randomUUID();
     const deadline = Date.now() + DEAD_LETTER_LOCK_WAIT_MS;
     await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
-    while ((await this.#connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, DEAD_LETTER_LOCK_MS)) !== 'OK') {
+    const lockMs = Math.max(DEAD_LETTER_LOCK_MS, DEAD_LETTER_LOCK_REDIS_TIMEOUTS * this.options.redisTimeoutMs);
+    while ((await this.#connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, lockMs)) !== 'OK') {
       if (Date.now() > deadline) {
         throw new Error(`Another replay or discard of dead letter ${eventId} (account ${this.account}) is still under way; try again`);
       }

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { Redis } from 'ioredis';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
@@ -199,6 +201,24 @@ describe('queue mode: dead letters', () => {
       await waitFor('the new copy ran', () => short.handlers.count('done', id) === 1, 10_000);
     } finally {
       await short.close();
+    }
+  });
+
+  it('a replay or discard lock outlives five Redis time-outs where they are longer than its 30 s', async () => {
+    const slow = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'slow-redis:', redisTimeoutMs: 20_000 } });
+    const client = new Redis(redis.url);
+    /** The lock's time to live, read while an action holds it. */
+    const lockTtlIn = (app: QueueApp) => {
+      const queue = app.app.get(PaymentAccountRegistry).requireQueue('default');
+      return queue.withDeadLetterLock('evt_lock', () => client.pttl(`${queue.options.redisKeyPrefix}default:dead-letter-lock:evt_lock`));
+    };
+    try {
+      // each of an action's commands may take up to redisTimeoutMs: a 30 s lock could lapse halfway
+      expect(await lockTtlIn(slow)).toBeGreaterThan(95_000);
+      expect(await lockTtlIn(q)).toBeLessThanOrEqual(30_000); // the default 2 s time-out
+    } finally {
+      client.disconnect();
+      await slow.close();
     }
   });
 
