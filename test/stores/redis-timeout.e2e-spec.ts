@@ -67,9 +67,12 @@ describe('redisTimeoutMs: how long the module waits for a slow Redis', () => {
     expect(waited).toMatchObject({ status: 200, json: { received: true, queued: true } });
   });
 
-  it('queue mode: the processed-check of any store counts against redisTimeoutMs, so a hung store is a 503, not a hung request', async () => {
+  it('queue mode: the processed-check of any store is given up after half of redisTimeoutMs, so a hung store is neither a hung request nor a 503', async () => {
     const app = await startQueueApp(redis.url, { payment: { queueWorker: false, store: new HungReadStore(), redisTimeoutMs: 300 } });
     apps.push(app);
-    expect(await postWebhook(app.url, envelope())).toMatchObject({ status: 503, json: { code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
+    const startedAt = Date.now();
+    // "not processed" after 150 ms, then queued (the worker's claim decides)
+    expect(await postWebhook(app.url, envelope())).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
   });
 });
