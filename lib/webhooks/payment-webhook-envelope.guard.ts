@@ -5,7 +5,7 @@ import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { PaymentWebhookError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
+import { PaymentWebhookError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
 
 /**
@@ -34,16 +34,30 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
   }
 
   protected parse(request: PaymentWebhookRequest): AnyPaymentEvent {
-    const rawBody = getPaymentWebhookState(request).rawBody ?? request.rawBody;
-    if (!Buffer.isBuffer(rawBody)) {
-      // Never fall back to the adapter's parsed copy: it is not what was signed.
-      throw new WebhookRawBodyMissingError();
-    }
+    // Only bytes a signature guard verified: never the request's raw body (nobody checked it,
+    // as when this guard is listed first or alone) nor the adapter's parsed copy.
+    const rawBody = getPaymentWebhookState(request).rawBody;
+    if (!Buffer.isBuffer(rawBody)) throw new PaymentWebhookGuardOrderError();
     return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
 
   /** The account the event is given to handlers as; override with a signature guard checking another account's secrets. */
   protected getAccount(_context: ExecutionContext): string {
     return DEFAULT_PAYMENT_ACCOUNT;
+  }
+}
+
+/**
+ * A route that runs `PaymentWebhookEnvelopeGuard` without `PaymentWebhookSignatureGuard` before
+ * it: a mistake in the app, answered 500 (Nest's default) and logged with the fix.
+ */
+export class PaymentWebhookGuardOrderError extends Error {
+  override readonly name = 'PaymentWebhookGuardOrderError';
+
+  constructor() {
+    super(
+      'PaymentWebhookEnvelopeGuard found no verified body: list PaymentWebhookSignatureGuard (or a subclass) before it, ' +
+        '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard); it never reads bytes nobody verified',
+    );
   }
 }

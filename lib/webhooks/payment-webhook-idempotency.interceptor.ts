@@ -131,13 +131,14 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     const settings = this.settingsFor(context);
     const request = context.switchToHttp().getRequest();
-    const id = settings.key
-      ? await settings.key(request, context)
-      : getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest)?.eventId;
+    const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
+    const id = settings.key ? await settings.key(request, context) : event?.eventId;
     if (typeof id !== 'string' || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
     }
-    const key = settings.key ? webhookCustomKey(DEFAULT_PAYMENT_ACCOUNT, id) : webhookEventKey(DEFAULT_PAYMENT_ACCOUNT, id);
+    // the event's account (an envelope guard's `getAccount`): ids are unique per account only
+    const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
+    const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const result = await this.deduplicator.run(key, settings.dedupe, () => this.handle(context, next, id));
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
   }

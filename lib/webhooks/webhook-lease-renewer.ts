@@ -100,7 +100,8 @@ export class WebhookLeaseRenewer {
 
   private renew(claim: TrackedWebhookClaim, sentAt: number): void {
     claim.renewing = true;
-    const renewal = this.store.extend!(claim.key, claim.claimToken, this.leaseMs);
+    // a store that throws instead of rejecting must not crash the process from this timer
+    const renewal = Promise.resolve().then(() => this.store.extend!(claim.key, claim.claimToken, this.leaseMs));
     // a renewal that never settles would leave `renewing` set and the lease to lapse unseen
     withTimeout(renewal, this.renewEveryMs, () => new Error(`the store did not answer within ${this.renewEveryMs} ms`)).then(
       (renewed) => {

@@ -29,9 +29,9 @@ function context(handler: keyof Routes, request: object): ExecutionContextHost {
   return host;
 }
 
-function verifiedRequest(eventId: string): object {
+function verifiedRequest(eventId: string, account?: string): object {
   const request = { headers: {} };
-  getPaymentWebhookState(request).event = { eventId, eventType: 'payment.succeeded' } as never;
+  getPaymentWebhookState(request).event = { eventId, eventType: 'payment.succeeded', ...(account ? { account } : {}) } as never;
   return request;
 }
 
@@ -80,6 +80,16 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     await expect(run(interceptor, context('verified', verifiedRequest('evt_1')), next)).resolves.toEqual({ received: true });
     await expect(run(interceptor, context('verified', verifiedRequest('evt_1')), next)).resolves.toEqual({ received: true, duplicate: true });
     expect(next.runs).toBe(1);
+  });
+
+  it("keeps each account's event ids apart (an envelope guard's getAccount): the same id of another account runs too", async () => {
+    const next = handler(async () => ({ received: true }));
+    await run(interceptor, context('verified', verifiedRequest('evt_shared', 'default')), next);
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_shared', 'eu')), next)).resolves.toEqual({ received: true });
+    await expect(run(interceptor, context('verified', verifiedRequest('evt_shared', 'eu')), next)).resolves.toEqual({ received: true, duplicate: true });
+    expect(next.runs).toBe(2);
+    expect(await store.isProcessed('eu:event:evt_shared')).toBe(true);
+    expect(await store.isProcessed('default:event:evt_shared')).toBe(true);
   });
 
   it('answers 409 while another delivery holds the event, and runs it once', async () => {

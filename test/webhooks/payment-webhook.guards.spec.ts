@@ -142,15 +142,22 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     expect(getVerifiedPaymentWebhookEvent(second)).toMatchObject({ account: 'eu', eventId: body.eventId });
   });
 
-  it('refuses a body without what dispatch needs (400), and a request without raw bytes (500)', () => {
+  it('refuses a verified body without what dispatch needs (400)', () => {
     const request = signedRequest({ hello: 'world' });
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
     expect(rejection(() => new PaymentWebhookEnvelopeGuard().canActivate(context(request)))).toEqual({
       status: 400,
       code: 'WEBHOOK_INVALID_ENVELOPE',
     });
-    expect(rejection(() => new PaymentWebhookEnvelopeGuard().canActivate(context({ headers: {} })))).toEqual({
-      status: 500,
-      code: 'WEBHOOK_RAW_BODY_MISSING',
-    });
+  });
+
+  it('never parses bytes no signature guard verified (listed first, or alone): an error naming the fix', () => {
+    // a well-formed, signed envelope: only the guard order is wrong
+    const request = signedRequest(envelope());
+    expect(() => new PaymentWebhookEnvelopeGuard().canActivate(context(request))).toThrow(
+      /found no verified body: list PaymentWebhookSignatureGuard \(or a subclass\) before it/,
+    );
+    expect(getVerifiedPaymentWebhookEvent(request)).toBeUndefined();
+    expect(() => new PaymentWebhookEnvelopeGuard().canActivate(context({ headers: {} }))).toThrow(/found no verified body/);
   });
 });

@@ -48,6 +48,26 @@ describe('WebhookLeaseRenewer', () => {
     renewer.close();
   });
 
+  it('a store whose extend throws instead of rejecting is a failed renewal, retried: not an exception thrown from the timer', async () => {
+    class ThrowingExtendStore extends FlakyExtendStore {
+      throwsLeft = 1;
+      // not async: throws synchronously, as a custom store's client may ("client is closed")
+      override extend(key: string, claimToken: string, leaseMs: number): Promise<boolean> {
+        if (this.throwsLeft-- > 0) throw new Error('client is closed');
+        return super.extend(key, claimToken, leaseMs);
+      }
+    }
+    const store = new ThrowingExtendStore();
+    const logger = new CollectingLogger();
+    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
+    renewer.track('evt_throw', await claimed(store, 'evt_throw'));
+    // before, the throw escaped the interval's callback: an uncaught exception ends the process
+    await sleep(LEASE_MS * 3);
+    expect(logger.messages('warn').join('\n')).toMatch(/Could not renew the claim of webhook event "evt_throw" \(Error: client is closed\); retrying/);
+    await expect(store.claim('evt_throw', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    renewer.close();
+  });
+
   it('renews any number of claims with one timer, and stops it once none is tracked', async () => {
     const store = new FlakyExtendStore();
     const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CollectingLogger());
