@@ -73,11 +73,18 @@ class MailHandlers {
 @Injectable()
 class FlakyHandlers {
   failNext = false;
+  /** Thrown as it is by the next run (not an Error). */
+  throwNext: unknown;
   constructor(private readonly calls: Calls) {}
 
   @OnPaymentEvent('payment.succeeded')
   async flaky(event: PaymentEvent<'payment.succeeded'>): Promise<void> {
     this.calls.record('flaky', event);
+    if (this.throwNext !== undefined) {
+      const thrown = this.throwNext;
+      this.throwNext = undefined;
+      throw thrown;
+    }
     if (this.failNext) {
       this.failNext = false;
       throw new Error('warehouse unavailable');
@@ -284,6 +291,19 @@ describe('PaymentEventDispatcher', () => {
 
     // Redelivery of the same event succeeds and runs the handlers again.
     await expect(dispatcher.dispatch(e)).resolves.toBeUndefined();
+  });
+
+  it('reports a thrown value that cannot become text (no prototype, a throwing toString) as a handler failure, not a TypeError', async () => {
+    for (const thrown of [Object.create(null), { toString: () => { throw new Error('no text'); } }]) {
+      moduleRef.get(FlakyHandlers).throwNext = thrown;
+      const error = await dispatcher.dispatch(event('payment.succeeded')).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect(error).toBeInstanceOf(PaymentEventHandlerError);
+      expect(error).toMatchObject({ handlers: ['FlakyHandlers.flaky'] });
+      expect((error as PaymentEventHandlerError).errors[0]).toBe(thrown);
+    }
   });
 
   it('turns a synchronous throw into a rejection', async () => {
