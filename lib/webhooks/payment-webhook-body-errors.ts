@@ -23,15 +23,16 @@ interface BodyParserError {
 /**
  * True when `urlPath` (no query) is the webhook route: `/<webhookPath>`, or the same under the
  * app's global prefix. A host route that merely ends the same way (`/legacy/payments/webhook`)
- * is the host's.
+ * is the host's. `ignoreCase` for Express, whose router matches paths whatever their case.
  */
-export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = ''): boolean {
+export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', ignoreCase = false): boolean {
   let end = urlPath.length;
   while (end > 1 && urlPath[end - 1] === '/') end--;
-  const p = urlPath.slice(0, end);
-  if (p === `/${webhookPath}`) return true;
+  const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
+  const route = ignoreCase ? webhookPath.toLowerCase() : webhookPath;
+  if (p === `/${route}`) return true;
   const prefix = globalPrefix.replace(/^\/+|\/+$/g, '');
-  return prefix !== '' && p === `/${prefix}/${webhookPath}`;
+  return prefix !== '' && p === `/${ignoreCase ? prefix.toLowerCase() : prefix}/${route}`;
 }
 
 function pathOf(url: string | undefined): string {
@@ -76,10 +77,10 @@ export function installWebhookBodyErrorHandler(
   onRefused: WebhookBodyRefusalListener = () => undefined,
 ): void {
   const type = (adapter as { getType?: () => string }).getType?.();
-  const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
   if (type === 'express') {
-    installExpress(adapter, isWebhook, onRefused);
+    installExpress(adapter, (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix(), true), onRefused);
   } else if (type === 'fastify') {
+    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
     installFastify(adapter, isWebhook, onRefused);
   }
 }
@@ -89,8 +90,9 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   // It passes them on as an HttpException with the webhook body: Nest's handler answers it
   // as it is, or the host's global exception filter gets it like any other rejection.
-  const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string }, _res: unknown, next: (e?: unknown) => void): void => {
-    const body = isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
+  // Only the route's own requests (POST): another method on the path is the host's.
+  const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
+    const body = req.method === 'POST' && isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
     if (body === undefined) {
       next(error);
       return;
@@ -120,19 +122,25 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // instance's error handler without a code; add it on the way out, for this path only. Only
   // those: an answer a host exception filter wrote (sent as a body, not as an error, so no
   // onError hook runs) is the host's and stays as it is.
-  type FastifyRequest = PaymentWebhookRequest & { url?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown };
+  type FastifyRequest = PaymentWebhookRequest & { url?: string; method?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown };
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown }, done: () => void) => {
     const status = error?.statusCode;
     if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
-      if (isWebhook(pathOf(request.url))) {
+      if (request.method === 'POST' && isWebhook(pathOf(request.url))) {
         onRefused(request, fastifyParserBody(status, error.message));
       }
     }
     done();
   });
   instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
-    if (request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true || !PARSER_STATUSES.has(reply.statusCode) || typeof payload !== 'string' || !isWebhook(pathOf(request.url))) {
+    if (
+      request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true ||
+      request.method !== 'POST' ||
+      !PARSER_STATUSES.has(reply.statusCode) ||
+      typeof payload !== 'string' ||
+      !isWebhook(pathOf(request.url))
+    ) {
       done(null, payload);
       return;
     }

@@ -409,6 +409,23 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
     }
   });
 
+  it("gives parser errors the webhook answer wherever the router routes to the webhook (Express ignores case), and leaves other methods on the path to the host", async () => {
+    const w = await startWebhookApp({ adapter });
+    try {
+      const upper = 'PAYMENTS/Webhook';
+      const routed = (await postWebhook(w.url, envelope(), { path: upper })).status === 200;
+      expect(routed).toBe(adapter === 'express'); // Fastify's router is case-sensitive: 404
+      const broken = await postWebhook(w.url, '{broken', { path: upper });
+      if (routed) expect(broken).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+      else expect(String(broken.json?.code)).not.toMatch(/^WEBHOOK_/);
+      // not a delivery: the host's own answer, whatever it is
+      const put = await fetch(`${w.url}/payments/webhook`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{broken' });
+      expect(String(((await put.json()) as { code?: unknown }).code)).not.toMatch(/^WEBHOOK_/);
+    } finally {
+      await w.close();
+    }
+  });
+
   it('works under a global prefix, parser errors included', async () => {
     const w = await startWebhookApp({ adapter, globalPrefix: 'api' });
     try {
