@@ -143,5 +143,7 @@ function defaultWebhookPath(account: string): string {
 
 function splitSecrets(value: unknown): unknown {
   if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  // a secret read from a file keeps its newline: trimmed as the env forms are (an entry left empty is refused)
+  if (Array.isArray(value)) return value.map((s: unknown) => (typeof s === 'string' ? s.trim() : s));
   return value;
 }

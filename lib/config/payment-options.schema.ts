@@ -42,7 +42,10 @@ export class PaymentOptionsSchema {
   @MinLength(1, { each: true, message: 'must contain only non-empty strings' })
   webhookSecret!: string[];
 
-  @Matches(/^\/?[A-Za-z0-9._~\-:]+(\/[A-Za-z0-9._~\-:]+)*\/?$/, {
+  // no ':' (a route parameter in Express and Fastify: `payments/:x` would take every account's
+  // deliveries under payments/), nothing else the routers read as syntax, no '.' or '..' segment
+  // (clients resolve those away: unreachable)
+  @Matches(/^\/?(?!\.{1,2}(\/|$))[A-Za-z0-9._\-]+(\/(?!\.{1,2}(\/|$))[A-Za-z0-9._\-]+)*\/?$/, {
     message: "must be a route path such as 'payments/webhook' (letters, digits, '-', '_', '.', '/')",
   })
   webhookPath!: string;

@@ -85,8 +85,17 @@ function checkTokenRequest(value: unknown, problems: string[]): void {
 
 /** A string that looks like a Redis URL but does not parse (a bad port, an unencoded special character). */
 function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe: (key: string) => string, problems: string[]): void {
-  if (typeof url === 'string' && REDIS_URL_PATTERN.test(url) && !URL.canParse(url)) {
+  if (typeof url !== 'string' || !REDIS_URL_PATTERN.test(url)) return;
+  if (!URL.canParse(url)) {
     problems.push(`${describe(key)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
+  } else {
+    // a password with an unencoded '/', '?' or '#' ends the user info early: its tail becomes a path or query
+    const parsed = new URL(url);
+    if (!/^(\/\d*)?$/.test(parsed.pathname)) {
+      problems.push(`${describe(key)} has a path that is not a db number: percent-encode '/' in the password (%2F)`);
+    } else if (parsed.search.includes('@') || parsed.hash.includes('@')) {
+      problems.push(`${describe(key)} has an '@' after a '?' or '#': percent-encode '?' and '#' in the password (%3F, %23), or the rest of it is read as a query`);
+    }
   }
 }
 
@@ -194,6 +203,20 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
   }
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
+  }
+  // A captured delivery passes the signature check again while its timestamp is within the
+  // tolerance, either side of now: its id must be remembered at least that long.
+  const replayWindowMs = 2 * schema.webhookToleranceSeconds * 1000;
+  if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookToleranceSeconds) && schema.webhookRetentionMs < replayWindowMs) {
+    problems.push(
+      `${describe('webhookRetentionMs')} must be at least twice webhookToleranceSeconds (${replayWindowMs} ms): ` +
+        'a copy of a signed delivery is accepted that long, and would run its handlers again once its id is forgotten',
+    );
+  }
+  // '' (or []) given explicitly is a mistake (`process.env.X ?? ''`), not "no secret": it would hide the env's secret and the route
+  const givenSecret = (explicit as { webhookSecret?: unknown }).webhookSecret;
+  if ((givenSecret === '' || (Array.isArray(givenSecret) && givenSecret.length === 0)) && schema.webhookSecret.length === 0) {
+    problems.push(`${describe('webhookSecret')} must not be empty: leave it out (PAYMENT_WEBHOOK_SECRET then applies), or set webhookRoute: false for no route`);
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
   if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);

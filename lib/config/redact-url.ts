@@ -28,6 +28,8 @@ export function redactRedisUrl(url: string): string {
   // The path of a Redis URL is a db number. Anything else (e.g. `/w0rd@host` from a
   // password with an unencoded `/`) may be the tail of a secret.
   if (!/^(\/\d*)?$/.test(parsed.pathname)) return `${REDACTED_URL_PART} (URL with an unexpected path)`;
+  // likewise an '@' past the authority: a password with an unencoded '?' or '#' left its tail there
+  if (parsed.search.includes('@') || parsed.hash.includes('@')) return `${REDACTED_URL_PART} (URL with user info in its query)`;
   // Built by hand: assigning to URL.password would percent-encode the brackets. A user
   // name without a password may be a password written without the leading ':'.
   let userInfo = '';

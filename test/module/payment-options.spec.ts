@@ -228,6 +228,30 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems[0]).toContain("option 'maxRetryAfterMs'");
   });
 
+  it("webhookPath takes no ':' (a route parameter that would take other accounts' deliveries) and no '.' or '..' segment", () => {
+    for (const webhookPath of ['payments/:anything', 'payments/:id/webhook', 'payments/../webhook', './webhook', 'payments/~x']) {
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookPath }));
+      expect(error.problems).toEqual([expect.stringMatching(/webhookPath.*must be a route path/)]);
+    }
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookPath: '/hooks/v1.2/pay_ments-x/' }).webhookPath).toBe('hooks/v1.2/pay_ments-x');
+  });
+
+  it("an explicit empty webhookSecret ('' or []) is a boot error, not a silent 'no route' hiding PAYMENT_WEBHOOK_SECRET; listed secrets are trimmed", () => {
+    for (const webhookSecret of ['', []] as const) {
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: webhookSecret as never }, { webhookSecret: WEBHOOK_SECRET }));
+      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* must not be empty: leave it out/)]);
+    }
+    // a secret read from a file keeps its newline
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [`${WEBHOOK_SECRET}\n`, ' whsec_2 '] }).webhookSecrets).toEqual([WEBHOOK_SECRET, 'whsec_2']);
+    expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [' '] })).problems.join('\n')).toMatch(/webhookSecret.*non-empty/);
+  });
+
+  it('webhookRetentionMs under twice the replay window is a boot error: a copy of a signed delivery would run again once forgotten', () => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookRetentionMs: 1_000, webhookLeaseMs: 1_000 }));
+    expect(error.problems).toEqual([expect.stringMatching(/webhookRetentionMs.* must be at least twice webhookToleranceSeconds \(600000 ms\)/)]);
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookRetentionMs: 20_000, webhookLeaseMs: 1_000, webhookToleranceSeconds: 10 }).webhookRetentionMs).toBe(20_000);
+  });
+
   it('maxRetryAfterMs defaults to 120000 ms', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).maxRetryAfterMs).toBe(120_000);
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: 1_000 }).maxRetryAfterMs).toBe(1_000);
@@ -317,6 +341,21 @@ describe('Redis URLs are redacted by parsing', () => {
       expect(text).not.toContain(password.slice(2)); // no tail of it either
       expect(text).toContain('cache.internal');
     }
+  });
+
+  it("a password with an unencoded '?' (its tail read as a query) is a boot error, and redaction drops the whole URL", () => {
+    for (const url of ['redis://user:123?x=s3cretpw@127.0.0.1:6390', 'redis://default:2024?s3cret-Zz9@redis.internal:6379/0']) {
+      expect(redactRedisUrl(url)).toBe('[redacted] (URL with user info in its query)');
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', queueRedisUrl: url }));
+      expect(error.problems).toEqual([expect.stringMatching(/queueRedisUrl.* has an '@' after a '\?' or '#': percent-encode/)]);
+      expect(`${error.message}\n${JSON.stringify(error)}\n${inspect(error)}`).not.toMatch(/s3cret/);
+    }
+    // likewise a '/' (password '2024/cd-Zq9': the URL still parses, with host 'user')
+    const slash = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: 'redis://user:2024/cd-Zq9@redis.internal:6379' }));
+    expect(slash.problems).toEqual([expect.stringMatching(/redisUrl.* has a path that is not a db number: percent-encode '\/'/)]);
+    expect(`${slash.message}\n${inspect(slash)}`).not.toContain('cd-Zq9');
+    // encoded, the same password is fine
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: 'redis://user:123%3Fx%3Ds3cretpw@127.0.0.1:6390' }).redisUrl).toContain('%3F');
   });
 
   it('a Redis URL that does not parse is a boot error that does not print it', () => {
