@@ -31,6 +31,49 @@ const isFieldNameList = (v: unknown): v is string[] => Array.isArray(v) && v.len
 const unknownKey = (group: string, key: string, known: object): string =>
   `option '${group}.${key}' is unknown; known: ${Object.keys(known).join(', ')}`;
 
+/** Every key of `PaymentModuleOptions`: the compiler keeps this list complete. */
+const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
+  baseUrl: true, environment: true, clientId: true, clientSecret: true, webhookSecret: true, webhookPath: true,
+  webhookToleranceSeconds: true, webhookMaxBodyBytes: true, httpTimeoutMs: true, maxRetries: true, retryBaseDelayMs: true,
+  retryMaxDelayMs: true, maxRetryAfterMs: true, endpoints: true, tokenRequest: true, tokenResponse: true, responseFields: true,
+  rateLimits: true, redisUrl: true, redisKeyPrefix: true, redisTimeoutMs: true, store: true, webhookLeaseMs: true,
+  webhookRetentionMs: true, webhookShutdownTimeoutMs: true, memoryStoreMaxEntries: true, reconcile: true, processing: true,
+  queueRedisUrl: true, queueWorker: true, queueConcurrency: true, queueAttempts: true, queueBackoffMs: true,
+  queueDeadLetterRetentionMs: true, queueShutdownTimeoutMs: true, queueJobTimeoutMs: true, queueLockDurationMs: true,
+  queueMaxStalledCount: true,
+};
+
+/** The module extras (`PaymentModuleExtras`): `forRoot()` takes them off before the options are read. */
+const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', 'webhookClassDecorators', 'webhookImports', 'webhookRoute', 'readEnv']);
+
+/**
+ * A key the options do not have is a typo (`clientSecert`), a resolved field's name
+ * (`webhookSecrets`) or an extra returned by a `forRootAsync` factory: silently dropped, it
+ * would leave a setting at its default.
+ */
+function checkUnknownKeys(explicit: PaymentModuleOptions, problems: string[]): void {
+  for (const key of Object.keys(explicit)) {
+    if (Object.hasOwn(OPTION_KEYS, key)) continue;
+    if (MODULE_EXTRA_KEYS.has(key)) {
+      problems.push(`option '${key}' shapes the module: give it to forRootAsync() beside useFactory, not in the options the factory returns`);
+      continue;
+    }
+    const near = Object.keys(OPTION_KEYS).find((known) => editDistance(known.toLowerCase(), key.toLowerCase()) <= 2);
+    problems.push(`option '${key}' is unknown${near ? `; did you mean '${near}'?` : ''}`);
+  }
+}
+
+/** Levenshtein distance, for the suggestion of a misspelt key (short strings only). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
 /**
  * How token answers are read: a lifetime of 0 would make every call fetch a token (and meet
  * the token rate limit), an empty field list would fail every call, so both stop the boot.
@@ -220,6 +263,7 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
   if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);
+  checkUnknownKeys(explicit, problems);
   checkEndpoints(explicit.endpoints, problems);
   checkTokenRequest(explicit.tokenRequest, problems);
   checkTokenResponse(explicit.tokenResponse, problems);

@@ -252,6 +252,19 @@ describe('resolvePaymentOptions', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookRetentionMs: 20_000, webhookLeaseMs: 1_000, webhookToleranceSeconds: 10 }).webhookRetentionMs).toBe(20_000);
   });
 
+  it('an unknown key is a boot error (a typo, a resolved field name, an extra returned by a factory), with the likely key', () => {
+    const error = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientSecert: SECRET, webhookSecrets: [WEBHOOK_SECRET], account: 'eu', colour: 'blue' } as never),
+    );
+    expect(error.problems).toEqual([
+      "option 'clientSecert' is unknown; did you mean 'clientSecret'?",
+      "option 'webhookSecrets' is unknown; did you mean 'webhookSecret'?",
+      "option 'account' shapes the module: give it to forRootAsync() beside useFactory, not in the options the factory returns",
+      "option 'colour' is unknown",
+    ]);
+    expect(`${error.message}\n${inspect(error)}`).not.toContain(SECRET);
+  });
+
   it('maxRetryAfterMs defaults to 120000 ms', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }).maxRetryAfterMs).toBe(120_000);
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetryAfterMs: 1_000 }).maxRetryAfterMs).toBe(1_000);
