@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
 import { startQueueApp, waitFor } from '../support/queue-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
@@ -20,6 +21,16 @@ describe('reliability: a Redis that stops answering, then wakes', () => {
     await redis.stop();
   });
 
+  /** A queue-mode app (Redis time-out 500 ms) whose worker has handled one event: connected and running. */
+  async function startRunningQueueApp(queueRedisUrl: string, payment: PaymentModuleOptions) {
+    const q = await startQueueApp(queueRedisUrl, { payment: { redisTimeoutMs: 500, ...payment } });
+    close = () => q.close();
+    const warmup = envelope();
+    expect((await postWebhook(q.url, warmup)).status).toBe(200);
+    await waitFor('the worker is running', () => q.handlers.count('done', warmup.eventId as string) === 1);
+    return q;
+  }
+
   it('inline: 503 and health down while it hangs; once awake, the retry is handled at once (the claim sent into the silence is taken back)', async () => {
     const w = await startWebhookApp({ adapter: 'express', payment: { redisUrl: redis.url, redisTimeoutMs: 500 } });
     close = () => w.close();
@@ -40,11 +51,7 @@ describe('reliability: a Redis that stops answering, then wakes', () => {
   });
 
   it('queue mode: 503 while it hangs; the job written into the silence runs once when it wakes, and the retry is a duplicate', async () => {
-    const q = await startQueueApp(redis.url, { payment: { redisTimeoutMs: 500 } });
-    close = () => q.close();
-    const warmup = envelope();
-    expect((await postWebhook(q.url, warmup)).status).toBe(200);
-    await waitFor('the worker is running', () => q.handlers.count('done', warmup.eventId as string) === 1);
+    const q = await startRunningQueueApp(redis.url, {});
 
     redis.pause();
     const event = envelope();
@@ -60,11 +67,7 @@ describe('reliability: a Redis that stops answering, then wakes', () => {
     const queueRedis = await startRedisServer();
     try {
       // the store on the hanging server (`redis`), the queue on another
-      const q = await startQueueApp(queueRedis.url, { payment: { redisUrl: redis.url, redisTimeoutMs: 500 } });
-      close = () => q.close();
-      const warmup = envelope();
-      expect((await postWebhook(q.url, warmup)).status).toBe(200);
-      await waitFor('the worker is running', () => q.handlers.count('done', warmup.eventId as string) === 1);
+      const q = await startRunningQueueApp(queueRedis.url, { redisUrl: redis.url });
 
       redis.pause();
       const event = envelope();
