@@ -26,8 +26,8 @@ interface BodyParserError {
  * is the host's. `ignoreCase` for Express, whose router matches paths whatever their case.
  */
 export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', ignoreCase = false): boolean {
-  let end = urlPath.length;
-  while (end > 1 && urlPath[end - 1] === '/') end--;
+  // one trailing slash, as Express's non-strict routing (and Fastify's ignoreTrailingSlash) allows
+  const end = urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
   const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
   const route = ignoreCase ? webhookPath.toLowerCase() : webhookPath;
   if (p === `/${route}`) return true;
@@ -122,12 +122,23 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // instance's error handler without a code; add it on the way out, for this path only. Only
   // those: an answer a host exception filter wrote (sent as a body, not as an error, so no
   // onError hook runs) is the host's and stays as it is.
-  type FastifyRequest = PaymentWebhookRequest & { url?: string; method?: string; [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown };
+  type FastifyRequest = PaymentWebhookRequest & {
+    method?: string;
+    /** The route the router matched (Fastify 5): its own rules (case, decoding, slashes) already applied. */
+    routeOptions?: { url?: string };
+    [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown;
+  };
+  // The router's decision, not the URL's text: a path the router sends to the route under its
+  // options is the webhook's, and a path it does not (a 404) is not, however alike they look.
+  const isWebhookRoute = (request: FastifyRequest): boolean => {
+    const route = request.routeOptions?.url;
+    return request.method === 'POST' && route !== undefined && isWebhook(route);
+  };
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown }, done: () => void) => {
     const status = error?.statusCode;
     if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
-      if (request.method === 'POST' && isWebhook(pathOf(request.url))) {
+      if (isWebhookRoute(request)) {
         onRefused(request, fastifyParserBody(status, error.message));
       }
     }
@@ -136,10 +147,9 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
     if (
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true ||
-      request.method !== 'POST' ||
       !PARSER_STATUSES.has(reply.statusCode) ||
       typeof payload !== 'string' ||
-      !isWebhook(pathOf(request.url))
+      !isWebhookRoute(request)
     ) {
       done(null, payload);
       return;
