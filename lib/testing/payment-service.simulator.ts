@@ -168,7 +168,8 @@ export class PaymentServiceSimulator {
   }
 
   get payouts(): ReadonlyArray<Readonly<SimulatedPayout>> {
-    return [...this.state.payouts.values()].map((p) => ({ ...p }));
+    // deep: a payout's recipient is an object of its own
+    return structuredClone([...this.state.payouts.values()]);
   }
 
   get subaccountPayouts(): ReadonlyArray<Readonly<SimulatedSubaccountPayout>> {
@@ -285,8 +286,15 @@ export class PaymentServiceSimulator {
 
   /** Emits any event (e.g. `dispute.created`) for a merchant through the normal delivery path. */
   sendEvent(merchantId: number, type: string, data: Record<string, unknown>): PaymentEventEnvelope {
+    // a copy as delivered: changing `data` or the returned envelope later changes neither the log nor the delivery
+    const payload = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+    // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event
+    const family = type.split('.', 1)[0]!;
+    const id = ({ payment: payload.trxId, refund: payload.refundUid, payout: payload.payoutUid } as Record<string, unknown>)[family];
+    const resourceKey = id === undefined ? `${type}:` : `${family}:${String(id)}`;
     // an unknown merchant throws in publish, before anything is logged or delivered
-    return this.publisher.publish(merchantId, type, data, `${type}:${String(data.trxId ?? data.refundUid ?? data.payoutUid ?? '')}`);
+    const envelope = this.publisher.publish(merchantId, type, payload, resourceKey);
+    return JSON.parse(JSON.stringify(envelope)) as PaymentEventEnvelope;
   }
 
   /** Webhook fault switches (merged into the current ones). */

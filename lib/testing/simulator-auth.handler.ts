@@ -52,8 +52,10 @@ export class SimulatorAuthHandler {
   /** The merchant of the request's bearer token, or the matching `PAY_1xxx` / `PAY_2003` / `PAY_6001` error. */
   authenticate(req: SimulatorRequest): AuthenticatedCaller {
     const header = req.headers.authorization;
-    const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!m) throw new SimulatorHttpError('PAY_1001');
+    // PAY_1001 is "no Authorization header sent"; one that carries no usable token matches no session
+    if (typeof header !== 'string' || header.trim() === '') throw new SimulatorHttpError('PAY_1001');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw new SimulatorHttpError('PAY_1002');
     const token = this.state.tokens.get(m[1]);
     if (!token) throw new SimulatorHttpError('PAY_1002');
     // expired when issued MORE than the lifetime ago

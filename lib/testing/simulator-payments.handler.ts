@@ -81,7 +81,8 @@ export class SimulatorPaymentsHandler {
     const keyOfMerchant = `${merchant.settings.merchantId}:${key as string}`;
     const existingId = this.state.paymentIdsByKey.get(keyOfMerchant);
     if (existingId) {
-      return success(this.state.firstAnswerStatus.get(existingId) ?? 200, paymentWire(this.state.payments.get(existingId)!));
+      const existing = this.state.payments.get(existingId)!;
+      return success(this.pendingStatus(existing), paymentWire(existing));
     }
 
     const outcome = this.state.scripts.takeOutcome(key as string, body.custom, this.behaviour.defaultOutcome ?? 'manual');
@@ -123,7 +124,13 @@ export class SimulatorPaymentsHandler {
     const { merchant } = this.auth.authorize(req, 'readsPerMinute');
     const trxId = req.query.trx_id;
     if (!trxId) throw new SimulatorHttpError('PAY_4000', undefined, { trx_id: ['The trx_id field is required.'] });
-    return success(200, paymentWire(ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001')));
+    const payment = ownedBy(this.state.payments.get(trxId), merchant.settings.merchantId, 'PAY_2001');
+    return success(this.pendingStatus(payment), paymentWire(payment));
+  }
+
+  /** 202 while a payment created as asynchronous still awaits its provider (spec 4's note), else 200. */
+  private pendingStatus(payment: SimulatedPayment): number {
+    return payment.status === 'PENDING' ? (this.state.firstAnswerStatus.get(payment.trxId) ?? 200) : 200;
   }
 
   gateways(req: SimulatorRequest): SimulatorAnswer {

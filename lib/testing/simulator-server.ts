@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { clearInterval, setInterval } from 'node:timers';
 import type { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
@@ -178,7 +179,8 @@ export class SimulatorServer {
   private applyFault(res: ServerResponse, record: SimulatorRequestRecord, fault: SimulatorFault, handled?: SimulatorAnswer): void {
     record.fault = fault.kind;
     if (fault.kind === 'rewrite') {
-      this.answer(res, record, rewrittenAnswer(fault, handled!, record));
+      // a copy: the rewrite must not change the request log
+      this.answer(res, record, rewrittenAnswer(fault, handled!, structuredClone(record)));
       return;
     }
     if (fault.kind === 'reset') {

@@ -10,7 +10,7 @@ import type {
 import { clearTimeout, setTimeout } from 'node:timers';
 
 /** The service retries a failed delivery after 5 min, 15 min, 1 h, 4 h and 24 h (attempts 2…6). @publicApi */
-export const SPEC_RETRY_DELAYS_MS: readonly number[] = [5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000];
+export const SPEC_RETRY_DELAYS_MS: readonly number[] = Object.freeze([5 * 60_000, 15 * 60_000, 3_600_000, 4 * 3_600_000, 24 * 3_600_000]);
 /** After 6 failed attempts a delivery is abandoned (the portal can re-trigger it). @publicApi */
 export const SPEC_MAX_ATTEMPTS = 6;
 
@@ -206,7 +206,13 @@ export class SimulatorWebhookDeliverer {
   }
 
   private push(merchantId: number, job: Job): void {
-    if (this.stopped) return;
+    if (this.stopped) {
+      // emitted while stopped (a payment settled by the test meanwhile): like the deliveries
+      // stop() ended, `cancelled`, not a `queued` that no restart would ever send
+      const entry = this.entries.get(job.eventId);
+      if (entry && UNFINISHED_STATES.has(entry.state.state)) entry.state.state = 'cancelled';
+      return;
+    }
     const q = this.queues.get(merchantId) ?? [];
     q.push(job);
     this.queues.set(merchantId, q);

@@ -77,7 +77,7 @@ export type PaymentOutcome =
   | 'no-api-refund';
 
 /** @publicApi */
-export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = [
+export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = Object.freeze([
   'manual',
   'succeed',
   'fail',
@@ -87,7 +87,7 @@ export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = [
   'pending-then-fail',
   'provider-failure',
   'no-api-refund',
-];
+]);
 
 /** Options of `new PaymentServiceSimulator()`. @publicApi */
 export interface PaymentServiceSimulatorOptions {

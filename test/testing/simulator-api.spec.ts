@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { PAYMENT_EVENT_TYPES } from '../../lib/events/payment-event.types.js';
-import { PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_ERROR_TABLE } from '../../lib/testing/index.js';
+import { PAYMENT_OUTCOMES, PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_ERROR_TABLE, SPEC_RETRY_DELAYS_MS } from '../../lib/testing/index.js';
 import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
 
 const LIVE = {
@@ -142,7 +142,10 @@ describe('PaymentServiceSimulator API', () => {
 
     it('answers PAY_1001 / PAY_1002 / PAY_2003 / PAY_6001 on other calls', async () => {
       expectError(await simCall(sim, 'GET', '/payments/gateways'), 401, 'PAY_1001');
-      expectError(await simCall(sim, 'GET', '/payments/gateways', { headers: { authorization: 'Basic abc' } }), 401, 'PAY_1001');
+      // a header was sent (PAY_1001 is "no Authorization header sent"), with no token of a live session in it
+      for (const authorization of ['Basic abc', 'Bearer', 'Token abc']) {
+        expectError(await simCall(sim, 'GET', '/payments/gateways', { headers: { authorization } }), 403, 'PAY_1002');
+      }
       expectError(await simCall(sim, 'GET', '/payments/gateways', { token: 'forged' }), 403, 'PAY_1002');
       const sandboxToken = await simToken(sim);
       expectError(await simCall(sim, 'GET', '/payments/gateways', { token: sandboxToken, mode: 'live' }), 400, 'PAY_2003');
@@ -233,6 +236,27 @@ describe('PaymentServiceSimulator API', () => {
       await sim.waitForDeliveries();
       expect(sim.payment(r.body.data.trxId)?.status).toBe('SUCCESS');
       expect(sim.events.map((e) => e.eventType)).toEqual(['payment.created', 'payment.pending', 'payment.succeeded']);
+    });
+
+    it('answers 202 to status reads and key replays while an asynchronous payment awaits its provider, 200 once it settled', async () => {
+      const slow = new PaymentServiceSimulator({ confirmationDelayMs: 400 });
+      await slow.start();
+      try {
+        const token = await simToken(slow);
+        slow.scriptNextPayment('pending-then-succeed');
+        const body = paymentBody();
+        const created = await simCall(slow, 'POST', '/payment/create', { token, body });
+        const trxId = created.body.data.trxId as string;
+        const read = () => simCall(slow, 'GET', `/payment/status?trx_id=${trxId}`, { token });
+        expect((await read()).status).toBe(202);
+        expect((await simCall(slow, 'POST', '/payment/create', { token, body })).status).toBe(202);
+        await slow.waitForDeliveries();
+        expect(await read()).toMatchObject({ status: 200, body: { data: { status: 'SUCCESS' } } });
+        // the same key, replayed after the payment settled: that payment, as it is now
+        expect(await simCall(slow, 'POST', '/payment/create', { token, body })).toMatchObject({ status: 200, body: { data: { trxId, status: 'SUCCESS' } } });
+      } finally {
+        await slow.stop();
+      }
     });
 
     it('runs scripted outcomes from the queue, the idempotency key and a sim: tag in custom', async () => {
@@ -355,6 +379,10 @@ describe('PaymentServiceSimulator API', () => {
       expect(l.body.data).toMatchObject({ payoutUid: r.body.data.payoutUid, status: 'SUCCESS' });
       expect(sim.events.map((e) => e.eventType)).toEqual(['payout.created', 'payout.succeeded']);
       expectError(await simCall(sim, 'GET', '/payout/pyo_none', { token }), 404, 'PAY_3002');
+      // a copy all the way down: the recipient of the record read is not the simulator's
+      (sim.payouts[0]!.recipient as Record<string, unknown>).account_number = 'MUTATED';
+      expect(sim.payouts[0]!.recipient).toMatchObject({ account_number: '0123456789' });
+      expect(Object.isFrozen(SPEC_RETRY_DELAYS_MS) && Object.isFrozen(PAYMENT_OUTCOMES)).toBe(true);
     });
 
     it('answers PAY_3001 on insufficient balance or missing destination, PAY_4000 on bad fields', async () => {

@@ -99,6 +99,20 @@ describe("PaymentServiceSimulator 'rewrite' faults", () => {
     expect(sim.requests.at(-1)?.code).toBeUndefined();
   });
 
+  it('hands the rewrite a copy of the logged request: changing it leaves sim.requests as received', async () => {
+    sim.injectFault({
+      path: '/payment/status',
+      kind: 'rewrite',
+      rewrite: (_body, _status, request) => {
+        (request as { path: string }).path = '/tampered';
+        (request.headers as Record<string, string>).authorization = 'tampered';
+      },
+    });
+    await status('trx_unknown');
+    expect(sim.requests.at(-1)).toMatchObject({ route: '/payment/status', headers: { authorization: expect.stringMatching(/^Bearer /) } });
+    expect(sim.requests.at(-1)?.path).not.toBe('/tampered');
+  });
+
   it('matches by method, path, environment and times like the other faults', async () => {
     const liveToken = await simToken(sim, { clientId: 'live-client', clientSecret: 'live-secret', mode: 'live' });
     sim.injectFault({ method: 'GET', path: '/payments/gateways', mode: 'live', kind: 'rewrite', times: 2, rewrite: () => ({ body: [] }) });

@@ -369,6 +369,34 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(sim.deliveries.find((d) => d.eventId === cancelled.eventId)!.state).toBe('delivered');
   });
 
+  it('an event emitted while stopped (a payment settled by the test meanwhile) is cancelled, not queued for ever; re-triggerable after start()', async () => {
+    await setup();
+    const trxId = await createPayment();
+    await sim.waitForDeliveries();
+    await sim.stop();
+    sim.completePayment(trxId, 'SUCCESS');
+    const succeeded = sim.deliveries.find((d) => d.eventType === 'payment.succeeded')!;
+    expect(succeeded.state).toBe('cancelled');
+    await sim.start();
+    await expect(sim.retrigger(succeeded.eventId)).resolves.toMatchObject({ status: 200 });
+    expect(receiver.types).toEqual(['payment.created', 'payment.succeeded']);
+  });
+
+  it('sendEvent: copies what it is given and what it returns; out of order, its events group by resource like the simulator\'s own', async () => {
+    await setup();
+    sim.setDeliveryFaults({ outOfOrder: true });
+    const data = { trxId: 'trx_ext', note: 'as sent' };
+    const created = sim.sendEvent(1, 'payment.created', data);
+    data.note = 'changed after';
+    (created.data as Record<string, unknown>).note = 'changed too';
+    expect(sim.deliveries[0]!.state).toBe('held');
+    sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_ext' }); // the resource's next event releases the held one
+    await waitUntil(() => receiver.types.length === 2);
+    expect(receiver.types).toEqual(['payment.succeeded', 'payment.created']);
+    expect(receiver.received[1]!.body.data.note).toBe('as sent');
+    expect((sim.events[0]!.data as Record<string, unknown>).note).toBe('as sent');
+  });
+
   it('deliveryLog and events are copies: a snapshot neither changes later nor changes the simulator', async () => {
     await setup();
     await createPayment({ custom: 'sim:succeed' });
