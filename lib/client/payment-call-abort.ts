@@ -37,12 +37,15 @@ export function abortedCallError(
   previous: PaymentApiError | undefined,
   mayHaveReachedService: boolean,
   account: string,
+  /** Given up because the client shut down (`app.close()`), not by the caller's signal. */
+  atShutdown = false,
 ): PaymentAbortedError {
   return new PaymentAbortedError({
     account,
     code: PaymentClientErrorCode.ABORTED,
     message:
-      `${call.method} ${call.path} was aborted by its signal before ${previous === undefined ? 'it was sent' : 'its next attempt'}` +
+      `${call.method} ${call.path} was ${atShutdown ? 'given up at shutdown (app.close())' : 'aborted by its signal'} ` +
+      `before ${previous === undefined ? 'it was sent' : 'its next attempt'}` +
       (mayHaveReachedService ? '; an earlier attempt may have reached the service' : '; the service did not act on it'),
     method: call.method,
     path: call.path,

@@ -308,6 +308,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * server in between, and a webhook handler still running there may be sending a refund.
    */
   onApplicationShutdown(): void {
+    // waiting calls first: a retry that woke up would open a new connection after the pools closed
+    this.executor.close();
     this.http.close();
   }
 

@@ -66,6 +66,8 @@ export class PaymentRequestExecutor {
   private readonly telemetry: PaymentClientTelemetry;
   /** Token calls are limited per IP: every account of the app calling this service host shares the bucket. */
   private readonly ipLimitKey: string;
+  /** Aborted by `close()`: calls waiting (a backoff, a Retry-After, a rate-limit slot) send nothing more. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly options: ResolvedPaymentOptions,
@@ -81,6 +83,9 @@ export class PaymentRequestExecutor {
   }
 
   async execute(call: ServiceCall): Promise<ServiceAnswer> {
+    // every wait also ends at shutdown: a retry must not go out after app.close()
+    const shutdown = this.closing.signal;
+    call = { ...call, signal: call.signal === undefined ? shutdown : AbortSignal.any([call.signal, shutdown]) };
     const observed = this.telemetry.start(call.operation ?? 'request', call.method);
     if (observed === undefined) return this.attempts(call);
     return observed.run(() => this.attempts(call, observed));
@@ -90,6 +95,11 @@ export class PaymentRequestExecutor {
    * Resolves when the client holds a usable access token, asking the service for one only
    * when none is cached; rejects with the token call's error.
    */
+  /** Module shutdown: calls still waiting are given up (`PaymentAbortedError`), new ones are refused before sending. */
+  close(): void {
+    this.closing.abort(new Error('the payment client shut down'));
+  }
+
   async ensureToken(): Promise<void> {
     await this.tokens.getToken();
   }
@@ -190,7 +200,7 @@ export class PaymentRequestExecutor {
 
   /** The call's abort when its signal fired (the wait was given up), else nothing. */
   private throwIfAborted(call: ServiceCall, previous: PaymentApiError | undefined, mayHaveActed: boolean): void {
-    if (call.signal?.aborted) throw abortedCallError(call, previous, mayHaveActed, this.options.account);
+    if (call.signal?.aborted) throw abortedCallError(call, previous, mayHaveActed, this.options.account, this.closing.signal.aborted);
   }
 
   /** Rethrows a failed wait's `error`, as the call's abort when its signal fired. */

@@ -8,6 +8,7 @@ import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
+import { waitFor } from '../support/wait.js';
 
 describe('PaymentGatewayService in a Nest module', () => {
   beforeAll(() => Logger.overrideLogger(false));
@@ -36,10 +37,35 @@ describe('PaymentGatewayService in a Nest module', () => {
     const pooled = sim.connectionCount;
     await client.listGateways();
     expect(sim.connectionCount).toBe(pooled); // the keep-alive socket was reused
-    await app.close(); // onApplicationShutdown destroys the pooled sockets
+    await app.close(); // onApplicationShutdown destroys the pooled sockets and ends the client
+    // nothing is sent after shutdown: a call made now is refused before it leaves
+    const requests = sim.requests.length;
+    await expect(client.listGateways()).rejects.toMatchObject({ code: 'ABORTED', mayHaveReachedService: false, message: expect.stringContaining('given up at shutdown') });
+    expect(sim.requests).toHaveLength(requests);
+    expect(sim.connectionCount).toBe(pooled);
+  });
+
+  it('gives up a call waiting to retry when the app closes: no request goes out after app.close()', async () => {
+    const moduleRef = await Test.createTestingModule({
+      providers: [
+        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
+        PaymentGatewayService,
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const client = app.get(PaymentGatewayService);
     await client.listGateways();
-    expect(sim.connectionCount).toBe(pooled + 1); // so the next call needed a new connection
-    client.onApplicationShutdown();
+    sim.injectFault({ method: 'GET', path: '/payments/gateways', kind: 'status', status: 503, retryAfterSeconds: 3, times: 10 });
+    const call = client.listGateways().catch((error: unknown) => error);
+    await waitFor('the first attempt was answered 503', () => sim.requests.filter((r) => r.status === 503).length === 1);
+    const startedAt = Date.now();
+    await app.close();
+    // before, the call slept out its Retry-After and sent three more requests, minutes after shutdown with longer waits
+    expect(await call).toMatchObject({ code: 'ABORTED', message: expect.stringContaining('given up at shutdown') });
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+    expect(sim.requests.filter((r) => r.status === 503)).toHaveLength(1);
   });
 
   it('works without a runtime provider (system clock)', async () => {
