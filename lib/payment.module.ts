@@ -4,6 +4,8 @@ import {
   type PaymentModuleAsyncOptions,
   type PaymentModuleRootOptions,
 } from './payment.module-definition.js';
+import { PaymentConfigurationError } from './config/payment-configuration.error.js';
+import { asyncOptionKeyProblems } from './config/payment-options.validation.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**
@@ -16,13 +18,17 @@ import { PaymentMessages } from './payment.messages.js';
 @Module({})
 export class PaymentModule extends ConfigurablePaymentModule {
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
-    return super.forRoot(options);
+    // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
+    return super.forRoot(options ?? {});
   }
 
   static override forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
     if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
       throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
     }
+    // what the builder would drop silently: an option beside the factory, a misspelt extra
+    const problems = asyncOptionKeyProblems(options);
+    if (problems.length > 0) throw new PaymentConfigurationError(problems, options.account);
     return super.forRootAsync(options);
   }
 }

@@ -63,6 +63,27 @@ function checkUnknownKeys(explicit: PaymentModuleOptions, problems: string[]): v
   }
 }
 
+/** What `forRootAsync()` takes besides the module extras (Nest's async-options keys). */
+const ASYNC_OPTION_KEYS = new Set(['useFactory', 'useClass', 'useExisting', 'inject', 'imports', 'provideInjectionToken']);
+
+/**
+ * The keys of a `forRootAsync()` argument that it would drop: an option that belongs in what the
+ * factory returns (`reconcile: true` beside `useFactory`), or a typo of an extra (`isGlobl`).
+ */
+export function asyncOptionKeyProblems(options: object): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(options)) {
+    if (ASYNC_OPTION_KEYS.has(key) || MODULE_EXTRA_KEYS.has(key)) continue;
+    if (Object.hasOwn(OPTION_KEYS, key)) {
+      problems.push(`option '${key}' beside useFactory is not read: return it from the factory (or useClass's createPaymentOptions())`);
+      continue;
+    }
+    const near = [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS].find((known) => editDistance(known.toLowerCase(), key.toLowerCase()) <= 2);
+    problems.push(`forRootAsync() option '${key}' is unknown${near ? `; did you mean '${near}'?` : ''}`);
+  }
+  return problems;
+}
+
 /** Levenshtein distance, for the suggestion of a misspelt key (short strings only). */
 function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);

@@ -107,6 +107,24 @@ describe('PaymentModule configuration', () => {
     expect(options).toMatchObject({ baseUrl: 'https://existing.example.com', httpTimeoutMs: 1234 });
   });
 
+  it('forRootAsync() refuses what it would drop: an option beside the factory, a misspelt extra; forRoot(null) is forRoot()', () => {
+    const useFactory = () => ({ baseUrl: 'https://pay.example.com' });
+    let error: unknown;
+    try {
+      PaymentModule.forRootAsync({ useFactory, reconcile: true, isGlobl: true, account: 'eu' } as never);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect((error as PaymentConfigurationError).account).toBe('eu');
+    expect((error as PaymentConfigurationError).problems).toEqual([
+      "option 'reconcile' beside useFactory is not read: return it from the factory (or useClass's createPaymentOptions())",
+      "forRootAsync() option 'isGlobl' is unknown; did you mean 'isGlobal'?",
+    ]);
+    expect(() => PaymentModule.forRootAsync({ useFactory, isGlobal: true, webhookRoute: false, inject: [], imports: [] })).not.toThrow();
+    expect(() => PaymentModule.forRoot(null as never)).not.toThrow();
+  });
+
   it("@InjectPaymentOptions() injects the default account's resolved options, @InjectPaymentOptions(name) a named account's", async () => {
     restore = withEnv({});
     @Injectable()
