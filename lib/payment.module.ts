@@ -28,6 +28,10 @@ export class PaymentModule extends ConfigurablePaymentModule {
     }
     // what the builder would drop silently: an option beside the factory, a misspelt extra
     const problems = asyncOptionKeyProblems(options);
+    const factoryClass = options.useClass ?? (typeof options.useExisting === 'function' ? options.useExisting : undefined);
+    if (factoryClass !== undefined && typeof (factoryClass.prototype as { createPaymentOptions?: unknown })?.createPaymentOptions !== 'function') {
+      problems.push(`${factoryClass.name || 'the class'} given as ${options.useClass ? 'useClass' : 'useExisting'} has no createPaymentOptions() method (implement PaymentOptionsFactory)`);
+    }
     if (problems.length > 0) throw new PaymentConfigurationError(problems, options.account);
     return super.forRootAsync(options);
   }

@@ -31,6 +31,10 @@ export function resolvePaymentOptions(
   env: PaymentEnvValues = {},
   account: string = DEFAULT_PAYMENT_ACCOUNT,
 ): ResolvedPaymentOptions {
+  if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) {
+    // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...)
+    throw new PaymentConfigurationError([`the options must be an object, not ${Array.isArray(explicit) ? 'an array' : typeof explicit}`], account);
+  }
   const envOptions = parsePaymentEnv(env);
   const pick = <K extends string>(key: K): unknown => {
     const own = (explicit as Record<string, unknown>)[key];

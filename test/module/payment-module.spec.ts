@@ -123,6 +123,15 @@ describe('PaymentModule configuration', () => {
     ]);
     expect(() => PaymentModule.forRootAsync({ useFactory, isGlobal: true, webhookRoute: false, inject: [], imports: [] })).not.toThrow();
     expect(() => PaymentModule.forRoot(null as never)).not.toThrow();
+    class NotAFactory {}
+    expect(() => PaymentModule.forRootAsync({ useClass: NotAFactory as never })).toThrow(/NotAFactory given as useClass has no createPaymentOptions\(\) method/);
+  });
+
+  it('a factory that returns something other than an object is one clear boot error, not one per character', async () => {
+    restore = withEnv({});
+    await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => 'https://pay.example.com' as never })] })).rejects.toThrow(
+      /the options must be an object, not string/,
+    );
   });
 
   it("@InjectPaymentOptions() injects the default account's resolved options, @InjectPaymentOptions(name) a named account's", async () => {
