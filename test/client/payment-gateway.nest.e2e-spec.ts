@@ -13,6 +13,11 @@ import { waitFor } from '../support/wait.js';
 describe('PaymentGatewayService in a Nest module', () => {
   beforeAll(() => Logger.overrideLogger(false));
   let sim: PaymentServiceSimulator;
+  /** A testing module with the client alone, on the simulator, on the system clock. */
+  const clientModule = () =>
+    Test.createTestingModule({
+      providers: [{ provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) }, PaymentGatewayService],
+    }).compile();
   beforeEach(async () => {
     sim = new PaymentServiceSimulator();
     await sim.start();
@@ -46,12 +51,7 @@ describe('PaymentGatewayService in a Nest module', () => {
   });
 
   it('gives up a call waiting to retry when the app closes: no request goes out after app.close()', async () => {
-    const moduleRef = await Test.createTestingModule({
-      providers: [
-        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
-        PaymentGatewayService,
-      ],
-    }).compile();
+    const moduleRef = await clientModule();
     const app = moduleRef.createNestApplication({ logger: false });
     await app.init();
     const client = app.get(PaymentGatewayService);
@@ -69,12 +69,7 @@ describe('PaymentGatewayService in a Nest module', () => {
   });
 
   it('works without a runtime provider (system clock)', async () => {
-    const moduleRef = await Test.createTestingModule({
-      providers: [
-        { provide: PAYMENT_ACCOUNT_OPTIONS, useValue: resolvePaymentOptions({ baseUrl: sim.url, ...SANDBOX_CLIENT }) },
-        PaymentGatewayService,
-      ],
-    }).compile();
+    const moduleRef = await clientModule();
     const client = moduleRef.get(PaymentGatewayService);
     expect(await client.listGateways()).toEqual(expect.any(Array));
     await moduleRef.close();
