@@ -91,15 +91,15 @@ export class PaymentRequestExecutor {
     return observed.run(() => this.attempts(call, observed));
   }
 
-  /**
-   * Resolves when the client holds a usable access token, asking the service for one only
-   * when none is cached; rejects with the token call's error.
-   */
   /** Module shutdown: calls still waiting are given up (`PaymentAbortedError`), new ones are refused before sending. */
   close(): void {
     this.closing.abort(new Error('the payment client shut down'));
   }
 
+  /**
+   * Resolves when the client holds a usable access token, asking the service for one only
+   * when none is cached; rejects with the token call's error.
+   */
   async ensureToken(): Promise<void> {
     await this.tokens.getToken();
   }
