@@ -4,7 +4,7 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /** `run()` as a promise, a synchronous throw included (as a rejection). */
-export function asPromise(run: () => unknown): Promise<unknown> {
+export function asPromise<T>(run: () => T | PromiseLike<T>): Promise<T> {
   try {
     return Promise.resolve(run());
   } catch (error) {

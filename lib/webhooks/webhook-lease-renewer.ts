@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { asPromise } from '../common/as-promise.util.js';
 import { describeError } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
@@ -101,7 +102,7 @@ export class WebhookLeaseRenewer {
   private renew(claim: TrackedWebhookClaim, sentAt: number): void {
     claim.renewing = true;
     // a store that throws instead of rejecting must not crash the process from this timer
-    const renewal = Promise.resolve().then(() => this.store.extend!(claim.key, claim.claimToken, this.leaseMs));
+    const renewal = asPromise(() => this.store.extend!(claim.key, claim.claimToken, this.leaseMs));
     // a renewal that never settles would leave `renewing` set and the lease to lapse unseen
     withTimeout(renewal, this.renewEveryMs, () => new Error(`the store did not answer within ${this.renewEveryMs} ms`)).then(
       (renewed) => {
