@@ -5,6 +5,7 @@ import { PAYMENT_ENV_VARIABLES, paymentEnvSources, type PaymentEnvOptionKey } fr
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
+import { misplacedPasswordTail } from './redact-url.js';
 
 function describeKey(key: string, explicit: PaymentModuleOptions, account: string): string {
   if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
@@ -152,14 +153,16 @@ function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe
   if (typeof url !== 'string' || !REDIS_URL_PATTERN.test(url)) return;
   if (!URL.canParse(url)) {
     problems.push(`${describe(key)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
-  } else {
-    // a password with an unencoded '/', '?' or '#' ends the user info early: its tail becomes a path or query
-    const parsed = new URL(url);
-    if (!/^(\/\d*)?$/.test(parsed.pathname)) {
+    return;
+  }
+  // a password with an unencoded '/', '?' or '#' ends the user info early: its tail becomes a path or query
+  switch (misplacedPasswordTail(new URL(url))) {
+    case 'path':
       problems.push(`${describe(key)} has a path that is not a db number: percent-encode '/' in the password (%2F)`);
-    } else if (parsed.search.includes('@') || parsed.hash.includes('@')) {
+      break;
+    case 'query':
       problems.push(`${describe(key)} has an '@' after a '?' or '#': percent-encode '?' and '#' in the password (%3F, %23), or the rest of it is read as a query`);
-    }
+      break;
   }
 }
 

@@ -25,11 +25,12 @@ export function redactRedisUrl(url: string): string {
   } catch {
     return `${REDACTED_URL_PART} (unparsable URL)`;
   }
-  // The path of a Redis URL is a db number. Anything else (e.g. `/w0rd@host` from a
-  // password with an unencoded `/`) may be the tail of a secret.
-  if (!/^(\/\d*)?$/.test(parsed.pathname)) return `${REDACTED_URL_PART} (URL with an unexpected path)`;
-  // likewise an '@' past the authority: a password with an unencoded '?' or '#' left its tail there
-  if (parsed.search.includes('@') || parsed.hash.includes('@')) return `${REDACTED_URL_PART} (URL with user info in its query)`;
+  switch (misplacedPasswordTail(parsed)) {
+    case 'path':
+      return `${REDACTED_URL_PART} (URL with an unexpected path)`;
+    case 'query':
+      return `${REDACTED_URL_PART} (URL with user info in its query)`;
+  }
   // Built by hand: assigning to URL.password would percent-encode the brackets. A user
   // name without a password may be a password written without the leading ':'.
   let userInfo = '';
@@ -40,6 +41,17 @@ export function redactRedisUrl(url: string): string {
     .join('&');
   const authority = parsed.host !== '' || userInfo !== '' ? `//${userInfo}${parsed.host}` : '';
   return `${parsed.protocol}${authority}${parsed.pathname}${query ? `?${query}` : ''}`;
+}
+
+/**
+ * Where a password's tail landed when it held an unencoded character that ends the user info:
+ * `'path'` (a `/`: the path of a Redis URL is a db number, so `/w0rd@host` is not one) or
+ * `'query'` (a `?` or `#`: an `@` past the authority). `undefined` for a well-formed URL.
+ */
+export function misplacedPasswordTail(parsed: URL): 'path' | 'query' | undefined {
+  if (!/^(\/\d*)?$/.test(parsed.pathname)) return 'path';
+  if (parsed.search.includes('@') || parsed.hash.includes('@')) return 'query';
+  return undefined;
 }
 
 /**
