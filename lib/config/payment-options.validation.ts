@@ -59,8 +59,7 @@ function checkUnknownKeys(explicit: PaymentModuleOptions, problems: string[]): v
       problems.push(`option '${key}' shapes the module: give it to forRootAsync() beside useFactory, not in the options the factory returns`);
       continue;
     }
-    const near = Object.keys(OPTION_KEYS).find((known) => editDistance(known.toLowerCase(), key.toLowerCase()) <= 2);
-    problems.push(`option '${key}' is unknown${near ? `; did you mean '${near}'?` : ''}`);
+    problems.push(`option '${key}' is unknown${likelyKey(key, Object.keys(OPTION_KEYS))}`);
   }
 }
 
@@ -79,10 +78,15 @@ export function asyncOptionKeyProblems(options: object): string[] {
       problems.push(`option '${key}' beside useFactory is not read: return it from the factory (or useClass's createPaymentOptions())`);
       continue;
     }
-    const near = [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS].find((known) => editDistance(known.toLowerCase(), key.toLowerCase()) <= 2);
-    problems.push(`forRootAsync() option '${key}' is unknown${near ? `; did you mean '${near}'?` : ''}`);
+    problems.push(`forRootAsync() option '${key}' is unknown${likelyKey(key, [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS])}`);
   }
   return problems;
+}
+
+/** `; did you mean '<known>'?` for the first known key within two edits of `key` (case aside), else ''. */
+function likelyKey(key: string, known: readonly string[]): string {
+  const near = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
+  return near === undefined ? '' : `; did you mean '${near}'?`;
 }
 
 /** Levenshtein distance, for the suggestion of a misspelt key (short strings only). */
@@ -281,7 +285,7 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
     );
   }
   // '' (or []) given explicitly is a mistake (`process.env.X ?? ''`), not "no secret": it would hide the env's secret and the route
-  const givenSecret = (explicit as { webhookSecret?: unknown }).webhookSecret;
+  const givenSecret = explicit.webhookSecret;
   if ((givenSecret === '' || (Array.isArray(givenSecret) && givenSecret.length === 0)) && schema.webhookSecret.length === 0) {
     problems.push(`${describe('webhookSecret')} must not be empty: leave it out (PAYMENT_WEBHOOK_SECRET then applies), or set webhookRoute: false for no route`);
   }
