@@ -178,8 +178,7 @@ export class PaymentServiceSimulator {
 
   /** Every event emitted, delivered or not, in emission order. */
   get events(): ReadonlyArray<PaymentEventEnvelope> {
-    // as delivered (JSON): a payload value with toJSON or a class instance is not structured-cloneable
-    return JSON.parse(JSON.stringify(this.publisher.log)) as PaymentEventEnvelope[];
+    return asDelivered(this.publisher.log);
   }
 
   /** Every webhook delivery attempt, duplicates and re-triggers included. */
@@ -287,14 +286,14 @@ export class PaymentServiceSimulator {
   /** Emits any event (e.g. `dispute.created`) for a merchant through the normal delivery path. */
   sendEvent(merchantId: number, type: string, data: Record<string, unknown>): PaymentEventEnvelope {
     // a copy as delivered: changing `data` or the returned envelope later changes neither the log nor the delivery
-    const payload = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+    const payload = asDelivered(data);
     // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event
     const family = type.split('.', 1)[0]!;
     const id = ({ payment: payload.trxId, refund: payload.refundUid, payout: payload.payoutUid } as Record<string, unknown>)[family];
     const resourceKey = id === undefined ? `${type}:` : `${family}:${String(id)}`;
     // an unknown merchant throws in publish, before anything is logged or delivered
     const envelope = this.publisher.publish(merchantId, type, payload, resourceKey);
-    return JSON.parse(JSON.stringify(envelope)) as PaymentEventEnvelope;
+    return asDelivered(envelope);
   }
 
   /** Webhook fault switches (merged into the current ones). */
@@ -363,4 +362,12 @@ export class PaymentServiceSimulator {
 /** A copy the caller may keep or change without touching the simulator's state. */
 function copyPayment(p: SimulatedPayment): SimulatedPayment {
   return { ...p, splits: p.splits.map((s) => ({ ...s })) };
+}
+
+/**
+ * A copy of event data as the receiver gets it (through JSON): a payload value with `toJSON`
+ * or a class instance is not structured-cloneable.
+ */
+function asDelivered<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }
