@@ -20,14 +20,22 @@ interface BodyParserError {
   code?: string;
 }
 
+/** How the router compares paths: Express's `case sensitive routing` and `strict routing` settings. */
+export interface WebhookPathMatching {
+  /** The router matches paths whatever their case (Express's default). */
+  ignoreCase?: boolean;
+  /** One trailing slash still matches (Express's non-strict default, Fastify's `ignoreTrailingSlash`). */
+  trailingSlash?: boolean;
+}
+
 /**
  * True when `urlPath` (no query) is the webhook route: `/<webhookPath>`, or the same under the
  * app's global prefix. A host route that merely ends the same way (`/legacy/payments/webhook`)
- * is the host's. `ignoreCase` for Express, whose router matches paths whatever their case.
+ * is the host's.
  */
-export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', ignoreCase = false): boolean {
-  // one trailing slash, as Express's non-strict routing (and Fastify's ignoreTrailingSlash) allows
-  const end = urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
+export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', matching: WebhookPathMatching = {}): boolean {
+  const { ignoreCase = false, trailingSlash = true } = matching;
+  const end = trailingSlash && urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
   const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
   const route = ignoreCase ? webhookPath.toLowerCase() : webhookPath;
   if (p === `/${route}`) return true;
@@ -78,7 +86,15 @@ export function installWebhookBodyErrorHandler(
 ): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   if (type === 'express') {
-    installExpress(adapter, (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix(), true), onRefused);
+    // The router's own flags (it took `case sensitive routing` and `strict routing` from the
+    // app's settings when it was created), so paths are compared as the route itself is matched.
+    const app = adapter.getInstance() as { router?: { caseSensitive?: boolean; strict?: boolean } };
+    const isWebhook: WebhookPathTest = (urlPath) =>
+      isWebhookPath(urlPath, webhookPath, globalPrefix(), {
+        ignoreCase: app.router?.caseSensitive !== true,
+        trailingSlash: app.router?.strict !== true,
+      });
+    installExpress(adapter, isWebhook, onRefused);
   } else if (type === 'fastify') {
     const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
     installFastify(adapter, isWebhook, onRefused);

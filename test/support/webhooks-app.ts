@@ -15,6 +15,7 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
+import express from 'express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
@@ -106,6 +107,8 @@ export interface WebhookAppOptions {
   controllers?: Array<Type<unknown>>;
   logger?: LoggerService | false;
   globalPrefix?: string;
+  /** Settings of the Express app, set before Nest builds its routes (e.g. `'strict routing': true`). */
+  expressSettings?: Record<string, unknown>;
   /** Options of the `FastifyAdapter` (e.g. `onProtoPoisoning`). */
   fastifyOptions?: ConstructorParameters<typeof FastifyAdapter>[0];
   /** Runs after create, before listen (e.g. `useBodyParser`). */
@@ -138,7 +141,7 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
   })
   class AppModule {}
 
-  const adapter = opts.adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(opts.fastifyOptions);
+  const adapter = opts.adapter === 'express' ? expressAdapter(opts.expressSettings) : new FastifyAdapter(opts.fastifyOptions);
   const app = await NestFactory.create(AppModule, adapter, {
     rawBody: opts.rawBody ?? true,
     bodyParser: opts.bodyParser ?? true,
@@ -154,6 +157,13 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
     handlers: app.get(RecordingHandlers),
     close: () => app.close(),
   };
+}
+
+/** An Express adapter over an app with `settings` (set before the adapter creates the app's router). */
+function expressAdapter(settings: Record<string, unknown> = {}): ExpressAdapter {
+  const instance = express();
+  for (const [name, value] of Object.entries(settings)) instance.set(name, value);
+  return new ExpressAdapter(instance);
 }
 
 let counter = 0;

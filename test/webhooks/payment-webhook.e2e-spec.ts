@@ -410,11 +410,16 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
   });
 
   it("gives parser errors the webhook answer wherever the router routes to the webhook, and only there; other methods on the path are the host's", async () => {
-    // the router's rules decide (Express ignores case and a trailing slash; Fastify decodes %XX and may
-    // be told to ignore case): a path is the webhook's exactly when a good delivery to it is handled
+    // the router's rules decide (Express ignores case and a trailing slash unless its routing settings
+    // say otherwise; Fastify decodes %XX and may be told to ignore case): a path is the webhook's
+    // exactly when a good delivery to it is handled
     const variants = ['PAYMENTS/Webhook', 'payments/webhook/', 'payments/webhoo%6B', 'payments/webhook//'];
     const apps = [await startWebhookApp({ adapter })];
     if (adapter === 'fastify') apps.push(await startWebhookApp({ adapter, fastifyOptions: { routerOptions: { caseSensitive: false } } }));
+    if (adapter === 'express') {
+      apps.push(await startWebhookApp({ adapter, expressSettings: { 'case sensitive routing': true } }));
+      apps.push(await startWebhookApp({ adapter, expressSettings: { 'strict routing': true } }));
+    }
     try {
       for (const w of apps) {
         for (const path of variants) {
@@ -425,6 +430,11 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
         }
       }
       expect((await postWebhook(apps[0]!.url, envelope(), { path: 'PAYMENTS/Webhook' })).status).toBe(adapter === 'express' ? 200 : 404);
+      if (adapter === 'express') {
+        // the settings change what the router routes, and the answers follow
+        expect((await postWebhook(apps[1]!.url, envelope(), { path: 'PAYMENTS/Webhook' })).status).toBe(404);
+        expect((await postWebhook(apps[2]!.url, envelope(), { path: 'payments/webhook/' })).status).toBe(404);
+      }
       // not a delivery: the host's own answer, whatever it is
       const put = await fetch(`${apps[0]!.url}/payments/webhook`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{broken' });
       expect(String(((await put.json()) as { code?: unknown }).code)).not.toMatch(/^WEBHOOK_/);
