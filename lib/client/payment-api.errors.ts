@@ -308,11 +308,17 @@ export interface ErrorResponseContext {
   redact?: (text: string) => string;
 }
 
+/** What a service error code looks like: a short identifier. */
+const SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
 /** Builds the typed error for a non-2xx answer from the service's error envelope (or whatever came back). */
 export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
   const redact = ctx.redact ?? ((text: string) => text);
   const envelope = isRecord(ctx.body) ? ctx.body : undefined;
-  const rawCode = typeof envelope?.code === 'string' && envelope.code.length > 0 ? envelope.code : undefined;
+  // A code is an identifier (PAY_1001, RATE_LIMITED): anything else is not used as one. It
+  // becomes a metric attribute and a log word, so it must never carry what the service echoed.
+  const rawCode =
+    typeof envelope?.code === 'string' && SERVICE_CODE.test(envelope.code) && redact(envelope.code) === envelope.code ? envelope.code : undefined;
   const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
   const serviceMessage = typeof envelope?.message === 'string' ? envelope.message : undefined;
   const message = redact(
@@ -336,12 +342,13 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
 }
 
 function readFieldErrors(value: unknown, redact: (text: string) => string): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  if (!isRecord(value)) return out;
-  for (const [field, messages] of Object.entries(value)) {
-    const list = Array.isArray(messages) ? messages : [messages];
-    out[field] = list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)));
-  }
-  return out;
+  if (!isRecord(value)) return {};
+  // fromEntries defines each field as an own property: a "__proto__" field stays a field
+  return Object.fromEntries(
+    Object.entries(value).map(([field, messages]) => {
+      const list = Array.isArray(messages) ? messages : [messages];
+      return [redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))];
+    }),
+  );
 }
 

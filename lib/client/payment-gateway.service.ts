@@ -32,6 +32,9 @@ import { paymentRequestBody } from './payment-request.bodies.js';
 import { readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
 import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
+/** The fields of `request()`'s options: a misspelt one (`data` for `body`) is refused, not ignored. */
+const REQUEST_OPTION_FIELDS = ['method', 'path', 'query', 'body', 'scope', 'idempotent', 'authenticated', 'signal'];
+
 /**
  * Client of the payment service. Inject it anywhere the module is imported.
  * Every method validates its input first (a bad input throws `PaymentValidationError`
@@ -255,6 +258,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
     const check = new InputChecker(this.options.account);
+    check.inputObject('options', options, REQUEST_OPTION_FIELDS);
     const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
     if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
     if (!isApiPath(options?.path)) {
@@ -265,8 +269,9 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       if (options?.[flag] !== undefined && typeof options[flag] !== 'boolean') check.add(flag, 'must be true or false');
     }
     if (options?.query !== undefined && !isApiQuery(options.query)) {
-      check.add('query', 'must be an object of string, number or boolean values (strings of well-formed Unicode)');
+      check.add('query', 'must be an object of string, finite number or boolean values (strings of well-formed Unicode)');
     }
+    const body = check.requestBody('body', options?.body);
     const signal = check.signal(options?.signal);
     const scope = options?.scope ?? this.defaultScope(method, options?.path);
     if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
@@ -278,7 +283,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       method,
       path: options.path,
       query: options.query,
-      body: options.body,
+      body,
       auth: options.authenticated === false ? 'none' : scope === 'create-payment' ? 'fresh' : 'cached',
       limit: scope,
       retry: idempotent ? (method === 'GET' ? 'safe' : 'keyed') : 'unsafe',

@@ -14,7 +14,8 @@ const MAX_IDENTIFIER_LENGTH = 255;
  * Nothing is sent while a collector has problems.
  */
 export class InputChecker {
-  private readonly problems: Record<string, string[]> = {};
+  // no prototype: a misspelt field named `constructor` or `__proto__` is a field like any other
+  private readonly problems: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
 
   /** @param account named on the validation error, so a multi-account app knows which client refused */
   constructor(private readonly account?: string) {}
@@ -106,11 +107,25 @@ export class InputChecker {
       this.add(field, 'must be an object');
       return undefined;
     }
-    if (!isJsonWritable(value)) {
-      this.add(field, 'must be plain JSON data (no BigInt, no circular reference)');
+    return this.jsonData(field, value) ? (value as Record<string, unknown>) : undefined;
+  }
+
+  /** `request()`'s body: a JSON object or array that JSON sends as written. */
+  requestBody(field: string, value: unknown): unknown {
+    if (value === undefined) return undefined;
+    if (typeof value !== 'object' || value === null) {
+      this.add(field, 'must be a JSON object or array (or left out)');
       return undefined;
     }
-    return value as Record<string, unknown>;
+    return this.jsonData(field, value) ? value : undefined;
+  }
+
+  /** Records why JSON would not send `value` as written (see `jsonDataProblem`); true when it would. */
+  private jsonData(field: string, value: unknown): boolean {
+    const found = jsonDataProblem(value);
+    if (found === undefined) return true;
+    this.add(`${field}${found.at}`, found.problem);
+    return false;
   }
 
   /**
@@ -172,20 +187,66 @@ export class InputChecker {
     throw new PaymentValidationError({
       code: PaymentErrorCode.VALIDATION_FAILED,
       message: `Invalid ${operation} input (nothing was sent): ${summary}`,
-      errors: { ...this.problems },
+      errors: Object.fromEntries(Object.entries(this.problems)),
       clientSide: true,
       account: this.account,
     });
   }
 }
 
-/** Whether `JSON.stringify` can write `value` (it throws on a BigInt or a circular reference). */
-function isJsonWritable(value: unknown): boolean {
+/** Deeper than this, a body is refused (and walking it cannot exhaust the stack). */
+const MAX_JSON_DEPTH = 64;
+
+/**
+ * Where and why JSON would not send `value` as the caller wrote it, or `undefined`: JSON writes
+ * NaN and Infinity as null, drops functions and symbols (as null in an array, as does a hole or
+ * `undefined` there), and throws on a BigInt or a cycle. A `__proto__` key (JSON.parse makes one)
+ * is refused: it would be sent although no check of the fields the module writes saw it. An
+ * `undefined` field is left out, as JSON does; an object with `toJSON` (a Date) writes itself.
+ * `at` is the path below the checked value (`.recipient.account`, `[2]`), '' for the value itself.
+ */
+export function jsonDataProblem(value: unknown, at = '', parents: object[] = []): { at: string; problem: string } | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : { at, problem: 'must be a finite number (JSON would send null)' };
+    case 'bigint':
+      return { at, problem: 'must not be a BigInt (JSON cannot write it)' };
+    case 'function':
+    case 'symbol':
+    case 'undefined':
+      return { at, problem: `must be JSON data, not ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`} (JSON would drop it)` };
+  }
+  if (value === null || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  const object = value as object;
+  if (parents.includes(object)) return { at, problem: 'must not contain itself (a circular reference)' };
+  if (parents.length >= MAX_JSON_DEPTH) return { at, problem: `must not be nested deeper than ${MAX_JSON_DEPTH} levels` };
+  parents.push(object);
   try {
-    JSON.stringify(value);
-    return true;
-  } catch {
-    return false;
+    if (Array.isArray(object)) {
+      for (let i = 0; i < object.length; i++) {
+        const found = jsonDataProblem(object[i], `${at}[${i}]`, parents);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    const prototype: unknown = Object.getPrototypeOf(object);
+    if (prototype !== Object.prototype && prototype !== null) {
+      // a Map, a Set or a class instance: JSON would send its own fields only ({} for a Map)
+      return { at, problem: 'must be a plain object or array (JSON would not send a Map, Set or class instance as it is)' };
+    }
+    for (const key of Object.keys(object)) {
+      const item = (object as Record<string, unknown>)[key];
+      if (key === '__proto__') return { at: `${at}.${key}`, problem: 'is not a field JSON data may have ("__proto__")' };
+      if (item === undefined) continue;
+      const found = jsonDataProblem(item, `${at}.${key}`, parents);
+      if (found) return found;
+    }
+    return undefined;
+  } finally {
+    parents.pop();
   }
 }
 
@@ -211,6 +272,12 @@ export function normalizeAmount(value: unknown): string | { problem: string } {
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return { problem: 'must be a finite number' };
     text = String(value);
+    // String() writes small fractions with an exponent (1e-8): their decimals, when at most 8 of them
+    if (text.includes('e-')) {
+      const fixed = value.toFixed(AMOUNT_DECIMALS);
+      if (Number(fixed) !== value) return { problem: `must have at most ${AMOUNT_DECIMALS} decimals` };
+      text = fixed;
+    }
     // a number that is not what was written must not be sent rounded: 12345678901234567 is
     // 12345678901234568 once parsed, 1234567890.12345678 is 1234567890.1234567
     if (!isExactNumber(value, text)) {

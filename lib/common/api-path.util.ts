@@ -18,7 +18,7 @@ export function isApiQuery(value: unknown): boolean {
   return (
     isRecord(value) &&
     Object.entries(value).every(
-      ([k, v]) => isWellFormedUnicode(k) && (v === undefined || typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && isWellFormedUnicode(v))),
+      ([k, v]) => isWellFormedUnicode(k) && (v === undefined || (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean' || (typeof v === 'string' && isWellFormedUnicode(v))),
     )
   );
 }

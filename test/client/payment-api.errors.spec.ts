@@ -119,6 +119,27 @@ describe('paymentErrorFromResponse', () => {
     );
   });
 
+  it('never takes a code that is no identifier or shows a secret, nor a secret in a field name', () => {
+    const secret = 'topsecretvalue';
+    const redact = (t: string) => t.split(secret).join('[redacted]');
+    const echoed = (code: string) =>
+      paymentErrorFromResponse({ httpStatus: 400, body: envelope(code, 'm', { [`${secret}`]: ['wrong'] }), method: 'POST', path: '/t', redact });
+    for (const code of [`bad secret ${secret}`, secret, 'PAY 4000', 'x'.repeat(65), '']) {
+      const error = echoed(code);
+      expect(error.code).toBe('HTTP_400');
+      expect(JSON.stringify(error) + error.message).not.toContain(secret);
+    }
+    expect(echoed('PAY_4000')).toMatchObject({ code: 'PAY_4000', errors: { '[redacted]': ['wrong'] } });
+  });
+
+  it('keeps a field error named "__proto__" as a field, on a plain object', () => {
+    const body = JSON.parse('{"status":"error","code":"PAY_4000","message":"m","errors":{"__proto__":["bad"],"amount":["too big"]}}') as unknown;
+    const error = paymentErrorFromResponse({ httpStatus: 400, body, method: 'POST', path: '/p' });
+    expect(Object.getPrototypeOf(error.errors)).toBe(Object.prototype);
+    expect(Object.keys(error.errors)).toEqual(['__proto__', 'amount']);
+    expect(Object.getOwnPropertyDescriptor(error.errors, '__proto__')?.value).toEqual(['bad']);
+  });
+
   it('PaymentNetworkError says whether the service may have acted', () => {
     const e = new PaymentNetworkError({
       code: 'NETWORK_ERROR',

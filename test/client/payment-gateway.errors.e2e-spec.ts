@@ -179,6 +179,52 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({ toString: 'x', constructor: 'y' });
   });
 
+  it('data JSON would not send as written (NaN, Infinity, functions, Maps, "__proto__" keys, holes) is refused, not sent as null or dropped', async () => {
+    h = await startClientHarness();
+    const protoKey = JSON.parse('{"__proto__":{"amount":"999"}}') as Record<string, unknown>;
+    const cases: Array<[Promise<unknown>, string]> = [
+      // sent as {"account":null,"bank":null}, and accepted
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account: Number.NaN, bank: 'b' } }), 'recipient.account'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account: '1', bank: Infinity } }), 'recipient.bank'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { fee: Number.NaN } }), 'extra.fee'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', customer: { name: 'x', notify: () => true } }), 'customer.notify'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { tags: ['a', undefined] } }), 'extra.tags[1]'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { lines: new Map([['a', 1]]) } }), 'extra.lines'],
+      // went out beside the amount the module wrote, past the check of the fields it writes
+      [h.client.refundPayment('trx_1', { amount: '1', extra: protoKey }), 'extra.__proto__'],
+      // request(): a body that is no object, a misspelt option, a query number JSON cannot say
+      [h.client.request({ method: 'POST', path: '/payout', body: 'hello' }), 'body'],
+      [h.client.request({ method: 'POST', path: '/payout', body: Number.NaN }), 'body'],
+      [h.client.request({ method: 'POST', path: '/payout', body: () => ({}) }), 'body'],
+      [h.client.request({ method: 'POST', path: '/payout', body: { amount: Infinity } }), 'body.amount'],
+      [h.client.request({ method: 'POST', path: '/subaccount/sa_1/payout', data: { amount: '10' } } as never), 'data'],
+      [h.client.request({ method: 'GET', path: '/payments/gateways', query: { amount: Number.NaN } }), 'query'],
+    ];
+    for (const [call, field] of cases) {
+      const error = await rejectionOf(call);
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(error.clientSide).toBe(true);
+      expect(Object.keys(error.errors)).toEqual([field]);
+    }
+    expect(h.sim.requests).toHaveLength(0);
+    // what JSON writes as it is stays allowed: a Date, null, a left-out (undefined) field, an array body
+    await h.client.createPayment({ amount: '1', currency: 'USD', extra: { at: new Date(0), note: null, skip: undefined } });
+    expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({ at: '1970-01-01T00:00:00.000Z', note: null });
+  });
+
+  it('a misspelt field named like an Object member is a validation error naming it, never a TypeError', async () => {
+    h = await startClientHarness();
+    for (const key of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__']) {
+      const input = JSON.parse(`{"amount":"1","currency":"USD","${key}":"x"}`) as never;
+      const error = await rejectionOf(h.client.createPayment(input));
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(Object.keys(error.errors)).toEqual([key]);
+      const refund = await rejectionOf(h.client.refundPayment('trx_1', JSON.parse(`{"${key}":"1"}`) as never));
+      expect(refund).toBeInstanceOf(PaymentValidationError);
+    }
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
   it('a request axios refuses before opening a connection is "never reached the service", not "may have"', async () => {
     h = await startClientHarness();
     const http = new PaymentHttpClient(`${h.sim.url}/sandbox/api/v1`, 1_000);
@@ -198,10 +244,10 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     const circular: Record<string, unknown> = { note: 'loop' };
     circular.self = circular;
     const cases: Array<[Promise<unknown>, string]> = [
-      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { big: 10n } }), 'extra'],
-      [h.client.refundPayment('trx_1', { amount: '1', extra: circular }), 'extra'],
-      [h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: 10n } }), 'recipient'],
-      [h.client.request({ method: 'POST', path: '/payment/trx_1/refund', body: { amount: 10n } }), 'body'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { big: 10n } }), 'extra.big'],
+      [h.client.refundPayment('trx_1', { amount: '1', extra: circular }), 'extra.self'],
+      [h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: 10n } }), 'recipient.account_number'],
+      [h.client.request({ method: 'POST', path: '/payment/trx_1/refund', body: { amount: 10n } }), 'body.amount'],
     ];
     for (const [call, field] of cases) {
       const error = await rejectionOf(call);

@@ -11,13 +11,17 @@ describe('normalizeAmount', () => {
     [10.25, '10.25000000'],
     [Number.MAX_SAFE_INTEGER, '9007199254740991.00000000'],
     [123456789012.345, '123456789012.34500000'],
+    // String() writes these with an exponent (1e-8, 5e-7)
+    [0.00000001, '0.00000001'],
+    [0.0000005, '0.00000050'],
+    [1.5e-7, '0.00000015'],
   ])('%p → %p', (input, expected) => {
     expect(normalizeAmount(input)).toBe(expected);
   });
 
   it.each([
     ['-1'], [-1], ['0'], [0], ['0.00'], [Number.NaN], [Infinity], ['1e3'], [1e21], ['1.123456789'], [0.1 + 0.2],
-    [''], [' 10'], ['10,5'], ['abc'], ['.5'], ['5.'], [null], [{}], [true],
+    [1e-9], [1.5e-8], [-1e-8], [''], [' 10'], ['10,5'], ['abc'], ['.5'], ['5.'], [null], [{}], [true],
   ])('rejects %p', (input) => {
     expect(typeof normalizeAmount(input)).toBe('object');
   });
