@@ -312,10 +312,11 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * Closes pooled sockets. At application shutdown, not module destroy: Nest drains the HTTP
    * server in between, and a webhook handler still running there may be sending a refund.
    */
-  onApplicationShutdown(): void {
-    // waiting calls first: a retry that woke up would open a new connection after the pools closed
+  async onApplicationShutdown(): Promise<void> {
+    // waiting calls first: a retry that woke up would open a new connection after the pools closed;
+    // requests already on the wire run to their answer (or time-out) before the sockets close
     this.executor.close();
-    this.http.close();
+    await this.http.close();
   }
 
   /** Where the client talks to and its state, never a token or a secret (safe to log). */

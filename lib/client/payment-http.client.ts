@@ -45,6 +45,8 @@ export class PaymentHttpClient {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
   private readonly axios: AxiosInstance;
+  /** Attempts on the wire: `close()` lets them end (each within its time-out) before closing the sockets. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly apiBaseUrl: string,
@@ -74,7 +76,17 @@ export class PaymentHttpClient {
     });
   }
 
-  async send(attempt: HttpAttempt): Promise<HttpAnswer> {
+  send(attempt: HttpAttempt): Promise<HttpAnswer> {
+    const sending = this.sendOnce(attempt);
+    const settled = sending.then(
+      () => this.inFlight.delete(settled),
+      () => this.inFlight.delete(settled),
+    );
+    this.inFlight.add(settled);
+    return sending;
+  }
+
+  private async sendOnce(attempt: HttpAttempt): Promise<HttpAnswer> {
     const headers: Record<string, string> = { ...attempt.headers };
     if (attempt.bearerToken) headers.Authorization = `Bearer ${attempt.bearerToken}`;
     if (attempt.body !== undefined) headers['Content-Type'] = attempt.form ? 'application/x-www-form-urlencoded' : 'application/json';
@@ -117,8 +129,13 @@ export class PaymentHttpClient {
     return inspectSummary('PaymentHttpClient', this.toJSON(), depth, options);
   }
 
-  /** Closes pooled sockets (module shutdown). */
-  close(): void {
+  /**
+   * Closes the pooled sockets (module shutdown) once the attempts on the wire have ended, each
+   * within `timeoutMs`: destroying a socket under a refund would leave the caller unsure whether
+   * the service acted on it. Callers stop new attempts first.
+   */
+  async close(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }

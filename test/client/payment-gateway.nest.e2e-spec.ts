@@ -50,6 +50,23 @@ describe('PaymentGatewayService in a Nest module', () => {
     expect(sim.connectionCount).toBe(pooled);
   });
 
+  it('lets a refund already on the wire run to its answer at app.close(): the sockets close after it, not under it', async () => {
+    const moduleRef = await clientModule();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const client = app.get(PaymentGatewayService);
+    sim.scriptNextPayment('succeed');
+    const payment = await client.createPayment({ amount: '10', currency: 'USD' });
+    // the service acts at once, its answer takes 600 ms to arrive
+    sim.injectFault({ method: 'POST', path: /\/refund$/, kind: 'trickle', trickleMs: 600 });
+    const refund = client.refundPayment(payment.trxId!, { amount: '1' });
+    await waitFor('the refund reached the service', () => sim.requests.some((r) => r.route.endsWith('/refund')));
+    await app.close();
+    // before, shutdown destroyed the socket: ECONNRESET, "the service may have received it"
+    await expect(refund).resolves.toMatchObject({ refundUid: expect.any(String), httpStatus: 201 });
+    expect(sim.requests.filter((r) => r.route.endsWith('/refund'))).toHaveLength(1);
+  });
+
   it('gives up a call waiting to retry when the app closes: no request goes out after app.close()', async () => {
     const moduleRef = await clientModule();
     const app = moduleRef.createNestApplication({ logger: false });
