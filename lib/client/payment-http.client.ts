@@ -46,7 +46,7 @@ export class PaymentHttpClient {
   private readonly httpsAgent: https.Agent;
   private readonly axios: AxiosInstance;
   /** Attempts on the wire: `close()` lets them end (each within its time-out) before closing the sockets. */
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly apiBaseUrl: string,
@@ -78,10 +78,8 @@ export class PaymentHttpClient {
 
   send(attempt: HttpAttempt): Promise<HttpAnswer> {
     const sending = this.sendOnce(attempt);
-    const settled = sending.then(
-      () => this.inFlight.delete(settled),
-      () => this.inFlight.delete(settled),
-    );
+    const done = (): void => void this.inFlight.delete(settled);
+    const settled: Promise<void> = sending.then(done, done);
     this.inFlight.add(settled);
     return sending;
   }

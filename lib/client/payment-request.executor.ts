@@ -16,7 +16,7 @@ import {
   PaymentValidationError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
-import { abortedCallError, untilAborted } from './payment-call-abort.js';
+import { abortedCallError, eitherSignal, untilAborted } from './payment-call-abort.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
@@ -78,17 +78,23 @@ export class PaymentRequestExecutor {
   ) {
     this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, undefined, perIp);
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
-    this.tokens = new PaymentTokenManager(() => this.requestToken(), runtime.clock, options.tokenResponse);
+    this.tokens = new PaymentTokenManager((signal) => this.requestToken(signal), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
   }
 
   async execute(call: ServiceCall): Promise<ServiceAnswer> {
     // every wait also ends at shutdown: a retry must not go out after app.close()
-    const shutdown = this.closing.signal;
-    call = { ...call, signal: call.signal === undefined ? shutdown : AbortSignal.any([call.signal, shutdown]) };
-    const observed = this.telemetry.start(call.operation ?? 'request', call.method);
-    if (observed === undefined) return this.attempts(call);
-    return observed.run(() => this.attempts(call, observed));
+    const linked = call.signal === undefined ? undefined : eitherSignal(call.signal, this.closing.signal);
+    call = { ...call, signal: linked?.signal ?? this.closing.signal };
+    try {
+      // written before the call is observed: a body that cannot be written sent nothing, like any bad input
+      const body = this.writeBody(call);
+      const observed = this.telemetry.start(call.operation ?? 'request', call.method);
+      if (observed === undefined) return await this.attempts(call, body);
+      return await observed.run(() => this.attempts(call, body, observed));
+    } finally {
+      linked?.dispose();
+    }
   }
 
   /** Module shutdown: calls still waiting are given up (`PaymentAbortedError`), new ones are refused before sending. */
@@ -104,8 +110,7 @@ export class PaymentRequestExecutor {
     await this.tokens.getToken();
   }
 
-  private async attempts(call: ServiceCall, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
-    const body = this.writeBody(call);
+  private async attempts(call: ServiceCall, body: string | undefined, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
     let token: string | undefined;
     let renewedToken = false;
     // the last failed attempt, and whether any attempt so far may have been acted on: a later
@@ -217,7 +222,7 @@ export class PaymentRequestExecutor {
    */
   private async tokenForCall(call: ServiceCall, mayHaveActed: boolean): Promise<string | undefined> {
     try {
-      return await this.tokenFor(call.auth);
+      return await this.tokenFor(call.auth, call.signal);
     } catch (error) {
       if (!(error instanceof PaymentNetworkError)) {
         if (!(error instanceof PaymentApiError)) throw error;
@@ -240,12 +245,13 @@ export class PaymentRequestExecutor {
     }
   }
 
-  private async tokenFor(mode: TokenMode): Promise<string | undefined> {
+  /** A fresh token is this call's alone, so its request ends with the call's signal; a shared one goes on. */
+  private async tokenFor(mode: TokenMode, signal: AbortSignal | undefined): Promise<string | undefined> {
     if (mode === 'none') return undefined;
-    return mode === 'fresh' ? this.tokens.getFreshToken() : this.tokens.getToken();
+    return mode === 'fresh' ? this.tokens.getFreshToken(signal) : this.tokens.getToken();
   }
 
-  private async requestToken() {
+  private async requestToken(signal?: AbortSignal) {
     const { clientId, clientSecret, tokenRequest } = this.options;
     if (!clientId || !clientSecret) {
       throw new PaymentClientConfigurationError({
@@ -264,6 +270,7 @@ export class PaymentRequestExecutor {
       limit: 'token',
       retry: 'token',
       operation: 'token',
+      signal,
     });
     return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token, this.options.account);
   }

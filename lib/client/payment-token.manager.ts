@@ -33,7 +33,7 @@ export class PaymentTokenManager {
   readonly #recent: string[] = [];
 
   constructor(
-    private readonly requestToken: () => Promise<IssuedToken>,
+    private readonly requestToken: (signal?: AbortSignal) => Promise<IssuedToken>,
     private readonly clock: PaymentClock,
     private readonly options: Pick<PaymentTokenResponseOptions, 'refreshMarginSeconds'>,
   ) {}
@@ -45,9 +45,12 @@ export class PaymentTokenManager {
     return this.#inFlight;
   }
 
-  /** A token requested for this caller alone (payment creation). It also refreshes the cache. */
-  getFreshToken(): Promise<string> {
-    return this.fetch();
+  /**
+   * A token requested for this caller alone (payment creation), given up with `signal` (while
+   * it waits for its slot: a token request is never cut on the wire). It also refreshes the cache.
+   */
+  getFreshToken(signal?: AbortSignal): Promise<string> {
+    return this.fetch(signal);
   }
 
   /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */
@@ -73,10 +76,10 @@ export class PaymentTokenManager {
     return inspectSummary('PaymentTokenManager', this.toJSON(), depth, options);
   }
 
-  private async fetch(): Promise<string> {
+  private async fetch(signal?: AbortSignal): Promise<string> {
     // Stamp before the call: the service's 10 minutes start no later than this.
     const requestedAt = this.clock.now();
-    const issued = await this.requestToken();
+    const issued = await this.requestToken(signal);
     const lifetimeMs = issued.expiresInSeconds * 1000;
     // A margin as long as the lifetime would make every token unusable at once.
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { getEventListeners } from 'node:events';
 import {
   PaymentAbortedError,
   PaymentAuthenticationError,
@@ -214,6 +215,34 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     } finally {
       system.onApplicationShutdown();
     }
+  });
+
+  it("a payment creation given up while its own token request waits for a slot takes that request with it: the client secret is not sent later", async () => {
+    await start({ rateLimits: { tokenPerMinute: 1 } });
+    await client.createPayment({ amount: '1', currency: 'USD' });
+    const controller = new AbortController();
+    const second = rejectionOf(client.createPayment({ amount: '2', currency: 'USD' }, { signal: controller.signal }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+    expect(await second).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+    // past the minute (the clock jumps after 400 ms of real time): before, the token request went out then
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
+    expect(sim.requests.filter((r) => r.route === '/payment/create')).toHaveLength(1);
+  });
+
+  it('calls with a signal leave nothing on the client\'s long-lived shutdown signal (AbortSignal.any kept one entry per call on Node 20)', async () => {
+    await start();
+    const shutdown = (client as unknown as { executor: { closing: AbortController } }).executor.closing.signal;
+    // what hangs on a signal: its listeners, and (Node 20) the signals AbortSignal.any() made from it
+    // (Node's own Set, of another realm than the test's: read `size`, not `instanceof Set`)
+    const sizeOf = (value: unknown): number => (typeof (value as { size?: unknown })?.size === 'number' ? (value as { size: number }).size : 0);
+    const held = () =>
+      getEventListeners(shutdown, 'abort').length +
+      Object.getOwnPropertySymbols(shutdown).reduce((n, key) => n + sizeOf((shutdown as unknown as Record<symbol, unknown>)[key]), 0);
+    const before = held();
+    for (let i = 0; i < 50; i++) await client.listGateways({ signal: new AbortController().signal });
+    expect(held()).toBe(before);
   });
 
   it('an aborted signal sends nothing, not even a token request; a signal that is not one is a validation error', async () => {

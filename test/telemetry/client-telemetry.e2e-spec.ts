@@ -51,6 +51,11 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     const timeout = await rejectionOf(h.client.refundPayment('trx_unknown_1', { amount: '1' }));
     expect(timeout).toBeInstanceOf(PaymentNetworkError);
     expect(timeout.code).toBe('TIMEOUT');
+    // 5. refused by the client's own checks, nothing sent: not counted, no span (a body that cannot be
+    // written was counted as a PAY_4000 of the service)
+    expect(await rejectionOf(h.client.createPayment({ amount: '-7', currency: 'USD' }))).toBeInstanceOf(PaymentValidationError);
+    const unwritable = { toJSON: () => { throw new Error('cannot write'); } };
+    expect(await rejectionOf(h.client.request({ method: 'POST', path: '/subaccounts', body: { unwritable } }))).toMatchObject({ clientSide: true });
 
     const all = await otel.collect();
     const calls = [
