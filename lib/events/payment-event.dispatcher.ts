@@ -142,8 +142,7 @@ export class PaymentEventDispatcher {
     if (emit) {
       const listeners = `EventEmitter2:${emitterName}`;
       names.push(listeners);
-      // emitAsync resolves with the listeners' results, so a listener with
-      // `suppressErrors: false` that rejects fails the delivery too.
+      // every listener runs to its end; one with `suppressErrors: false` that fails fails the delivery too
       // the span name with a bounded type (names are grouped on); the handler attribute keeps it whole
       const spanName = tracer && `EventEmitter2:${paymentEventEmitterName(metricEventType(event.eventType))}`;
       runs.push(tracer ? traceHandler(tracer, listeners, event, () => this.emit(emitterName!, event), spanName) : this.emit(emitterName!, event));
@@ -178,8 +177,8 @@ export class PaymentEventDispatcher {
     return { contextId };
   }
 
-  private async emit(name: string, event: AnyPaymentEvent): Promise<unknown> {
-    return this.eventEmitter!.emitAsync(name, event);
+  private emit(name: string, event: AnyPaymentEvent): Promise<void> {
+    return emitToEach(this.eventEmitter!, name, event);
   }
 
   private fail(event: AnyPaymentEvent, failures: PaymentEventHandlerFailure[]): never {
@@ -234,6 +233,32 @@ export class PaymentEventDispatcher {
     }
     event.canonicalStatus = status;
   }
+}
+
+/**
+ * Calls every listener of `name` as EventEmitter2's `emitAsync` does (`onAny` listeners first,
+ * with the name; then those of the name, wildcard matches included; `this` the emitter, whose
+ * `event` is the name), but waits for each to end and rejects only then: `emitAsync` settles on
+ * the first rejection (a synchronous throw skips the listeners after it), so a delivery would be
+ * answered, and its redelivery run, while other listeners of the first one still ran.
+ * Rejects with the failure, or an `AggregateError` of all of them when several listeners failed.
+ */
+async function emitToEach(emitter: EventEmitter2, name: string, event: unknown): Promise<void> {
+  const self = emitter as EventEmitter2 & { event?: unknown };
+  // copies: a `once` listener removes itself from the emitter's own list when called
+  const anyListeners = [...emitter.listenersAny()];
+  const listeners = [...emitter.listeners(name)];
+  const runs: Promise<unknown>[] = [];
+  for (const listener of anyListeners) {
+    runs.push(asPromise(() => ((self.event = name), listener.call(emitter, name, event))));
+  }
+  for (const listener of listeners) {
+    runs.push(asPromise(() => ((self.event = name), listener.call(emitter, event))));
+  }
+  const failures: unknown[] = [];
+  for (const result of await Promise.allSettled(runs)) if (result.status === 'rejected') failures.push(result.reason);
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `${failures.length} EventEmitter2 listeners of ${name} failed`);
 }
 
 /** EventEmitter2's own check, plus `onAny` listeners (which its wildcard mode leaves out). */
