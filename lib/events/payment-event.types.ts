@@ -57,12 +57,18 @@ export interface PaymentEventEnvelope<TType extends string = string, TData = Rec
   /** Unique id of the event; the deduplication key. */
   eventId: string;
   eventType: TType;
-  /** `YYYY-MM-DD`. */
-  apiVersion: string;
-  /** ISO 8601 UTC. */
-  createdAt: string;
-  /** `production` for live; the service does not document the other values. */
-  environment: string;
+  /**
+   * `YYYY-MM-DD`. Delivered as received: absent when the delivery had none, or had a value that
+   * is not a string (the event is dispatched all the same, and the module logs a warning).
+   */
+  apiVersion?: string;
+  /** ISO 8601 UTC. Delivered as received, like `apiVersion` (absent when missing or not a string). */
+  createdAt?: string;
+  /**
+   * `production` for live; the service does not document the other values. Absent when missing
+   * or not a string, like `apiVersion`.
+   */
+  environment?: string;
   data: TData;
 }
 

@@ -8,6 +8,9 @@ import type {
 /** `apiVersion` the simulator stamps on every envelope. @publicApi */
 export const SIMULATOR_API_VERSION = '2025-01-01';
 
+/** An envelope as the service documents it: a built event always has the fields a delivery may lack. */
+type BuiltEvent<T extends string, D> = PaymentEventEnvelope<T, D> & Required<Pick<PaymentEventEnvelope, 'apiVersion' | 'createdAt' | 'environment'>>;
+
 type EnvelopeOverrides = Partial<Omit<PaymentEventEnvelope, 'data' | 'eventType'>>;
 type DataOf<T extends string> = T extends PaymentEventType ? PaymentEventDataMap[T] : Record<string, unknown>;
 
@@ -25,7 +28,7 @@ export function buildEvent<T extends string>(
   type: T,
   data: DataOf<T> | Record<string, unknown>,
   envelopeOverrides: EnvelopeOverrides = {},
-): PaymentEventEnvelope<T, DataOf<T>> {
+): BuiltEvent<T, DataOf<T>> {
   return {
     eventId: envelopeOverrides.eventId ?? newEventId(),
     eventType: type,
@@ -50,7 +53,7 @@ export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.$
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payment.created']> = {},
   envelopeOverrides: EnvelopeOverrides = {},
-): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+): BuiltEvent<T, PaymentEventDataMap[T]> {
   const data = {
     trxId: `trx_${randomBytes(8).toString('hex')}`,
     token: `pst_${randomBytes(8).toString('hex')}`,
@@ -61,7 +64,7 @@ export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.$
     merchantId: 1,
     ...dataOverrides,
   };
-  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+  return buildEvent(type, data, envelopeOverrides) as BuiltEvent<T, PaymentEventDataMap[T]>;
 }
 
 /** A valid `refund.*` envelope (status `SUCCESS` or `FAILED` with a `failureReason`). @publicApi */
@@ -69,7 +72,7 @@ export function buildRefundEvent<T extends Extract<PaymentEventType, `refund.${s
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['refund.failed']> = {},
   envelopeOverrides: EnvelopeOverrides = {},
-): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+): BuiltEvent<T, PaymentEventDataMap[T]> {
   const failed = type === 'refund.failed';
   const data = {
     refundUid: `rfd_${randomBytes(8).toString('hex')}`,
@@ -81,7 +84,7 @@ export function buildRefundEvent<T extends Extract<PaymentEventType, `refund.${s
     ...(failed ? { failureReason: 'Provider declined the refund' } : {}),
     ...dataOverrides,
   };
-  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+  return buildEvent(type, data, envelopeOverrides) as BuiltEvent<T, PaymentEventDataMap[T]>;
 }
 
 const PAYOUT_STATUS_BY_TYPE: Record<string, string> = {
@@ -95,7 +98,7 @@ export function buildPayoutEvent<T extends Extract<PaymentEventType, `payout.${s
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payout.failed']> = {},
   envelopeOverrides: EnvelopeOverrides = {},
-): PaymentEventEnvelope<T, PaymentEventDataMap[T]> {
+): BuiltEvent<T, PaymentEventDataMap[T]> {
   const failed = type === 'payout.failed';
   const data = {
     payoutUid: `pyo_${randomBytes(8).toString('hex')}`,
@@ -106,5 +109,5 @@ export function buildPayoutEvent<T extends Extract<PaymentEventType, `payout.${s
     ...(failed ? { failureReason: 'Recipient account closed' } : {}),
     ...dataOverrides,
   };
-  return buildEvent(type, data, envelopeOverrides) as PaymentEventEnvelope<T, PaymentEventDataMap[T]>;
+  return buildEvent(type, data, envelopeOverrides) as BuiltEvent<T, PaymentEventDataMap[T]>;
 }

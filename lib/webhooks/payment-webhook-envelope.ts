@@ -50,8 +50,8 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
  * - `data`: an object.
  * `apiVersion`, `createdAt` and `environment` are delivered as received even when they are
  * missing or not in the documented format (a signed event is never refused over a format
- * detail, since a refusal ends with the service abandoning it); `onAnomaly` hears each such
- * case. Unknown top-level fields are kept.
+ * detail, since a refusal ends with the service abandoning it); one that is not a string is
+ * left out. `onAnomaly` hears each such case. Unknown top-level fields are kept.
  */
 export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
   if (!isRecord(body)) {
@@ -76,26 +76,39 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   if (!isRecord(body.data)) fail('data', 'must be an object');
 
   if (errors !== undefined) throw new WebhookInvalidEnvelopeError(errors);
-  if (onAnomaly !== undefined) checkDeliveredAsReceived(body, onAnomaly);
+  checkDeliveredAsReceived(body, onAnomaly);
   return body as unknown as AnyPaymentEvent;
 }
 
-/** The documented formats of the fields delivered as received; each departure is reported, never refused. */
-function checkDeliveredAsReceived(body: Record<string, unknown>, onAnomaly: (anomaly: WebhookEnvelopeAnomaly) => void): void {
-  const apiVersion = body.apiVersion;
-  if (apiVersion === undefined) onAnomaly({ field: 'apiVersion', kind: 'missing' });
-  else if (typeof apiVersion !== 'string') onAnomaly({ field: 'apiVersion', kind: 'not-a-string' });
-  else if (!isCalendarDate(apiVersion)) onAnomaly({ field: 'apiVersion', kind: 'malformed' });
+/**
+ * The documented formats of the fields delivered as received; each departure is reported, never
+ * refused. A value that is not even a string is left out (the event's type says "a string, or
+ * absent", and a handler must not meet a number there).
+ */
+function checkDeliveredAsReceived(body: Record<string, unknown>, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): void {
+  const apiVersion = stringOrOmitted(body, 'apiVersion', onAnomaly);
+  if (apiVersion !== undefined && !isCalendarDate(apiVersion)) onAnomaly?.({ field: 'apiVersion', kind: 'malformed' });
+  const createdAt = stringOrOmitted(body, 'createdAt', onAnomaly);
+  if (createdAt !== undefined && !ISO_DATE_TIME.test(createdAt)) onAnomaly?.({ field: 'createdAt', kind: 'malformed' });
+  const environment = stringOrOmitted(body, 'environment', onAnomaly);
+  if (environment !== undefined && environment.trim().length === 0) onAnomaly?.({ field: 'environment', kind: 'malformed' });
+}
 
-  const createdAt = body.createdAt;
-  if (createdAt === undefined) onAnomaly({ field: 'createdAt', kind: 'missing' });
-  else if (typeof createdAt !== 'string') onAnomaly({ field: 'createdAt', kind: 'not-a-string' });
-  else if (!ISO_DATE_TIME.test(createdAt)) onAnomaly({ field: 'createdAt', kind: 'malformed' });
-
-  const environment = body.environment;
-  if (environment === undefined) onAnomaly({ field: 'environment', kind: 'missing' });
-  else if (typeof environment !== 'string') onAnomaly({ field: 'environment', kind: 'not-a-string' });
-  else if (environment.trim().length === 0) onAnomaly({ field: 'environment', kind: 'malformed' });
+/** The field when it is a string; reports it missing, or not a string and then removes it. */
+function stringOrOmitted(
+  body: Record<string, unknown>,
+  field: WebhookEnvelopeAnomaly['field'],
+  onAnomaly: ((anomaly: WebhookEnvelopeAnomaly) => void) | undefined,
+): string | undefined {
+  const value = body[field];
+  if (typeof value === 'string') return value;
+  if (value === undefined) {
+    onAnomaly?.({ field, kind: 'missing' });
+  } else {
+    onAnomaly?.({ field, kind: 'not-a-string' });
+    delete body[field];
+  }
+  return undefined;
 }
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];

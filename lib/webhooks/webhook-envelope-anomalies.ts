@@ -13,9 +13,7 @@ export function anomalyReporter(logger: LoggerService, account: string): (anomal
     if (reported.has(key)) return;
     reported.add(key);
     const what = kind === 'missing' ? 'without' : kind === 'not-a-string' ? 'with a non-string' : 'with an unexpected format of';
-    logger.warn(
-      `A signed webhook of account ${account} arrived ${what} ${field}; it is delivered as received ` +
-        `(logged once per field and kind)`,
-    );
+    const delivered = kind === 'not-a-string' ? `it is delivered without ${field}` : 'it is delivered as received';
+    logger.warn(`A signed webhook of account ${account} arrived ${what} ${field}; ${delivered} (logged once per field and kind)`);
   };
 }
