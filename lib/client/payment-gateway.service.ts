@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown } from '@nestjs/common';
-import { isApiPath, isApiQuery } from '../common/api-path.util.js';
 import type { PaymentResponseFields, ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_CLIENT_RUNTIME } from '../payment.constants.js';
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
@@ -27,13 +26,10 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentIpRateLimits } from './payment-rate-limiter.js';
-import { PaymentRequestExecutor, type ServiceAnswer, type ServiceCall } from './payment-request.executor.js';
-import { paymentRequestBody } from './payment-request.bodies.js';
+import { PaymentRequestExecutor, type ServiceAnswer } from './payment-request.executor.js';
+import { paymentRequestBody, requestCall } from './payment-request.bodies.js';
 import { readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
 import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
-
-/** The fields of `request()`'s options: a misspelt one (`data` for `body`) is refused, not ignored. */
-const REQUEST_OPTION_FIELDS = ['method', 'path', 'query', 'body', 'scope', 'idempotent', 'authenticated', 'signal'];
 
 /**
  * Client of the payment service. Inject it anywhere the module is imported.
@@ -257,38 +253,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * count in the refunds/payouts limit unless `scope` says otherwise.
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
-    const check = new InputChecker(this.options.account);
-    check.inputObject('options', options, REQUEST_OPTION_FIELDS);
-    const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
-    if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
-    if (!isApiPath(options?.path)) {
-      check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
-    }
-    for (const flag of ['idempotent', 'authenticated'] as const) {
-      // a truthy string such as 'false' read from config would make a POST retryable
-      if (options?.[flag] !== undefined && typeof options[flag] !== 'boolean') check.add(flag, 'must be true or false');
-    }
-    if (options?.query !== undefined && !isApiQuery(options.query)) {
-      check.add('query', 'must be an object of string, finite number or boolean values (strings of well-formed Unicode)');
-    }
-    const body = check.requestBody('body', options?.body);
-    const signal = check.signal(options?.signal);
-    const scope = options?.scope ?? this.defaultScope(method, options?.path);
-    if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
-      check.add('scope', "must be 'read', 'create-payment', 'money-movement' or 'none'");
-    }
-    check.throwIfInvalid('request');
-    const idempotent = options.idempotent ?? method === 'GET';
-    const call: ServiceCall = {
-      method,
-      path: options.path,
-      query: options.query,
-      body,
-      auth: options.authenticated === false ? 'none' : scope === 'create-payment' ? 'fresh' : 'cached',
-      limit: scope,
-      retry: idempotent ? (method === 'GET' ? 'safe' : 'keyed') : 'unsafe',
-      signal,
-    };
+    const call = requestCall(new InputChecker(this.options.account), options, (method, path) => this.defaultScope(method, path));
     const answer = await this.executor.execute(call);
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };
   }

@@ -1,5 +1,8 @@
-import type { CreatePaymentInput } from './payment-api.types.js';
+import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
+import { isApiPath, isApiQuery } from '../common/api-path.util.js';
+import type { CreatePaymentInput, PaymentRequestOptions, PaymentRequestScope } from './payment-api.types.js';
 import type { InputChecker } from './payment-input.validation.js';
+import type { ServiceCall } from './payment-request.executor.js';
 import type { WireCreatePaymentRequest } from './payment-wire.types.js';
 
 const SPLIT_INPUT_FIELDS = ['subaccountId', 'amount'];
@@ -57,4 +60,74 @@ export function paymentRequestBody(check: InputChecker, input: CreatePaymentInpu
     }
   }
   return body;
+}
+
+/**
+ * A call's body as sent, written once before anything is sent. Inputs were checked before (a
+ * NaN, a BigInt or a cycle never gets here); one that still cannot be written (a `toJSON()` that
+ * throws) is a client-side validation error, never a network error that "may have reached the service".
+ */
+export function writeRequestBody(call: ServiceCall, account: string): string | undefined {
+  if (call.body === undefined) return undefined;
+  // only the token call is form-encoded: its body is two strings
+  if (call.encoding === 'form') return new URLSearchParams(call.body as Record<string, string>).toString();
+  try {
+    return JSON.stringify(call.body);
+  } catch {
+    throw new PaymentValidationError({
+      code: PaymentErrorCode.VALIDATION_FAILED,
+      message: `${call.method} ${call.path} was not sent: its body could not be written as JSON`,
+      errors: { body: ['must be JSON data that can be written (a toJSON() threw)'] },
+      method: call.method,
+      path: call.path,
+      idempotencyKey: call.idempotencyKey,
+      account,
+      clientSide: true,
+    });
+  }
+}
+
+/** The fields of `request()`'s options: a misspelt one (`data` for `body`) is refused, not ignored. */
+const REQUEST_OPTION_FIELDS = ['method', 'path', 'query', 'body', 'scope', 'idempotent', 'authenticated', 'signal'];
+
+/**
+ * The call `request()` makes, every option checked on the way (problems go to `check`, which
+ * throws before anything is sent). `defaultScope` picks the rate-limit scope when none is given.
+ */
+export function requestCall(
+  check: InputChecker,
+  options: PaymentRequestOptions,
+  defaultScope: (method: string, path: unknown) => PaymentRequestScope,
+): ServiceCall {
+  check.inputObject('options', options, REQUEST_OPTION_FIELDS);
+  const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
+  if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
+  if (!isApiPath(options?.path)) {
+    check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
+  }
+  for (const flag of ['idempotent', 'authenticated'] as const) {
+    // a truthy string such as 'false' read from config would make a POST retryable
+    if (options?.[flag] !== undefined && typeof options[flag] !== 'boolean') check.add(flag, 'must be true or false');
+  }
+  if (options?.query !== undefined && !isApiQuery(options.query)) {
+    check.add('query', 'must be an object of string, finite number or boolean values (strings of well-formed Unicode)');
+  }
+  const body = check.requestBody('body', options?.body);
+  const signal = check.signal(options?.signal);
+  const scope = options?.scope ?? defaultScope(method, options?.path);
+  if (!['read', 'create-payment', 'money-movement', 'none'].includes(scope)) {
+    check.add('scope', "must be 'read', 'create-payment', 'money-movement' or 'none'");
+  }
+  check.throwIfInvalid('request');
+  const idempotent = options.idempotent ?? method === 'GET';
+  return {
+    method,
+    path: options.path,
+    query: options.query,
+    body,
+    auth: options.authenticated === false ? 'none' : scope === 'create-payment' ? 'fresh' : 'cached',
+    limit: scope,
+    retry: idempotent ? (method === 'GET' ? 'safe' : 'keyed') : 'unsafe',
+    signal,
+  };
 }

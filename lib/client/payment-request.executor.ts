@@ -13,7 +13,6 @@ import {
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
-  PaymentValidationError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
 import { abortedCallError, eitherSignal, untilAborted } from './payment-call-abort.js';
@@ -23,6 +22,7 @@ import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { redactSecrets } from './payment-secret.redaction.js';
+import { writeRequestBody } from './payment-request.bodies.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
@@ -88,7 +88,7 @@ export class PaymentRequestExecutor {
     call = { ...call, signal: linked?.signal ?? this.closing.signal };
     try {
       // written before the call is observed: a body that cannot be written sent nothing, like any bad input
-      const body = this.writeBody(call);
+      const body = writeRequestBody(call, this.options.account);
       const observed = this.telemetry.start(call.operation ?? 'request', call.method);
       if (observed === undefined) return await this.attempts(call, body);
       return await observed.run(() => this.attempts(call, body, observed));
@@ -307,31 +307,6 @@ export class PaymentRequestExecutor {
    */
   redact(text: string, callToken?: string): string {
     return redactSecrets(text, [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), callToken]);
-  }
-
-  /**
-   * The body as JSON, written once before anything is sent: a body that cannot be written
-   * is a client-side validation error, never a network error that "may have reached the
-   * service" (inputs are checked earlier; this covers `request()` bodies).
-   */
-  private writeBody(call: ServiceCall): string | undefined {
-    if (call.body === undefined) return undefined;
-    // only the token call is form-encoded: its body is two strings
-    if (call.encoding === 'form') return new URLSearchParams(call.body as Record<string, string>).toString();
-    try {
-      return JSON.stringify(call.body);
-    } catch {
-      throw new PaymentValidationError({
-        code: PaymentErrorCode.VALIDATION_FAILED,
-        message: `${call.method} ${call.path} was not sent: its body is not plain JSON data (a BigInt or a circular reference)`,
-        errors: { body: ['must be plain JSON data (no BigInt, no circular reference)'] },
-        method: call.method,
-        path: call.path,
-        idempotencyKey: call.idempotencyKey,
-        account: this.options.account,
-        clientSide: true,
-      });
-    }
   }
 
   private scrub(error: unknown, call: ServiceCall, token: string | undefined): PaymentApiError {
