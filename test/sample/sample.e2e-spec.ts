@@ -250,6 +250,47 @@ describe('sample shop', () => {
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String), fulfilments: 1 });
     }, SLOW);
 
+    it('a refund that never reached the service (simulator down) leaves the order PAID, and a later refund goes through', async () => {
+      shop ??= await boot();
+      sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
+      sim.scriptNextPayment('succeed');
+      const placed = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '8.00', currency: 'USD' });
+      const id = placed.body.order.id;
+      const url = shop.url;
+      await until(async () => {
+        const { body } = await call<OrderView>('GET', `${url}/orders/${id}`);
+        return body.status === 'PAID' ? body : undefined;
+      }, 'order PAID');
+      await sim.waitForDeliveries();
+
+      // Simulator down, shop restarted: with no pooled socket to reuse, the refund's connection
+      // is refused, so surely nothing reached the service. (A socket kept alive from before the
+      // stop could instead fail with a reset, which may have been read: a different case.)
+      await sim.stop();
+      let down: { status: number; body: { code?: string; paymentErrorCode?: string; message?: string } };
+      try {
+        await shop.stop();
+        shop = await boot();
+        down = await call('POST', `${shop.url}/orders/${id}/refund`, { reason: 'outage' });
+      } finally {
+        await sim.start(); // same port; the other tests need it
+      }
+      expect(down.status).toBe(502);
+      expect(down.body).toMatchObject({ code: 'PAYMENT_UNAVAILABLE', paymentErrorCode: 'NETWORK_ERROR' });
+      expect(down.body.message).toMatch(/Nothing was refunded.*PAID again/);
+      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(0);
+      // Not stuck in REFUND_PENDING: no refund.* event would ever come for a refund never sent.
+      const stillPaid = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
+      expect(stillPaid.body).toMatchObject({ status: 'PAID', refundUid: null });
+
+      const retried = await call<OrderView>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'outage' });
+      expect(retried.status).toBe(202);
+      await sim.waitForDeliveries();
+      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
+      const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
+      expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String) });
+    }, SLOW);
+
     it('records payout outcomes; a late payout.created does not undo a final one', async () => {
       shop ??= await boot();
       sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
