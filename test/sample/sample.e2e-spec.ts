@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { reviewDemoRun } from '../../sample/src/demo-report.js';
 import {
   buildSampleStage,
   childEnv,
@@ -151,6 +152,11 @@ describe('sample shop', () => {
       expect(before.body).toMatchObject({ status: 'PAID', trxId, fulfilments: 1 });
       // Every delivery (copies included) was answered 2xx.
       expect(sim.deliveryLog.every((d) => d.status === 200)).toBe(true);
+      // So far the run is what `npm start` accepts (its checks, on this real delivery log).
+      const firstAudit = await call<EventView[]>('GET', `${shop.url}/orders/${orderId}/events`);
+      const firstRun = reviewDemoRun(sim.deliveryLog, firstAudit.body, before.body);
+      expect(firstRun.problems).toEqual([]);
+      expect(firstRun.summary).toEqual({ handled: 3, duplicatesIgnored: 3, lateIgnored: 2, failed: 0 });
 
       // Restart: a new process on the same file. The module's memory store starts empty.
       await shop.stop();
@@ -173,6 +179,15 @@ describe('sample shop', () => {
       // Straight from the file: one fulfilment row.
       const rows = await queryShopDb<{ n: number }>(join(dataDir, 'shop.sqlite'), 'SELECT COUNT(*) AS n FROM fulfilments WHERE order_id = ?', [orderId]);
       expect(rows).toEqual([{ n: 1 }]);
+
+      // `npm start`'s checks reject this log: the re-sent event reached a handler a second time
+      // instead of being answered duplicate: true, although the other copies were.
+      const rerun = reviewDemoRun(sim.deliveryLog, events.body, final.body);
+      expect(rerun.summary).toMatchObject({ handled: 3, duplicatesIgnored: 3 });
+      expect(rerun.problems).toEqual([
+        `delivery 7 (payment.succeeded ${succeeded!.eventId}) repeats a handled event but was not answered duplicate: true`,
+        `event ${succeeded!.eventId} (payment.succeeded) was handled 2 times, expected exactly once`,
+      ]);
     }, SLOW);
 
     it('does not fulfil on a payment.succeeded whose status is still PENDING, and ends orders the service rejected (failed, cancelled, expired)', async () => {
