@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { reviewDemoRun } from '../../sample/src/demo-report.js';
 import {
   buildSampleStage,
   childEnv,
@@ -151,6 +152,11 @@ describe('sample shop', () => {
       expect(before.body).toMatchObject({ status: 'PAID', trxId, fulfilments: 1 });
       // Every delivery (copies included) was answered 2xx.
       expect(sim.deliveryLog.every((d) => d.status === 200)).toBe(true);
+      // So far the run is what `npm start` accepts (its checks, on this real delivery log).
+      const firstAudit = await call<EventView[]>('GET', `${shop.url}/orders/${orderId}/events`);
+      const firstRun = reviewDemoRun(sim.deliveryLog, firstAudit.body, before.body);
+      expect(firstRun.problems).toEqual([]);
+      expect(firstRun.summary).toEqual({ handled: 3, duplicatesIgnored: 3, lateIgnored: 2, failed: 0 });
 
       // Restart: a new process on the same file. The module's memory store starts empty.
       await shop.stop();
@@ -173,6 +179,15 @@ describe('sample shop', () => {
       // Straight from the file: one fulfilment row.
       const rows = await queryShopDb<{ n: number }>(join(dataDir, 'shop.sqlite'), 'SELECT COUNT(*) AS n FROM fulfilments WHERE order_id = ?', [orderId]);
       expect(rows).toEqual([{ n: 1 }]);
+
+      // `npm start`'s checks reject this log: the re-sent event reached a handler a second time
+      // instead of being answered duplicate: true, although the other copies were.
+      const rerun = reviewDemoRun(sim.deliveryLog, events.body, final.body);
+      expect(rerun.summary).toMatchObject({ handled: 3, duplicatesIgnored: 3 });
+      expect(rerun.problems).toEqual([
+        `delivery 7 (payment.succeeded ${succeeded!.eventId}) repeats a handled event but was not answered duplicate: true`,
+        `event ${succeeded!.eventId} (payment.succeeded) was handled 2 times, expected exactly once`,
+      ]);
     }, SLOW);
 
     it('does not fulfil on a payment.succeeded whose status is still PENDING, and ends orders the service rejected (failed, cancelled, expired)', async () => {
@@ -248,6 +263,47 @@ describe('sample shop', () => {
       expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
       const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String), fulfilments: 1 });
+    }, SLOW);
+
+    it('a refund that never reached the service (simulator down) leaves the order PAID, and a later refund goes through', async () => {
+      shop ??= await boot();
+      sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
+      sim.scriptNextPayment('succeed');
+      const placed = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '8.00', currency: 'USD' });
+      const id = placed.body.order.id;
+      const url = shop.url;
+      await until(async () => {
+        const { body } = await call<OrderView>('GET', `${url}/orders/${id}`);
+        return body.status === 'PAID' ? body : undefined;
+      }, 'order PAID');
+      await sim.waitForDeliveries();
+
+      // Simulator down, shop restarted: with no pooled socket to reuse, the refund's connection
+      // is refused, so surely nothing reached the service. (A socket kept alive from before the
+      // stop could instead fail with a reset, which may have been read: a different case.)
+      await sim.stop();
+      let down: { status: number; body: { code?: string; paymentErrorCode?: string; message?: string } };
+      try {
+        await shop.stop();
+        shop = await boot();
+        down = await call('POST', `${shop.url}/orders/${id}/refund`, { reason: 'outage' });
+      } finally {
+        await sim.start(); // same port; the other tests need it
+      }
+      expect(down.status).toBe(502);
+      expect(down.body).toMatchObject({ code: 'PAYMENT_UNAVAILABLE', paymentErrorCode: 'NETWORK_ERROR' });
+      expect(down.body.message).toMatch(/Nothing was refunded.*PAID again/);
+      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(0);
+      // Not stuck in REFUND_PENDING: no refund.* event would ever come for a refund never sent.
+      const stillPaid = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
+      expect(stillPaid.body).toMatchObject({ status: 'PAID', refundUid: null });
+
+      const retried = await call<OrderView>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'outage' });
+      expect(retried.status).toBe(202);
+      await sim.waitForDeliveries();
+      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
+      const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
+      expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String) });
     }, SLOW);
 
     it('records payout outcomes; a late payout.created does not undo a final one', async () => {

@@ -75,11 +75,20 @@ export class OrdersService {
       if (refund.refundUid !== undefined) this.orders.setRefundUid(id, refund.refundUid, nowIso());
       this.logger.log(`Refund ${refund.refundUid ?? '(id not in the answer)'} requested for order ${id}`);
     } catch (error) {
-      // Release the claim only when the service surely did not act (it answered 4xx);
-      // after a time-out or 5xx the refund may exist: leave it for the refund.* event or an operator.
+      // Release the claim only when the service surely did not act: it answered 4xx, or the
+      // client says the refund never reached it (connection refused, refused before sending,
+      // given up at shutdown), in which case no refund.* event will ever come to end the claim.
+      // After a time-out or 5xx the refund may exist: leave it for the refund.* event or an operator.
       if (error instanceof PaymentApiError && error.httpStatus !== undefined && error.httpStatus < 500 && error.httpStatus !== 429) {
         this.orders.releaseRefundClaim(id, nowIso());
         throw new OrderStateError(`The payment service refused the refund (${error.code}): ${error.message}`);
+      }
+      if (error instanceof PaymentApiError && !error.mayHaveReachedService) {
+        this.orders.releaseRefundClaim(id, nowIso());
+        const why = error.httpStatus === undefined ? 'the request did not reach the payment service' : `the payment service turned it away (HTTP ${error.httpStatus})`;
+        throw new PaymentUnavailableError(`Nothing was refunded: ${why}; the order is PAID again, retry later`, {
+          paymentErrorCode: error.code,
+        });
       }
       throw new PaymentUnavailableError('Refund outcome unknown; the order stays REFUND_PENDING until the service reports it', {
         paymentErrorCode: error instanceof PaymentApiError ? error.code : undefined,
