@@ -207,25 +207,32 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
     const event = toReceivedPaymentEvent(job.data);
     const timeoutMs = this.options.queueJobTimeoutMs;
-    const handling = this.telemetry.run(
-      event,
-      job.attemptsMade + 1,
-      job.data.trace,
-      () => this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event)),
-      jobOutcome,
-    );
-    this.track(handling);
+    let handling: Promise<unknown> | undefined;
     let timedOut = false;
     try {
-      // BullMQ renews the job's lock while this process lives: without a bound a hung handler
-      // would keep a worker slot for good. The bound frees the slot; the store claim stays.
-      await withTimeout(handling, timeoutMs, () => {
-        timedOut = true;
-        return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
-      });
+      // Telemetry measures the attempt, time-out included: a timed-out attempt is counted
+      // 'failed' and its span ends then, while the handlers (their spans too) run on; their late
+      // result is no outcome of it. The handlers start in the job span's context.
+      await this.telemetry.run(
+        event,
+        job.attemptsMade + 1,
+        job.data.trace,
+        () => {
+          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+          handling = run;
+          this.track(run);
+          // BullMQ renews the job's lock while this process lives: without a bound a hung handler
+          // would keep a worker slot for good. The bound frees the slot; the store claim stays.
+          return withTimeout(run, timeoutMs, () => {
+            timedOut = true;
+            return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
+          });
+        },
+        jobOutcome,
+      );
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut) this.track(this.afterLateRun(job, handling));
+      if (timedOut && handling !== undefined) this.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.reportWaitBehindTimedOutRun(event);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);

@@ -38,7 +38,11 @@ export function queuedTraceParent(): QueuedTraceParent | undefined {
 export class QueueJobTelemetry {
   constructor(private readonly account: string) {}
 
-  /** Runs one attempt (`work`) of `event`'s job; `outcomeOf` names the outcome of a result or a failure. */
+  /**
+   * Runs one attempt (`work`) of `event`'s job; `outcomeOf` names the outcome of a result or a
+   * failure. `work` is the whole attempt, its time-out included: span and measurement end when
+   * it settles, not when handlers it left running do.
+   */
   run<T>(
     event: AnyPaymentEvent,
     attempt: number,

@@ -3,6 +3,7 @@ import { asPromise } from '../common/as-promise.util.js';
 import { describeError } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 
 /** One claim kept alive while its handlers run. */
 export interface TrackedWebhookClaim {
@@ -27,7 +28,8 @@ export interface TrackedWebhookClaim {
  *   lease has not lapsed; once it has, another delivery may take the event.
  * - Renewal stops after `maxRenewalMs`, so a hung handler cannot block its event for good.
  *
- * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked.
+ * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked;
+ * it runs outside every delivery's trace context (its store calls belong to no single delivery).
  */
 export class WebhookLeaseRenewer {
   private readonly claims = new Set<TrackedWebhookClaim>();
@@ -58,7 +60,8 @@ export class WebhookLeaseRenewer {
     };
     this.claims.add(claim);
     if (this.timer === undefined) {
-      this.timer = setInterval(() => this.tick(), Math.max(1, Math.floor(this.leaseMs / 6)));
+      // started by some delivery, it serves them all: detached from that delivery's trace context
+      this.timer = outsideTraceContext(() => setInterval(() => this.tick(), Math.max(1, Math.floor(this.leaseMs / 6))));
       this.timer.unref();
     }
     return claim;

@@ -3,7 +3,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentMetricName, PaymentSpanAttribute } from '../../lib/telemetry/payment-telemetry.names.js';
 import { byAttributes, counterPoints, disableOtelGlobals, histogramCounts, registerTestOtel, telemetryTexts, type TestOtel } from '../support/otel-sdk.js';
-import { type QueueApp, startQueueApp, waitFor } from '../support/queue-app.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
@@ -25,6 +25,8 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
   afterAll(async () => redis?.stop());
 
   const spansNamed = (name: string): ReadableSpan[] => otel.spans().filter((s) => s.name === name);
+  /** A span's end as epoch milliseconds (the SDK keeps [seconds, nanoseconds]). */
+  const endedAt = (span: ReadableSpan): number => span.endTime[0] * 1000 + span.endTime[1] / 1e6;
 
   it('counts and traces each attempt in the worker: handled, a failed attempt then handled, a dead letter', async () => {
     otel = await registerTestOtel();
@@ -77,5 +79,68 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
     // ids and types only: nothing of the payload beyond them
     const texts = telemetryTexts(metrics, otel.spans());
     expect(texts.filter((t) => t.includes(String((ok.data as { token: string }).token)))).toEqual([]);
+  });
+
+  // The span and the measurement are the attempt's: BullMQ fails it at queueJobTimeoutMs while
+  // the handler (which cannot be stopped) runs on, its own span open until it ends.
+  it('a timed-out last attempt counts failed and ends its job span at the time-out; the late run is not its outcome', async () => {
+    otel = await registerTestOtel();
+    q = await startQueueApp(redis.url, { payment: { redisKeyPrefix: `qt-timeout-${Date.now()}:`, queueAttempts: 1, queueJobTimeoutMs: 1000 } });
+    const slow = envelope('payment.failed');
+    const id = slow.eventId as string;
+    const release = q.handlers.hold(id);
+    expect((await postWebhook(q.url, slow)).json).toEqual({ received: true, queued: true });
+    await waitFor('the timed-out attempt became a dead letter', async () => (await q.deadLetters.get(id)) !== undefined, 10_000);
+
+    let metrics = await otel.collect();
+    const failed = [{ outcome: 'failed', event_type: 'payment.failed', account: 'default', value: 1 }];
+    expect(counterPoints(metrics, PaymentMetricName.QUEUE_JOBS)).toEqual(failed);
+    expect(histogramCounts(metrics, PaymentMetricName.QUEUE_DURATION)).toEqual([{ outcome: 'failed', event_type: 'payment.failed', account: 'default', count: 1 }]);
+    expect(counterPoints(metrics, PaymentMetricName.QUEUE_DEAD_LETTERS)).toEqual([{ event_type: 'payment.failed', account: 'default', value: 1 }]);
+    const [job, ...others] = spansNamed('payment job payment.failed');
+    expect(others).toEqual([]);
+    expect([job!.status.code, job!.attributes[PaymentSpanAttribute.OUTCOME]]).toEqual([SpanStatusCode.ERROR, 'failed']);
+    expect(job!.status.message).toContain('did not finish within queueJobTimeoutMs (1000 ms)');
+    expect(job!.events.map((e) => e.attributes?.['exception.type'])).toEqual(['PaymentEventJobTimeoutError']);
+    // the handler is still running: its span is not over
+    expect(spansNamed('payment handler QueueHandlers.handle')).toEqual([]);
+
+    const releasedAt = Date.now();
+    release();
+    await waitFor('the late run finished', () => q.handlers.count('done', id) === 1);
+    await waitFor('its dead letter was removed', async () => (await q.deadLetters.get(id)) === undefined, 10_000);
+    await sleep(200);
+    metrics = await otel.collect();
+    // still the one failed attempt: the late success is not recorded as an outcome of it
+    expect(counterPoints(metrics, PaymentMetricName.QUEUE_JOBS)).toEqual(failed);
+    expect(histogramCounts(metrics, PaymentMetricName.QUEUE_DURATION)).toHaveLength(1);
+    expect(spansNamed('payment job payment.failed')).toHaveLength(1);
+    expect(endedAt(job!)).toBeLessThan(releasedAt);
+    const handlers = spansNamed('payment handler QueueHandlers.handle');
+    expect(handlers.map((s) => s.parentSpanContext?.spanId)).toEqual([job!.spanContext().spanId]);
+    expect(endedAt(handlers[0]!)).toBeGreaterThan(endedAt(job!));
+  });
+
+  it('a timed-out attempt that is retried counts failed; its retry waits behind the run as in_flight', async () => {
+    otel = await registerTestOtel();
+    q = await startQueueApp(redis.url, { payment: { redisKeyPrefix: `qt-retry-${Date.now()}:`, queueAttempts: 2, queueJobTimeoutMs: 1000 } });
+    const slow = envelope('refund.succeeded');
+    const id = slow.eventId as string;
+    const release = q.handlers.hold(id);
+    expect((await postWebhook(q.url, slow)).json).toEqual({ received: true, queued: true });
+    const points = async () => counterPoints(await otel.collect(), PaymentMetricName.QUEUE_JOBS);
+    await waitFor('the retry found the event held by the timed-out run', async () => (await points()).some((p) => p.outcome === 'in_flight'), 10_000);
+    const jobs = spansNamed('payment job refund.succeeded');
+    expect(jobs.map((s) => [s.attributes[PaymentSpanAttribute.ATTEMPT], s.attributes[PaymentSpanAttribute.OUTCOME], s.status.code])).toContainEqual([
+      1,
+      'failed',
+      SpanStatusCode.ERROR,
+    ]);
+    expect((await points()).find((p) => p.outcome === 'failed')).toEqual({ outcome: 'failed', event_type: 'refund.succeeded', account: 'default', value: 1 });
+
+    release();
+    await waitFor('the retry found the event processed', async () => (await points()).some((p) => p.outcome === 'duplicate'), 10_000);
+    expect((await points()).map((p) => p.outcome)).not.toContain('handled');
+    expect(q.handlers.count('entered', id)).toBe(1);
   });
 });
