@@ -88,6 +88,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     readonly options: ResolvedPaymentOptions,
     private readonly store: WebhookEventStore,
     connection: RedisClientLike,
+    /** Lets go of `connection` (the app's shared one closes with its last user); called once the queue closed. */
+    private readonly releaseConnection: () => Promise<void> = async () => undefined,
   ) {
     this.#connection = connection;
     this.account = options.account;
@@ -273,11 +275,12 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     this.#connection.removeListener('error', this.onConnectionError);
     this.#connection.removeListener('ready', this.onConnectionReady);
     try {
-      // the shared connection stays open: the module's connections close after this
+      // BullMQ leaves a connection it was given open: released below, after the queue's last command
       await this.queue.close();
     } catch (error) {
       this.logger.warn(`Closing the event queue of account ${this.account} failed: ${this.describe(error)}`);
     }
+    await this.releaseConnection();
   }
 
   /**
