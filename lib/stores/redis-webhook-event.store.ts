@@ -8,6 +8,7 @@ import {
   createFailFastRedisClient,
   DEFAULT_REDIS_OPERATION_TIMEOUT_MS,
   type RedisClientLike,
+  redisErrorCause,
   untilFirstConnected,
 } from './redis-client.js';
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
@@ -202,7 +203,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(
         `Redis webhook event store could not ${op}: ${this.#describe(error)}`,
-        { cause: error },
+        { cause: redisErrorCause(error, this.#describe) },
       );
     }
   }
@@ -228,7 +229,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       case 'timeout':
         throw new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`);
       case 'error':
-        throw new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(wait.cause)}`, { cause: wait.cause });
+        throw new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(wait.cause)}`, { cause: redisErrorCause(wait.cause, this.#describe) });
     }
   }
 
