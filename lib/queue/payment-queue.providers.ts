@@ -40,7 +40,7 @@ export function createPaymentQueueProviders(): Provider[] {
           throw error;
         }
         accounts.attachQueue(options.account, queue);
-        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs));
+        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs, options.redisKeyPrefix));
         return queue;
       },
     },

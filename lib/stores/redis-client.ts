@@ -19,6 +19,9 @@ export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
  */
 export const REDIS_CLOSE_GRACE_MS = 200;
 
+/** How long the key a health check writes lives (the store's and the queue's probes). @internal */
+export const REDIS_HEALTH_KEY_TTL_MS = 10_000;
+
 /**
  * The part of an ioredis client this store uses. Typed structurally so the
  * package's declarations do not depend on `ioredis`, an optional peer.

@@ -27,7 +27,8 @@ export interface WebhookEventStore {
   extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
   /**
    * Optional: one round trip to what backs the store, for health checks; rejects when it
-   * cannot be reached. A store without it is reported up.
+   * cannot be reached (best a small write: a backend that refuses writes refuses claims too).
+   * A store without it is reported up.
    */
   ping?(): Promise<unknown>;
   /**
