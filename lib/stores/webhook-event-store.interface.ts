@@ -37,7 +37,10 @@ export interface WebhookEventStore {
    * before queueing it; without it such copies are queued and the worker drops them.
    */
   isProcessed?(key: string): Promise<boolean>;
-  /** Optional: close connections on module shutdown. */
+  /**
+   * Optional: close connections. The module calls it at shutdown only on stores it built; a
+   * store passed in `forRoot({ store })` is left open for its owner to close.
+   */
   close?(): Promise<void>;
 }
 
