@@ -11,7 +11,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import type { PaymentHealthProbe } from './payment-health.interface.js';
 
 /**
- * The `store` probe of an account: a Redis round trip for a Redis store (details: `kind`,
+ * The `store` probe of an account: a small Redis write for a Redis store (details: `kind`,
  * the URL without its password), the store's own `ping()` for a custom store that has one;
  * a memory store, or a custom one without `ping()`, is up.
  */

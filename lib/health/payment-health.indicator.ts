@@ -13,7 +13,7 @@ const DEFAULT_TIMEOUT_MS = 3000;
 
 /**
  * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness
- * route: each account's webhook event store (a Redis round trip where Redis is used; the
+ * route: each account's webhook event store (a small Redis write where Redis is used; the
  * memory store is always up) and, when asked, that a token can be obtained from the service.
  * It returns plain objects of terminus' `HealthIndicatorResult` shape and imports nothing
  * from terminus, so the package does not depend on it.

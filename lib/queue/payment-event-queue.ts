@@ -7,7 +7,7 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
+import { type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -88,6 +88,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     readonly options: ResolvedPaymentOptions,
     private readonly store: WebhookEventStore,
     connection: RedisClientLike,
+    /** Lets go of `connection` (the app's shared one closes with its last user); called once the queue closed. */
+    private readonly releaseConnection: () => Promise<void> = async () => undefined,
   ) {
     this.#connection = connection;
     this.account = options.account;
@@ -162,7 +164,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     } catch (error) {
       if (error instanceof PaymentWebhookHttpException) throw error; // the write's own answer (409)
       this.reportOutage(error);
-      throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: error }));
+      // never the raw error: ioredis' errors carry their command, a refused AUTH its password
+      throw new PaymentWebhookHttpException(new WebhookQueueUnavailableError({ cause: redisErrorCause(error, this.describe) }));
     }
     if (this.outageLogged) {
       this.outageLogged = false;
@@ -273,11 +276,12 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     this.#connection.removeListener('error', this.onConnectionError);
     this.#connection.removeListener('ready', this.onConnectionReady);
     try {
-      // the shared connection stays open: the module's connections close after this
+      // BullMQ leaves a connection it was given open: released below, after the queue's last command
       await this.queue.close();
     } catch (error) {
       this.logger.warn(`Closing the event queue of account ${this.account} failed: ${this.describe(error)}`);
     }
+    await this.releaseConnection();
   }
 
   /**
@@ -290,7 +294,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const status = this.#connection.status;
     if (status === 'ready') return;
     const cause = wait.outcome === 'error' ? wait.cause : this.lastConnectionError;
-    throw new Error(`Redis is not connected (status: ${status})${cause === undefined ? '' : `: ${this.describe(cause)}`}`, { cause });
+    // the reason in the message only: the connection's own error carries its AUTH command
+    throw new Error(`Redis is not connected (status: ${status})${cause === undefined ? '' : `: ${this.describe(cause)}`}`);
   }
 
   /**

@@ -1,14 +1,29 @@
-import { redactRedisUrl } from '../config/redact-url.js';
+import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
-import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
+import { type RedisClientLike, REDIS_HEALTH_KEY_TTL_MS, untilFirstConnected } from '../stores/redis-client.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 
+// A write, as the queue's adds are: Redis answers reads while it refuses writes (maxmemory
+// reached under noeviction, a read-only replica), and then every delivery is refused 503.
+const HEALTH_SCRIPT = "return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])";
+
+const queueUnavailable = (message: string): Error => Object.assign(new Error(message), { code: PaymentWebhookErrorCode.QUEUE_UNAVAILABLE });
+
 /**
- * The `queue` probe of an account in queue mode: a round trip on the connection its queue
- * writes with (details: the queue's URL without its password). The queue may have a Redis of
- * its own (`queueRedisUrl`), whose outage the `store` probe would not see.
+ * The `queue` probe of an account in queue mode: writes `<redisKeyPrefix><account>:health:queue`
+ * (expiring soon) on the connection its queue writes with (details: the queue's URL without
+ * its password). The queue may have a Redis of its own (`queueRedisUrl`), whose outage the
+ * `store` probe would not see.
  */
-export function queueRedisProbe(account: string, connection: RedisClientLike, queueRedisUrl: string, timeoutMs: number): PaymentHealthProbe {
+export function queueRedisProbe(
+  account: string,
+  connection: RedisClientLike,
+  queueRedisUrl: string,
+  timeoutMs: number,
+  redisKeyPrefix: string,
+): PaymentHealthProbe {
+  const describe = redisErrorDescriber(queueRedisUrl);
+  const key = `${redisKeyPrefix}${account}:health:queue`;
   return {
     account,
     component: 'queue',
@@ -16,10 +31,13 @@ export function queueRedisProbe(account: string, connection: RedisClientLike, qu
     check: async () => {
       // like the store's probe and BullMQ itself, the first connection is waited for
       await untilFirstConnected(connection, timeoutMs);
-      if (connection.status !== 'ready') {
-        throw Object.assign(new Error(`Redis is not connected (status: ${connection.status})`), { code: PaymentWebhookErrorCode.QUEUE_UNAVAILABLE });
+      if (connection.status !== 'ready') throw queueUnavailable(`Redis is not connected (status: ${connection.status})`);
+      try {
+        await connection.eval(HEALTH_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
+      } catch (error) {
+        // the reason only (ioredis' errors carry their command)
+        throw queueUnavailable(`Redis refused a write: ${describe(error)}`);
       }
-      await connection.eval('return 1', 0);
     },
   };
 }

@@ -29,11 +29,18 @@ export function createPaymentQueueProviders(): Provider[] {
         accounts: PaymentAccountRegistry,
       ): PaymentEventQueue | null => {
         if (options.processing !== 'queue') return null;
-        // validation guarantees a URL in queue mode
-        const connection = connections.client(options.queueRedisUrl!, options.redisTimeoutMs);
-        const queue = new PaymentEventQueue(loadBullMq(), options, store, connection);
+        const bull = loadBullMq();
+        // validation guarantees a URL in queue mode; the queue holds the connection until it closes
+        const connection = connections.acquire(options.queueRedisUrl!, options.redisTimeoutMs);
+        let queue: PaymentEventQueue;
+        try {
+          queue = new PaymentEventQueue(bull, options, store, connection, () => connections.release(connection));
+        } catch (error) {
+          void connections.release(connection);
+          throw error;
+        }
         accounts.attachQueue(options.account, queue);
-        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs));
+        accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs, options.redisKeyPrefix));
         return queue;
       },
     },

@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/error-message.util.js';
 import { isMissingPackage, peerRequire } from '../common/optional-peer.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
@@ -17,6 +18,9 @@ export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
  * @internal
  */
 export const REDIS_CLOSE_GRACE_MS = 200;
+
+/** How long the key a health check writes lives (the store's and the queue's probes). @internal */
+export const REDIS_HEALTH_KEY_TTL_MS = 10_000;
 
 /**
  * The part of an ioredis client this store uses. Typed structurally so the
@@ -80,12 +84,27 @@ export function loadRedisConstructor(moduleName = 'ioredis'): RedisConstructor {
 }
 
 /**
+ * A Redis error fit to be the `cause` of the module's errors: its name, `code` and message
+ * (through `describe`, which removes the URL's secrets), nothing else. ioredis attaches the
+ * command that failed (`command.args`), and when Redis refuses a connection that command is
+ * its HELLO/AUTH, password included; a host's filter that inspects exceptions would print it.
+ * @internal
+ */
+export function redisErrorCause(error: unknown, describe: (error: unknown) => string = errorMessage): Error {
+  const safe = new Error(describe(error));
+  if (error instanceof Error && typeof error.name === 'string') safe.name = error.name;
+  const code: unknown = (error as { code?: unknown } | null | undefined)?.code;
+  if (typeof code === 'string' || typeof code === 'number') Object.assign(safe, { code });
+  return safe;
+}
+
+/**
  * How a wait for a connection ended: `ready`, or why not (the client ended, its first
  * attempt failed with `cause`, or `timeout`). `ready` also when the client was not connecting.
  */
 export type RedisConnectionWait =
   | { readonly outcome: 'ready' | 'ended' | 'timeout' }
-  | { readonly outcome: 'error'; readonly cause: unknown };
+  | { readonly outcome: 'error'; readonly cause: Error };
 
 const NOT_CONNECTING: RedisConnectionWait = Object.freeze({ outcome: 'ready' });
 
@@ -124,7 +143,8 @@ function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<
     const onReady = () => done({ outcome: 'ready' });
     const onEnd = () => done({ outcome: 'ended' });
     // a refused first connection: the caller's command then fails now, not after the time-out
-    const onError = (cause: unknown) => done({ outcome: 'error', cause });
+    // (its cause without the AUTH command ioredis attaches: see redisErrorCause)
+    const onError = (error: unknown) => done({ outcome: 'error', cause: redisErrorCause(error) });
     const timer = setTimeout(() => done({ outcome: 'timeout' }), timeoutMs);
     timer.unref?.();
     client.once('ready', onReady);

@@ -8,6 +8,8 @@ import {
   createFailFastRedisClient,
   DEFAULT_REDIS_OPERATION_TIMEOUT_MS,
   type RedisClientLike,
+  REDIS_HEALTH_KEY_TTL_MS,
+  redisErrorCause,
   untilFirstConnected,
 } from './redis-client.js';
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
@@ -61,8 +63,9 @@ const EXTEND_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
-// A round trip and nothing else (the key is not touched).
-const PING_SCRIPT = `return redis.call('PING')`;
+// A write that expires soon: Redis answers PING while it refuses writes (maxmemory reached
+// under noeviction, a read-only replica), and then every delivery is refused.
+const HEALTH_SCRIPT = `return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])`;
 
 // Read-only: 1 when the key is marked processed.
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
@@ -163,9 +166,12 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     return (await this.#run('extend', EXTEND_SCRIPT, this.keyPrefix + key, claimToken, leaseMs)) === 1;
   }
 
-  /** One round trip to Redis (health checks); rejects with `WebhookStoreUnavailableError` like every operation. */
+  /**
+   * Health check: writes `<keyPrefix>health` (expiring after 10 s), so a Redis that refuses
+   * writes is down too; rejects with `WebhookStoreUnavailableError` like every operation.
+   */
   async ping(): Promise<void> {
-    await this.#run('ping', PING_SCRIPT, `${this.keyPrefix}ping`);
+    await this.#run('write its health key', HEALTH_SCRIPT, `${this.keyPrefix}health`, REDIS_HEALTH_KEY_TTL_MS);
   }
 
   /** Whether `key` is marked processed; never claims it. */
@@ -202,7 +208,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(
         `Redis webhook event store could not ${op}: ${this.#describe(error)}`,
-        { cause: error },
+        { cause: redisErrorCause(error, this.#describe) },
       );
     }
   }
@@ -228,7 +234,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       case 'timeout':
         throw new WebhookStoreUnavailableError(`Redis not ready after ${this.#timeoutMs} ms`);
       case 'error':
-        throw new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(wait.cause)}`, { cause: wait.cause });
+        throw new WebhookStoreUnavailableError(`Redis unavailable: ${this.#describe(wait.cause)}`, { cause: redisErrorCause(wait.cause, this.#describe) });
     }
   }
 

@@ -27,7 +27,8 @@ export interface WebhookEventStore {
   extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
   /**
    * Optional: one round trip to what backs the store, for health checks; rejects when it
-   * cannot be reached. A store without it is reported up.
+   * cannot be reached (best a small write: a backend that refuses writes refuses claims too).
+   * A store without it is reported up.
    */
   ping?(): Promise<unknown>;
   /**
@@ -36,7 +37,10 @@ export interface WebhookEventStore {
    * before queueing it; without it such copies are queued and the worker drops them.
    */
   isProcessed?(key: string): Promise<boolean>;
-  /** Optional: close connections on module shutdown. */
+  /**
+   * Optional: close connections. The module calls it at shutdown only on stores it built; a
+   * store passed in `forRoot({ store })` is left open for its owner to close.
+   */
   close?(): Promise<void>;
 }
 

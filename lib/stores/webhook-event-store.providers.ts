@@ -7,9 +7,9 @@ import { PaymentRedisConnections } from './redis-connections.js';
 import { RedisWebhookEventStore } from './redis-webhook-event.store.js';
 import type { WebhookEventStore } from './webhook-event-store.interface.js';
 
-// Stores built by the factory below; only these are closed at shutdown, a store
-// the user passed in is theirs to close.
-const storesCreatedByModule = new WeakSet<WebhookEventStore>();
+// Stores built by the factory below, with what closes each; only these are closed at
+// shutdown, a store the user passed in is theirs to close.
+const storesCreatedByModule = new WeakMap<WebhookEventStore, () => Promise<void>>();
 
 /**
  * The Redis URL of the store the module builds: `redisUrl`, else, in queue mode, the queue's
@@ -31,14 +31,30 @@ export function webhookStoreRedisUrl(
 export function createWebhookEventStore(options: ResolvedPaymentOptions, connections?: PaymentRedisConnections): WebhookEventStore {
   if (options.store) return options.store;
   const redisUrl = webhookStoreRedisUrl(options);
-  const store = redisUrl
-    ? new RedisWebhookEventStore(connections ? connections.client(redisUrl, options.redisTimeoutMs) : redisUrl, {
-        keyPrefix: options.redisKeyPrefix,
-        operationTimeoutMs: options.redisTimeoutMs,
-        redactUrl: redisUrl,
-      })
-    : new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });
-  storesCreatedByModule.add(store);
+  if (!redisUrl) {
+    const store = new MemoryWebhookEventStore({ maxEntries: options.memoryStoreMaxEntries });
+    storesCreatedByModule.set(store, () => store.close());
+    return store;
+  }
+  const storeOptions = { keyPrefix: options.redisKeyPrefix, operationTimeoutMs: options.redisTimeoutMs, redactUrl: redisUrl };
+  if (!connections) {
+    const store = new RedisWebhookEventStore(redisUrl, storeOptions);
+    storesCreatedByModule.set(store, () => store.close());
+    return store;
+  }
+  // the store holds the shared connection until it is closed itself
+  const client = connections.acquire(redisUrl, options.redisTimeoutMs);
+  let store: RedisWebhookEventStore;
+  try {
+    store = new RedisWebhookEventStore(client, storeOptions);
+  } catch (error) {
+    void connections.release(client);
+    throw error;
+  }
+  storesCreatedByModule.set(store, async () => {
+    await store.close();
+    await connections.release(client);
+  });
   return store;
 }
 
@@ -48,9 +64,10 @@ export class WebhookEventStoreLifecycle implements OnApplicationShutdown {
   constructor(@Inject(PAYMENT_ACCOUNT_STORE) private readonly store: WebhookEventStore) {}
 
   async onApplicationShutdown(): Promise<void> {
-    if (storesCreatedByModule.has(this.store)) {
+    const close = storesCreatedByModule.get(this.store);
+    if (close !== undefined) {
       storesCreatedByModule.delete(this.store);
-      await this.store.close?.();
+      await close();
     }
   }
 }

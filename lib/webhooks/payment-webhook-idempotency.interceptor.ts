@@ -27,6 +27,7 @@ import {
   WebhookDeduplicator,
 } from './webhook-deduplicator.js';
 import type { WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
+import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
 
 interface RouteSettings {
@@ -64,6 +65,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // built by hand without one, `@WebhookIdempotencyKey` on the route must still count
     @Optional() protected readonly reflector: Reflector = new Reflector(),
   ) {
+    assertWebhookIdempotencyOptions(options, 'PaymentWebhookIdempotencyInterceptor options');
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
   }
 

@@ -13,7 +13,12 @@ export type WebhookIdempotencyKeyFn<TRequest = any> = (
   context: ExecutionContext,
 ) => string | undefined | null | Promise<string | undefined | null>;
 
-/** Settings of `PaymentWebhookIdempotencyInterceptor`, per module or per route. @publicApi */
+/**
+ * Settings of `PaymentWebhookIdempotencyInterceptor`, per module or per route. Numbers are whole
+ * and within the module's bounds for the same settings; checked by the decorator and the
+ * constructor (`PaymentConfigurationError`).
+ * @publicApi
+ */
 export interface WebhookIdempotencyOptions {
   /** Key of the request. @default the `eventId` of the verified payment webhook event */
   key?: WebhookIdempotencyKeyFn;

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { Redis } from 'ioredis';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
@@ -100,6 +101,65 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       const first = await getHealth(w);
       expect(first.body.info?.payments.accounts.default).toMatchObject({ store: { status: 'up' }, queue: { status: 'up' } });
       expect(first.status).toBe(200);
+    });
+
+    // Redis answers PING while it refuses every write: the probes write, as deliveries do.
+    describe('a Redis that refuses writes', () => {
+      let admin: Redis;
+      beforeAll(() => {
+        admin = new Redis(redis.url);
+      });
+      afterEach(async () => {
+        await admin.config('SET', 'maxmemory', '0');
+        await admin.call('REPLICAOF', 'NO', 'ONE');
+      });
+      afterAll(() => admin.quit());
+
+      const storeDown = async (reason: RegExp) => {
+        expect((await postWebhook(w!.url, envelope())).json.code).toBe('WEBHOOK_STORE_UNAVAILABLE');
+        const down = await getHealth(w!);
+        expect(down.status).toBe(503);
+        expect(down.body.error.payments.accounts.default.store).toMatchObject({ status: 'down', kind: 'redis', code: 'WEBHOOK_STORE_UNAVAILABLE', reason });
+      };
+
+      it('full (maxmemory reached, noeviction): deliveries are refused 503 and the store is down with the reason', async () => {
+        w = await healthApp({ redisUrl: redis.url });
+        expect((await getHealth(w)).status).toBe(200);
+        await admin.config('SET', 'maxmemory', '1');
+        await storeDown(/OOM/);
+        await admin.config('SET', 'maxmemory', '0');
+        expect((await getHealth(w)).status).toBe(200);
+      });
+
+      it('a read-only replica: the store is down with the reason', async () => {
+        w = await healthApp({ redisUrl: redis.url });
+        // a replica of a primary that is not there: it refuses writes at once
+        await admin.call('REPLICAOF', '127.0.0.1', String(await unusedLoopbackPort()));
+        await storeDown(/READONLY/);
+      });
+
+      it('in queue mode, the queue\'s Redis full: deliveries are refused 503 and the queue is down (store up)', async () => {
+        const queueRedis = await startRedisServer();
+        const queueAdmin = new Redis(queueRedis.url);
+        try {
+          w = await healthApp({ processing: 'queue', queueWorker: false, redisUrl: redis.url, queueRedisUrl: queueRedis.url });
+          expect((await getHealth(w)).status).toBe(200);
+          await queueAdmin.config('SET', 'maxmemory', '1');
+          expect((await postWebhook(w.url, envelope())).json.code).toBe('WEBHOOK_QUEUE_UNAVAILABLE');
+          const down = await getHealth(w);
+          expect(down.status).toBe(503);
+          expect(down.body.error.payments.reason).toMatch(/^default\/queue: .*OOM/);
+          expect(down.body.error.payments.accounts.default).toMatchObject({
+            store: { status: 'up' },
+            queue: { status: 'down', code: 'WEBHOOK_QUEUE_UNAVAILABLE', reason: expect.stringMatching(/OOM/) },
+          });
+        } finally {
+          await w?.close();
+          w = undefined;
+          await queueAdmin.quit();
+          await queueRedis.stop();
+        }
+      });
     });
 
     it('reports each account: the memory store is always up, the Redis one named by account; `accounts` picks some', async () => {

@@ -1,7 +1,10 @@
 import 'reflect-metadata';
 import { inspect } from 'node:util';
-import type { INestApplication } from '@nestjs/common';
+import { type ArgumentsHost, Catch, type INestApplication } from '@nestjs/common';
+import { BaseExceptionFilter } from '@nestjs/core';
+import { Redis } from 'ioredis';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
+import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { startChildApp } from '../support/child-app.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { startQueueApp, waitFor } from '../support/queue-app.js';
@@ -21,6 +24,20 @@ async function seenByOperator(app: INestApplication, logger: CollectingLogger, a
 
 function expectNoPassword(text: string): void {
   for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), WRONG_PASSWORD, 'Pa55']) expect(text).not.toContain(secret);
+}
+
+/** Everything an error holds, hidden properties and the whole cause chain included. */
+const inspectAll = (value: unknown): string => inspect(value, { depth: Infinity, showHidden: true });
+
+/** A host's "log every exception" filter: what it would print of each exception. */
+@Catch()
+class InspectingExceptionFilter extends BaseExceptionFilter {
+  readonly seen: string[] = [];
+
+  override catch(exception: unknown, host: ArgumentsHost): void {
+    this.seen.push(inspectAll(exception));
+    super.catch(exception, host);
+  }
 }
 
 describe('reliability: a password-protected Redis (requirepass)', () => {
@@ -91,6 +108,42 @@ describe('reliability: a password-protected Redis (requirepass)', () => {
     expect(outage.map((l) => l.message)).toEqual([expect.stringMatching(/is unavailable; .*: Redis is not connected \(status: \w+\): WRONGPASS/)]);
     expect((await q.app.get(PaymentHealthIndicator).isHealthy('payments')).payments.status).toBe('down');
     expectNoPassword(await seenByOperator(q.app, logger, [refused]));
+  });
+
+  // ioredis' refusal of the first connection carries the AUTH command it sent, password included
+  // (err.command.args): it must not reach a host's exception filter as the exception's cause.
+  it.each(['inline', 'queue'] as const)('a wrong password (%s): the exception a host\'s global filter gets holds no password, however deeply inspected', async (mode) => {
+    const filter = (app: INestApplication) => {
+      const recording = new InspectingExceptionFilter(app.getHttpAdapter());
+      app.useGlobalFilters(recording);
+      return recording;
+    };
+    let recording!: InspectingExceptionFilter;
+    const url = urlWith(WRONG_PASSWORD);
+    const payment = mode === 'queue' ? { processing: 'queue' as const, queueRedisUrl: url, queueWorker: false } : { redisUrl: url };
+    const w = await startWebhookApp({ adapter: 'express', payment: { ...payment, redisTimeoutMs: 500 }, configure: (app) => (recording = filter(app)) });
+    closers.push(() => w.close());
+    const answer = await postWebhook(w.url, envelope());
+    expect([answer.status, answer.json.code]).toEqual([503, mode === 'queue' ? 'WEBHOOK_QUEUE_UNAVAILABLE' : 'WEBHOOK_STORE_UNAVAILABLE']);
+    expect(recording.seen).toHaveLength(1);
+    expect(recording.seen[0]).toContain('WRONGPASS'); // the reason is kept, without the secret
+    expectNoPassword(recording.seen[0]);
+  });
+
+  it('a store refused by Redis (wrong password, then a wrong ACL user): its rejections hold no password, however deeply inspected', async () => {
+    const admin = new Redis({ port: redis.port, password: PASSWORD });
+    await admin.call('ACL', 'SETUSER', 'shop', 'on', `>${PASSWORD}`, '~*', '+@all');
+    await admin.quit();
+    for (const url of [urlWith(WRONG_PASSWORD), `redis://nobody:${encodeURIComponent(PASSWORD)}@127.0.0.1:${redis.port}`]) {
+      const store = new RedisWebhookEventStore(url, { operationTimeoutMs: 500 });
+      closers.push(() => store.close());
+      // the first call meets the refusal itself, the next one the connection it left down
+      const first = await store.claim('k1', 1000).catch((error: unknown) => error);
+      const next = await store.claim('k2', 1000).catch((error: unknown) => error);
+      expect(first).toMatchObject({ code: 'WEBHOOK_STORE_UNAVAILABLE', message: expect.stringMatching(/WRONGPASS/) });
+      expect(next).toMatchObject({ code: 'WEBHOOK_STORE_UNAVAILABLE' });
+      expectNoPassword(inspectAll(first) + inspectAll(next));
+    }
   });
 
   it('a refused password: the console shows neither password nor ioredis\' own error print, and the process ends soon after app.close()', async () => {

@@ -7,6 +7,7 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { defer, lastValueFrom, of, type Observable } from 'rxjs';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { getPaymentWebhookState } from '../../lib/webhooks/payment-webhook.request.js';
@@ -204,5 +205,45 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     await expect(run(interceptor, context('verified', verifiedRequest('evt_5')), handler(async () => of(1)))).resolves.toBeDefined();
     await expect(store.claim('default:custom:evt_5', 1000)).resolves.toEqual({ outcome: 'processed' });
     await expect(store.claim('default:event:evt_5', 1000)).resolves.toEqual({ outcome: 'processed' });
+  });
+
+  // A bad lease or retention reached the store only per delivery, where its RangeError looked
+  // like an outage: every delivery 503, or a 2xx whose completion was never recorded.
+  describe('route and constructor settings are checked where they are written', () => {
+    const fractionalRetention = (1.5 * 86_400_000) / 7;
+    const configurationError = (...names: string[]) =>
+      expect.objectContaining({
+        name: 'PaymentConfigurationError',
+        code: 'PAYMENT_INVALID_CONFIGURATION',
+        problems: names.map((name) => expect.stringContaining(name)),
+      });
+
+    it('@WebhookIdempotencyKey with a fractional retentionMs or a bad leaseMs throws when the class is defined, naming each option', () => {
+      const key = (req: { body: { id: string } }) => req.body.id;
+      const define = (options: object) => () => {
+        class PartnerRoutes {
+          @WebhookIdempotencyKey(key, options)
+          callback(): void {}
+        }
+        return PartnerRoutes;
+      };
+      expect(define({ retentionMs: fractionalRetention })).toThrow(PaymentConfigurationError);
+      expect(define({ retentionMs: fractionalRetention })).toThrow(
+        expect.objectContaining({ message: expect.stringContaining(`@WebhookIdempotencyKey(): retentionMs must be a whole number of ms (1000 to 31622400000), got ${fractionalRetention}`) }),
+      );
+      for (const leaseMs of [0, -1, 0.5, Number.NaN, '60000']) expect(define({ leaseMs })).toThrow(configurationError('leaseMs'));
+      expect(define({ leaseMs: 0, retentionMs: 1.5, completeAttempts: 0 })).toThrow(configurationError('leaseMs', 'retentionMs', 'completeAttempts'));
+      expect(define({ leaseMs: 30_000, retentionMs: 86_400_000 })).not.toThrow();
+    });
+
+    it('the constructor refuses them too (an interceptor built by hand)', () => {
+      const store = new MemoryWebhookEventStore();
+      const build = (options: object) => () => new PaymentWebhookIdempotencyInterceptor(store, options, new Reflector());
+      expect(build({ retentionMs: fractionalRetention })).toThrow(configurationError('PaymentWebhookIdempotencyInterceptor options: retentionMs'));
+      expect(build({ leaseMs: 1.5 })).toThrow(configurationError('leaseMs'));
+      expect(build({ shutdownTimeoutMs: -1, maxLeaseRenewalMs: Number.POSITIVE_INFINITY })).toThrow(configurationError('maxLeaseRenewalMs', 'shutdownTimeoutMs'));
+      expect(build({ key: 'deliveryId' })).toThrow(configurationError('key must be a function'));
+      expect(build({ leaseMs: 60_000, retentionMs: 86_400_000, shutdownTimeoutMs: 0 })).not.toThrow();
+    });
   });
 });

@@ -79,7 +79,13 @@ describe('inline webhooks during app.close()', () => {
 // A delivery whose sender hung up is no longer part of the HTTP server's drain: app.close()
 // itself waits for its handlers (webhookShutdownTimeoutMs), or its completion could not be
 // recorded once the store closed, and the service's retry would run the handlers again.
-describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks whose sender hung up, during app.close() (%s)', (mount) => {
+// With isGlobal: true Nest shuts the account's module down last, after the module that holds
+// the shared Redis connections: those must stay open while the account's store uses them.
+describe.each<[WebhookMount, boolean]>([
+  ['module route', false],
+  ['host route', false],
+  ['module route', true],
+])('inline webhooks whose sender hung up, during app.close() (%s, isGlobal: %s)', (mount, isGlobal) => {
   let redis: TestRedisServer;
   const apps: WebhookApp[] = [];
   const services: ClientStubServer[] = [];
@@ -93,7 +99,7 @@ describe.each<WebhookMount>(['module route', 'host route'])('inline webhooks who
     const app = await startWebhookApp({
       adapter: 'express',
       mount,
-      payment: { redisUrl: redis.url, webhookLeaseMs: 1000, baseUrl: service.url, clientId, clientSecret, ...payment },
+      payment: { redisUrl: redis.url, webhookLeaseMs: 1000, baseUrl: service.url, clientId, clientSecret, isGlobal, ...payment },
       extraProviders: [CallingHandler, ...extraProviders],
     });
     apps.push(app);
