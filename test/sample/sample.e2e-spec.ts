@@ -105,6 +105,18 @@ describe('sample shop', () => {
         SHOP_HOST: '127.0.0.1',
       });
 
+    /** Places an order the simulator pays at once, and waits until the shop has it PAID. */
+    async function paidOrder(shopUrl: string, amount: string): Promise<{ order: OrderView }> {
+      sim.scriptNextPayment('succeed');
+      const placed = await call<{ order: OrderView }>('POST', `${shopUrl}/orders`, { amount, currency: 'USD' });
+      const id = placed.body.order.id;
+      await until(async () => {
+        const { body } = await call<OrderView>('GET', `${shopUrl}/orders/${id}`);
+        return body.status === 'PAID' ? body : undefined;
+      }, 'order PAID');
+      return placed.body;
+    }
+
     async function boot(): Promise<ShopProcess> {
       const started = await startShop(stage.dir, env());
       sim.setWebhookUrl(MERCHANT.merchantId, `${started.url}/payments/webhook`);
@@ -244,14 +256,8 @@ describe('sample shop', () => {
 
     it('refunds a paid order once and records the refund outcome', async () => {
       shop ??= await boot();
-      sim.scriptNextPayment('succeed');
-      const placed = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '12.00', currency: 'USD' });
-      const id = placed.body.order.id;
-      const url = shop.url;
-      await until(async () => {
-        const { body } = await call<OrderView>('GET', `${url}/orders/${id}`);
-        return body.status === 'PAID' ? body : undefined;
-      }, 'order PAID');
+      const placed = await paidOrder(shop.url, '12.00');
+      const id = placed.order.id;
 
       const [first, second] = await Promise.all([
         call<OrderView & { code?: string }>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'customer changed mind' }),
@@ -260,7 +266,7 @@ describe('sample shop', () => {
       expect([first.status, second.status].sort()).toEqual([202, 409]);
       expect((first.status === 409 ? first : second).body.code).toBe('ORDER_STATE_CONFLICT');
       await sim.waitForDeliveries();
-      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
+      expect(sim.refunds.filter((r) => r.trxId === placed.order.trxId)).toHaveLength(1);
       const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String), fulfilments: 1 });
     }, SLOW);
@@ -268,14 +274,8 @@ describe('sample shop', () => {
     it('a refund that never reached the service (simulator down) leaves the order PAID, and a later refund goes through', async () => {
       shop ??= await boot();
       sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });
-      sim.scriptNextPayment('succeed');
-      const placed = await call<{ order: OrderView }>('POST', `${shop.url}/orders`, { amount: '8.00', currency: 'USD' });
-      const id = placed.body.order.id;
-      const url = shop.url;
-      await until(async () => {
-        const { body } = await call<OrderView>('GET', `${url}/orders/${id}`);
-        return body.status === 'PAID' ? body : undefined;
-      }, 'order PAID');
+      const placed = await paidOrder(shop.url, '8.00');
+      const id = placed.order.id;
       await sim.waitForDeliveries();
 
       // Simulator down, shop restarted: with no pooled socket to reuse, the refund's connection
@@ -293,7 +293,7 @@ describe('sample shop', () => {
       expect(down.status).toBe(502);
       expect(down.body).toMatchObject({ code: 'PAYMENT_UNAVAILABLE', paymentErrorCode: 'NETWORK_ERROR' });
       expect(down.body.message).toMatch(/Nothing was refunded.*PAID again/);
-      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(0);
+      expect(sim.refunds.filter((r) => r.trxId === placed.order.trxId)).toHaveLength(0);
       // Not stuck in REFUND_PENDING: no refund.* event would ever come for a refund never sent.
       const stillPaid = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
       expect(stillPaid.body).toMatchObject({ status: 'PAID', refundUid: null });
@@ -301,7 +301,7 @@ describe('sample shop', () => {
       const retried = await call<OrderView>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'outage' });
       expect(retried.status).toBe(202);
       await sim.waitForDeliveries();
-      expect(sim.refunds.filter((r) => r.trxId === placed.body.order.trxId)).toHaveLength(1);
+      expect(sim.refunds.filter((r) => r.trxId === placed.order.trxId)).toHaveLength(1);
       const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String) });
     }, SLOW);
