@@ -50,8 +50,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
         // The host's ConfigService when it has a global ConfigModule (its env file and
         // validation choices stand); else the process environment. The module never loads a .env itself.
         const read = (name: string): unknown => (config ? config.get(name) : process.env[name]);
-        const env = extras.readEnv === false ? {} : readPaymentEnv(read, account);
-        const resolved = resolvePaymentOptions(options ?? {}, env, account);
+        const readEnv = extras.readEnv !== false;
+        const env = readEnv ? readPaymentEnv(read, account) : {};
+        // undefined only from a forRootAsync() factory (forRoot() always passes an object): refused, not read as "no options"
+        const resolved = resolvePaymentOptions(options as PaymentModuleOptions, env, account, { readEnv });
         accounts.register(resolved);
         return resolved;
       },

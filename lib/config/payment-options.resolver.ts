@@ -27,13 +27,19 @@ import { validatePaymentOptions } from './payment-options.validation.js';
  * returns what every provider reads. Throws one PaymentConfigurationError naming every bad key.
  */
 export function resolvePaymentOptions(
-  explicit: PaymentModuleOptions = {},
+  explicit: PaymentModuleOptions,
   env: PaymentEnvValues = {},
   account: string = DEFAULT_PAYMENT_ACCOUNT,
+  { readEnv = true }: { readEnv?: boolean } = {},
 ): ResolvedPaymentOptions {
   if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) {
-    // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...)
-    throw new PaymentConfigurationError([`the options must be an object, not ${Array.isArray(explicit) ? 'an array' : typeof explicit}`], account);
+    // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...),
+    // or nothing at all (a missing `return`: the env alone would configure the account)
+    const what = explicit === null || explicit === undefined ? String(explicit) : Array.isArray(explicit) ? 'an array' : typeof explicit;
+    throw new PaymentConfigurationError(
+      [`the options must be an object, not ${what}${explicit == null ? ' (does the forRootAsync() factory return them?)' : ''}`],
+      account,
+    );
   }
   const envOptions = parsePaymentEnv(env);
   const pick = <K extends string>(key: K): unknown => {
@@ -79,7 +85,7 @@ export function resolvePaymentOptions(
     queueMaxStalledCount: orDefault('queueMaxStalledCount'),
   } satisfies Record<PaymentOptionsSchemaKey, unknown>);
 
-  const problems = validatePaymentOptions(schema, explicit, account);
+  const problems = validatePaymentOptions(schema, explicit, account, { readEnv, givenWebhookSecret: pick('webhookSecret') });
   if (problems.length > 0) throw new PaymentConfigurationError(problems, account);
 
   const environment = schema.environment as ResolvedPaymentOptions['environment'];

@@ -17,9 +17,10 @@ export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;
 
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
-  // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are
+  // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are;
+  // underscores allowed: Docker and Compose service names (http://payment_sim:8080) have them
   @IsUrl(
-    { require_tld: false, require_protocol: true, protocols: ['http', 'https'], disallow_auth: true },
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'], disallow_auth: true, allow_underscores: true },
     { message: 'must be an absolute http(s) URL of the service, without /api/v1 and without credentials' },
   )
   baseUrl!: string;

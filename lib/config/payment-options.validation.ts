@@ -7,8 +7,17 @@ import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-op
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 import { misplacedPasswordTail } from './redact-url.js';
 
-function describeKey(key: string, explicit: PaymentModuleOptions, account: string): string {
-  if (!(key in PAYMENT_ENV_VARIABLES)) return `option '${key}'`;
+/** What validation needs beside the merged options. */
+export interface PaymentOptionsValidationContext {
+  /** `false`: no variable was read, so errors name options only. @default true */
+  readEnv?: boolean;
+  /** `webhookSecret` as given (option, else variable), before it was split into secrets. */
+  givenWebhookSecret?: unknown;
+}
+
+function describeKey(key: string, explicit: PaymentModuleOptions, account: string, readEnv = true): string {
+  // with readEnv: false a variable is no way to fix it, however it is set
+  if (!(key in PAYMENT_ENV_VARIABLES) || !readEnv) return `option '${key}'`;
   const envName = paymentEnvSources(key as PaymentEnvOptionKey, account);
   // Name the place the value came from (or, when absent, the variable most users set).
   const givenExplicitly = (explicit as Record<string, unknown>)[key] != null;
@@ -59,12 +68,34 @@ function checkUnknownKeys(explicit: PaymentModuleOptions, problems: string[]): v
       problems.push(`option '${key}' shapes the module: give it to forRootAsync() beside useFactory, not in the options the factory returns`);
       continue;
     }
-    problems.push(`option '${key}' is unknown${likelyKey(key, Object.keys(OPTION_KEYS))}`);
+    // forRoot() has taken its extras off already: a near miss of one (isGlobl) is suggested too
+    problems.push(`option '${key}' is unknown${likelyKey(key, [...Object.keys(OPTION_KEYS), ...MODULE_EXTRA_KEYS])}`);
   }
 }
 
+/**
+ * The module extras given to `forRoot()` / `forRootAsync()` that are not what they must be: Nest's
+ * builder would fail on a decorator list that is no array with a bare TypeError, and a string
+ * `'false'` for `webhookRoute` would keep the route.
+ */
+export function moduleExtrasProblems(options: object): string[] {
+  const given = options as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const key of ['webhookDecorators', 'webhookClassDecorators']) {
+    const value = given[key];
+    if (value !== undefined && !(Array.isArray(value) && value.every((decorator) => typeof decorator === 'function'))) {
+      problems.push(`option '${key}' must be an array of decorators, e.g. [Public(), SkipThrottle()]`);
+    }
+  }
+  if (given.webhookImports !== undefined && !Array.isArray(given.webhookImports)) problems.push(`option 'webhookImports' must be an array of modules`);
+  for (const key of ['isGlobal', 'webhookRoute', 'readEnv']) {
+    if (given[key] !== undefined && typeof given[key] !== 'boolean') problems.push(`option '${key}' must be true or false`);
+  }
+  return problems;
+}
+
 /** What `forRootAsync()` takes besides the module extras (Nest's async-options keys). */
-const ASYNC_OPTION_KEYS = new Set(['useFactory', 'useClass', 'useExisting', 'inject', 'imports', 'provideInjectionToken']);
+const ASYNC_OPTION_KEYS = new Set(['useFactory', 'useClass', 'useExisting', 'inject', 'imports', 'provideInjectionTokensFrom']);
 
 /**
  * The keys of a `forRootAsync()` argument that it would drop: an option that belongs in what the
@@ -239,8 +270,13 @@ function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, proble
  * across fields and the nested objects the decorators cannot express. Each message names
  * the key (and its env variable), never the value.
  */
-export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: PaymentModuleOptions, account: string): string[] {
-  const describe = (key: string): string => describeKey(key, explicit, account);
+export function validatePaymentOptions(
+  schema: PaymentOptionsSchema,
+  explicit: PaymentModuleOptions,
+  account: string,
+  context: PaymentOptionsValidationContext = {},
+): string[] {
+  const describe = (key: string): string => describeKey(key, explicit, account, context.readEnv);
   const problems: string[] = [];
   const schemaErrors = flattenErrors(validateSync(schema));
   for (const { key, messages } of schemaErrors) {
@@ -284,10 +320,16 @@ export function validatePaymentOptions(schema: PaymentOptionsSchema, explicit: P
         'a copy of a signed delivery is accepted that long, and would run its handlers again once its id is forgotten',
     );
   }
-  // '' (or []) given explicitly is a mistake (`process.env.X ?? ''`), not "no secret": it would hide the env's secret and the route
-  const givenSecret = explicit.webhookSecret;
-  if ((givenSecret === '' || (Array.isArray(givenSecret) && givenSecret.length === 0)) && schema.webhookSecret.length === 0) {
-    problems.push(`${describe('webhookSecret')} must not be empty: leave it out (PAYMENT_WEBHOOK_SECRET then applies), or set webhookRoute: false for no route`);
+  // A secret given that names none ('', ' , ', []) is a mistake (`process.env.X ?? ''`), not "no
+  // secret": it would hide the env's secret and, silently, the route.
+  const givenSecret = context.givenWebhookSecret;
+  if ((typeof givenSecret === 'string' || Array.isArray(givenSecret)) && schema.webhookSecret.length === 0) {
+    const instead = context.readEnv === false ? 'leave it out' : `leave it out (${paymentEnvSources('webhookSecret', account)} then applies)`;
+    problems.push(`${describe('webhookSecret')} names no secret (it is empty, or only commas and spaces): ${instead}, or set webhookRoute: false for no route`);
+  }
+  // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes in them
+  if (schema.webhookSecret.some((secret) => typeof secret === 'string' && /^["'[{]|["'\]}]$/.test(secret))) {
+    problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
   if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);

@@ -185,6 +185,8 @@ describe('resolvePaymentOptions', () => {
       expect(captureError(() => resolvePaymentOptions({ baseUrl })).problems).toEqual([expect.stringContaining(problem)]);
     }
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com/gateway' }).apiBaseUrl).toBe('https://pay.example.com/gateway/sandbox/api/v1');
+    // a Docker or Compose service name (was refused as "not an absolute http(s) URL")
+    expect(resolvePaymentOptions({ baseUrl: 'http://payment_sim:8080' }).apiBaseUrl).toBe('http://payment_sim:8080/sandbox/api/v1');
   });
 
   it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts', () => {
@@ -236,10 +238,19 @@ describe('resolvePaymentOptions', () => {
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookPath: '/hooks/v1.2/pay_ments-x/' }).webhookPath).toBe('hooks/v1.2/pay_ments-x');
   });
 
-  it("an explicit empty webhookSecret ('' or []) is a boot error, not a silent 'no route' hiding PAYMENT_WEBHOOK_SECRET; listed secrets are trimmed", () => {
-    for (const webhookSecret of ['', []] as const) {
+  it("a webhookSecret that names no secret ('', [], ' , ', option or variable) is a boot error, not a silent 'no route' hiding PAYMENT_WEBHOOK_SECRET; listed secrets are trimmed", () => {
+    for (const webhookSecret of ['', [], ' , ', ' '] as const) {
       const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: webhookSecret as never }, { webhookSecret: WEBHOOK_SECRET }));
-      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* must not be empty: leave it out/)]);
+      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* names no secret .*: leave it out \(PAYMENT_WEBHOOK_SECRET then applies\)/)]);
+    }
+    // from the environment: the route vanished without a word
+    const fromEnv = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret: ' , ' }));
+    expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret/)]);
+    // a JSON list or a quoted value became secrets with brackets and quotes in them: every signature failed
+    for (const webhookSecret of ['["whsec_a","whsec_b"]', '"whsec_a"', "'whsec_a'", '{"primary":"whsec_a"}']) {
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
+      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* looks like JSON or a quoted string: give the secrets as plain text separated by commas/)]);
+      expect(error.message).not.toContain('whsec_a');
     }
     // a secret read from a file keeps its newline
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [`${WEBHOOK_SECRET}\n`, ' whsec_2 '] }).webhookSecrets).toEqual([WEBHOOK_SECRET, 'whsec_2']);
