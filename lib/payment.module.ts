@@ -3,9 +3,10 @@ import {
   ConfigurablePaymentModule,
   type PaymentModuleAsyncOptions,
   type PaymentModuleRootOptions,
+  type PaymentOptionsFactory,
 } from './payment.module-definition.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
-import { asyncOptionKeyProblems } from './config/payment-options.validation.js';
+import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-options.validation.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**
@@ -19,7 +20,9 @@ import { PaymentMessages } from './payment.messages.js';
 export class PaymentModule extends ConfigurablePaymentModule {
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
     // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
-    return super.forRoot(options ?? {});
+    options ??= {};
+    throwOnExtrasProblems(moduleExtrasProblems(options), options.account);
+    return super.forRoot(options);
   }
 
   static override forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
@@ -27,12 +30,28 @@ export class PaymentModule extends ConfigurablePaymentModule {
       throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
     }
     // what the builder would drop silently: an option beside the factory, a misspelt extra
-    const problems = asyncOptionKeyProblems(options);
-    const factoryClass = options.useClass ?? (typeof options.useExisting === 'function' ? options.useExisting : undefined);
-    if (factoryClass !== undefined && typeof (factoryClass.prototype as { createPaymentOptions?: unknown })?.createPaymentOptions !== 'function') {
-      problems.push(`${factoryClass.name || 'the class'} given as ${options.useClass ? 'useClass' : 'useExisting'} has no createPaymentOptions() method (implement PaymentOptionsFactory)`);
-    }
-    if (problems.length > 0) throw new PaymentConfigurationError(problems, options.account);
-    return super.forRootAsync(options);
+    throwOnExtrasProblems([...asyncOptionKeyProblems(options), ...moduleExtrasProblems(options)], options.account);
+    const { useClass, useExisting, ...rest } = options;
+    const factoryToken = useClass ?? useExisting;
+    if (factoryToken === undefined) return super.forRootAsync(options);
+    // The factory's method is checked on the instance, at boot: an abstract class as the token, or
+    // a method defined as an arrow field, has nothing on its prototype yet is a proper factory.
+    const how = useClass ? 'useClass' : 'useExisting';
+    const name = typeof factoryToken === 'function' ? factoryToken.name || 'the class' : String(factoryToken);
+    return super.forRootAsync({
+      ...rest,
+      inject: [factoryToken],
+      provideInjectionTokensFrom: useClass ? [{ provide: useClass, useClass }] : undefined,
+      useFactory: (factory: Partial<PaymentOptionsFactory> | undefined) => {
+        if (typeof factory?.createPaymentOptions !== 'function') {
+          throw new PaymentConfigurationError([`${name} given as ${how} has no createPaymentOptions() method (implement PaymentOptionsFactory)`], options.account);
+        }
+        return factory.createPaymentOptions();
+      },
+    });
   }
+}
+
+function throwOnExtrasProblems(problems: string[], account: unknown): void {
+  if (problems.length > 0) throw new PaymentConfigurationError(problems, typeof account === 'string' ? account : undefined);
 }

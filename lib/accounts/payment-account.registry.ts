@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvNames } from '../config/payment-env.js';
@@ -32,8 +32,19 @@ export interface RegisteredPaymentAccount {
  * two accounts on one webhook path.
  */
 @Injectable()
-export class PaymentAccountRegistry {
+export class PaymentAccountRegistry implements OnApplicationBootstrap {
   private readonly accounts = new Map<string, RegisteredPaymentAccount>();
+  /** Past bootstrap, Nest's router has read the controllers: a route added now would never be served. */
+  #started = false;
+
+  onApplicationBootstrap(): void {
+    this.#started = true;
+  }
+
+  /** Whether the app has bootstrapped (an account registered now is in a lazily loaded module). */
+  get started(): boolean {
+    return this.#started;
+  }
 
   register(options: ResolvedPaymentOptions): RegisteredPaymentAccount {
     const name = options.account;

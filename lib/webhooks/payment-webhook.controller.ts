@@ -16,6 +16,7 @@ import {
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
 import { installWebhookBodyErrorHandler } from './payment-webhook-body-errors.js';
@@ -108,6 +109,16 @@ export function createPaymentWebhookRoute(
       return {};
     }
     const path = options.webhookPath; // already without leading/trailing slashes
+    if (accounts.started) {
+      // LazyModuleLoader: Nest's router is built, the route would silently answer 404 and every delivery be lost
+      throw new PaymentConfigurationError(
+        [
+          `the module was loaded after the app started (LazyModuleLoader), so its webhook route '/${path}' cannot be added: ` +
+            'import PaymentModule statically, or set webhookRoute: false and receive webhooks with PaymentWebhookReceiver in a controller of yours',
+        ],
+        options.account,
+      );
+    }
     accounts.registerWebhookPath(options.account, path);
     Reflect.defineMetadata(PATH_METADATA, path, handler);
     Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);

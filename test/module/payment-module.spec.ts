@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
+import { LazyModuleLoader } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import {
   PaymentConfigurationError,
@@ -123,8 +124,35 @@ describe('PaymentModule configuration', () => {
     ]);
     expect(() => PaymentModule.forRootAsync({ useFactory, isGlobal: true, webhookRoute: false, inject: [], imports: [] })).not.toThrow();
     expect(() => PaymentModule.forRoot(null as never)).not.toThrow();
-    class NotAFactory {}
-    expect(() => PaymentModule.forRootAsync({ useClass: NotAFactory as never })).toThrow(/NotAFactory given as useClass has no createPaymentOptions\(\) method/);
+  });
+
+  it('module extras of the wrong kind are one PaymentConfigurationError, on forRoot() and forRootAsync() alike', () => {
+    const useFactory = () => ({ baseUrl: 'https://pay.example.com' });
+    const wrong = { webhookDecorators: (() => undefined) as never, webhookImports: class AuthModule {} as never, webhookRoute: 'false' as never, isGlobal: 1 as never };
+    const expected = [
+      "option 'webhookDecorators' must be an array of decorators, e.g. [Public(), SkipThrottle()]",
+      "option 'webhookImports' must be an array of modules",
+      "option 'isGlobal' must be true or false",
+      "option 'webhookRoute' must be true or false",
+    ];
+    for (const build of [() => PaymentModule.forRoot(wrong), () => PaymentModule.forRootAsync({ useFactory, ...wrong })]) {
+      let error: unknown;
+      try {
+        build();
+      } catch (e) {
+        error = e;
+      }
+      // before: a bare "is not iterable" TypeError, and webhookRoute: 'false' kept the route
+      expect(error).toBeInstanceOf(PaymentConfigurationError);
+      expect([...(error as PaymentConfigurationError).problems].sort()).toEqual([...expected].sort());
+    }
+  });
+
+  it("a misspelt extra given to forRoot() gets the suggestion forRootAsync() gives", async () => {
+    restore = withEnv({});
+    await expect(resolvedFrom({ imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', isGlobl: true } as never)] })).rejects.toThrow(
+      "option 'isGlobl' is unknown; did you mean 'isGlobal'?",
+    );
   });
 
   it('a factory that returns something other than an object is one clear boot error, not one per character', async () => {
@@ -132,6 +160,73 @@ describe('PaymentModule configuration', () => {
     await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => 'https://pay.example.com' as never })] })).rejects.toThrow(
       /the options must be an object, not string/,
     );
+  });
+
+  it('a factory that returns nothing (a missing return) is a boot error, never "the environment alone"', async () => {
+    // before, the account booted on PAYMENT_* and the factory's settings (live!) were dropped without a word
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://env.example.com' });
+    for (const result of [undefined, null]) {
+      await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => result as never })] })).rejects.toThrow(
+        `the options must be an object, not ${String(result)} (does the forRootAsync() factory return them?)`,
+      );
+    }
+  });
+
+  it('useClass and useExisting take any factory whose instance has createPaymentOptions(): an abstract token, an arrow field; others fail at boot', async () => {
+    restore = withEnv({});
+    abstract class PaymentSettings implements PaymentOptionsFactory {
+      abstract createPaymentOptions(): PaymentModuleOptions;
+    }
+    @Injectable()
+    class EnvPaymentSettings extends PaymentSettings {
+      createPaymentOptions(): PaymentModuleOptions {
+        return { baseUrl: 'https://abstract.example.com' };
+      }
+    }
+    @Module({ providers: [{ provide: PaymentSettings, useClass: EnvPaymentSettings }], exports: [PaymentSettings] })
+    class SettingsModule {}
+    const fromAbstract = await resolvedFrom({ imports: [PaymentModule.forRootAsync({ imports: [SettingsModule], useExisting: PaymentSettings as never })] }); // (Nest's type wants a concrete class)
+    expect(fromAbstract.baseUrl).toBe('https://abstract.example.com');
+
+    @Injectable()
+    class ArrowSettings implements PaymentOptionsFactory {
+      createPaymentOptions = (): PaymentModuleOptions => ({ baseUrl: 'https://arrow.example.com' });
+    }
+    expect((await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: ArrowSettings })] })).baseUrl).toBe('https://arrow.example.com');
+
+    class NotAFactory {}
+    await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: NotAFactory as never, account: 'eu' })] })).rejects.toThrow(
+      /account 'eu'.*NotAFactory given as useClass has no createPaymentOptions\(\) method/s,
+    );
+  });
+
+  it('a lazily loaded account with a webhook route is a clear error (its route would answer 404); without a route it loads', async () => {
+    restore = withEnv({});
+    const ref = await Test.createTestingModule({ imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', webhookSecret: 'whsec_default' })] }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      const loader = app.get(LazyModuleLoader);
+      @Module({ imports: [PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com', webhookSecret: 'whsec_eu' })] })
+      class LazyEuModule {}
+      const error = await loader.load(() => LazyEuModule).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentConfigurationError);
+      expect((error as PaymentConfigurationError).message).toMatch(/account 'eu'.*loaded after the app started.*'\/payments\/eu\/webhook'.*webhookRoute: false/s);
+
+      @Module({ imports: [PaymentModule.forRoot({ account: 'us', baseUrl: 'https://us.example.com', webhookSecret: 'whsec_us', webhookRoute: false })] })
+      class LazyUsModule {}
+      const us = await loader.load(() => LazyUsModule);
+      expect(us.get<ResolvedPaymentOptions>(getPaymentOptionsToken('us'), { strict: false }).account).toBe('us');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('with readEnv: false an error names the option only: a variable is no way to fix it', async () => {
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://env.example.com' });
+    const error = await resolvedFrom({ imports: [PaymentModule.forRoot({ readEnv: false })] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect((error as PaymentConfigurationError).problems).toEqual([expect.stringMatching(/^option 'baseUrl' is required/)]);
   });
 
   it("@InjectPaymentOptions() injects the default account's resolved options, @InjectPaymentOptions(name) a named account's", async () => {
