@@ -49,14 +49,21 @@ const enum MetJob {
   OnLastAttempt = 2,
 }
 /**
- * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, attempts.
- * Reads BullMQ's job fields `timestamp`, `atm` (attempts made), `finishedOn`. A job whose
- * timestamp is this delivery's was created by it.
+ * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, this
+ * instance's `queueAttempts`. Reads BullMQ's job fields `timestamp`, `atm` (attempts made),
+ * `finishedOn` and `opts`. A job whose timestamp is this delivery's was created by it. The
+ * last attempt is the job's own (`opts.attempts`, fixed when it was queued): instances of a
+ * rolling deploy may disagree on `queueAttempts`; this instance's only for a job without one.
  */
 const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
-local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn')
+local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn', 'opts')
 if not job[1] or job[1] == ARGV[2] or job[3] then return ${MetJob.Other} end
-if tonumber(job[2] or '0') + 1 >= tonumber(ARGV[3]) then return ${MetJob.OnLastAttempt} end
+local attempts = tonumber(ARGV[3])
+if job[4] then
+  local ok, opts = pcall(cjson.decode, job[4])
+  if ok and type(opts) == 'table' and tonumber(opts['attempts']) then attempts = tonumber(opts['attempts']) end
+end
+if tonumber(job[2] or '0') + 1 >= attempts then return ${MetJob.OnLastAttempt} end
 return ${MetJob.Other}`;
 
 /**

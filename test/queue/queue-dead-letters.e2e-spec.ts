@@ -88,6 +88,35 @@ describe('queue mode: dead letters', () => {
     expect(await q.deadLetters.get(id)).toBeUndefined();
   });
 
+  it("a copy delivered during the last attempt is answered 409 by an instance with more queueAttempts too (the job's own limit counts)", async () => {
+    // a rolling deploy: the worker queued the event with 3 attempts, the new web-only instance has 5
+    const payment = { redisKeyPrefix: 'rolling-attempts:', queueAttempts: 3 };
+    const worker = await startQueueApp(redis.url, { payment });
+    const web = await startQueueApp(redis.url, { payment: { ...payment, queueAttempts: 5, queueWorker: false } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      worker.handlers.failing.add(id);
+      let release = worker.handlers.hold(id);
+      expect(await postWebhook(worker.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      for (let attempt = 1; attempt < 3; attempt++) {
+        await waitFor(`attempt ${attempt} started`, () => worker.handlers.count('entered', id) === attempt);
+        const previous = release;
+        release = worker.handlers.hold(id);
+        previous();
+      }
+      await waitFor('the last attempt started', () => worker.handlers.count('entered', id) === 3);
+      // acknowledged, this copy would add nothing and the event would end a dead letter the service thinks delivered
+      expect(await postWebhook(web.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+      release();
+      await waitFor(`${id} is a dead letter`, async () => (await web.deadLetters.get(id)) !== undefined);
+      expect(await web.deadLetters.get(id)).toMatchObject({ attempts: 3 });
+    } finally {
+      await web.close();
+      await worker.close();
+    }
+  });
+
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
