@@ -207,8 +207,9 @@ export interface PaymentModuleOptions {
    */
   queueDeadLetterRetentionMs?: number;
   /**
-   * At shutdown, how long running handlers may take to finish; those still running then are
-   * left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
+   * At shutdown, how long running handlers may take to finish, counted from the moment the
+   * workers of all the app's accounts stopped taking jobs (together); those still running then
+   * are left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
    */
   queueShutdownTimeoutMs?: number;
   /**

@@ -22,6 +22,7 @@ import {
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
+import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
@@ -55,7 +56,7 @@ const MAX_WAITS_REPORTED = 1000;
  * - Worker killed: BullMQ's stalled-job check hands the job to another worker once the lock
  *   lapsed; the store claim keeps the handlers single as long as they are idempotent by eventId.
  */
-export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy {
+export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy, StoppableWorker {
   private readonly logger = new Logger('PaymentQueue');
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
@@ -76,6 +77,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** Handler runs until they end (those past `queueJobTimeoutMs` included), and the clean-up after a late one; see `track`. */
   private readonly handling = new Set<Promise<void>>();
   private stopped = false;
+  /** BullMQ's pause, under way since `stopTaking`. */
+  private pausing: Promise<void> | undefined;
 
   constructor(
     private readonly bull: BullMqModule,
@@ -84,9 +87,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     private readonly dispatcher: PaymentEventDispatcher,
     /** The producer side of the same queue: its dead-letter lock. */
     private readonly queue: PaymentEventQueue,
+    /** Stops this worker together with the app's other accounts' (see `onModuleDestroy`). */
+    private readonly shutdown: PaymentWorkerShutdown,
     private readonly eventEmitter?: EventEmitter2,
   ) {
     this.account = options.account;
+    shutdown.add(this);
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
     this.telemetry = new QueueJobTelemetry(this.account);
     // the inline route's lease and retention; the claim is renewed for as long as the handlers
@@ -121,32 +127,53 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Stops taking jobs (a fetch already under way may still bring one, which runs like the
-   * others) and lets running ones finish for up to `queueShutdownTimeoutMs`, their outcome
-   * recorded; handlers that outlived their attempt's `queueJobTimeoutMs` are waited for too
-   * (their claim is still held here). Jobs still running then are given up: their lock and their claim are no longer renewed,
-   * and another worker takes them over once both lapsed (so a handler that is still running
-   * here, in a process that does not exit, may run again elsewhere).
+   * Stops the workers of every account of the app (`PaymentWorkerShutdown`): all of them stop
+   * taking jobs at once, then drain together, so close() waits one `queueShutdownTimeoutMs`
+   * (the longest of the accounts'), not one per account.
    */
-  async onModuleDestroy(): Promise<void> {
+  onModuleDestroy(): Promise<void> {
+    return this.shutdown.stopAll();
+  }
+
+  /**
+   * Stops taking jobs. A fetch already under way may still bring one: it is handed back
+   * without running (see `process`). Pausing does not wait on the blocking connection
+   * (pause(false) and close(false) would, forever while Redis is down).
+   */
+  stopTaking(): void {
     this.stopped = true;
     const worker = this.worker;
-    this.worker = undefined;
     if (worker === undefined) return;
-    // Stop fetching at once (pause(false) and close(false) would also wait on the blocking
-    // connection, forever while Redis is down).
-    await worker.pause(true).catch(() => undefined);
+    this.pausing = worker.pause(true).catch(() => undefined);
     this.logger.log(
       `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
         `for ${Math.max(this.inFlight.size, this.handling.size)} running`,
     );
+  }
+
+  /**
+   * Lets running jobs finish until `queueShutdownTimeoutMs` after `startedAt` (when the app's
+   * workers stopped taking jobs), their outcome recorded; handlers that outlived their attempt's
+   * `queueJobTimeoutMs` are waited for too (their claim is still held here). Jobs still running
+   * then are given up: their lock and their claim are no longer renewed, and another worker
+   * takes them over once both lapsed (so a handler that is still running here, in a process
+   * that does not exit, may run again elsewhere).
+   */
+  async drain(startedAt: number): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker === undefined) return;
+    await this.pausing;
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        resolve();
-      }, this.options.queueShutdownTimeoutMs);
+      timer = setTimeout(
+        () => {
+          timedOut = true;
+          resolve();
+        },
+        Math.max(0, startedAt + this.options.queueShutdownTimeoutMs - Date.now()),
+      );
     });
     // a job fetched just before the pause may start after the first look
     while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
@@ -180,7 +207,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       resolve: () => resolve(),
     };
     this.inFlight.set(id, entry);
-    const run = this.run(job, token);
+    const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
     // BullMQ records an outcome within moments; one it could not record (its lock was lost)
     // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
     // The timer goes as soon as the outcome is recorded (see `recorded`).
@@ -192,6 +219,23 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     };
     run.then(forget, forget);
     return run;
+  }
+
+  /**
+   * A job that a fetch under way brought after the worker stopped taking jobs goes back to the
+   * queue without running and without using an attempt, for another worker (or this app's next
+   * start): run here, its handlers could outlast the shutdown's wait. One that cannot be handed
+   * back (Redis failed the move) runs like the others.
+   */
+  private async handBack(job: PaymentEventJob, token?: string): Promise<void> {
+    try {
+      await job.moveToDelayed(Date.now(), token);
+    } catch {
+      return this.run(job, token);
+    }
+    this.recorded(job);
+    this.logger.log(`Worker of account ${this.account} is stopping: event ${job.data.event.eventId} handed back to the queue`);
+    throw new this.bull.DelayedError();
   }
 
   /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
