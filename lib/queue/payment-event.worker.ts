@@ -23,18 +23,11 @@ import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
 import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
+import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
-
-/** A job this worker runs, until BullMQ has recorded its outcome. */
-interface InFlightJob {
-  recorded: Promise<void>;
-  resolve: () => void;
-  /** Forgets the job if BullMQ never records an outcome (its lock was lost). */
-  forgetTimer?: NodeJS.Timeout;
-}
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -69,13 +62,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly waitingBehindTimedOutRun = new Map<string, { since: number; reportedAt: number }>();
   private worker: BullWorker<PaymentEventJobData> | undefined;
-  /**
-   * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
-   * 'completed' or 'failed') after the processor settled.
-   */
-  private readonly inFlight = new Map<string, InFlightJob>();
-  /** Handler runs until they end (those past `queueJobTimeoutMs` included), and the clean-up after a late one; see `track`. */
-  private readonly handling = new Set<Promise<void>>();
+  /** Jobs until their outcome is recorded, handler runs until they end, and the clean-up after a late one. */
+  private readonly running: WorkerRunningJobs;
   private stopped = false;
   /** BullMQ's pause, under way since `stopTaking`. */
   private pausing: Promise<void> | undefined;
@@ -108,6 +96,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';
     this.describe = redisErrorDescriber(url);
+    this.running = new WorkerRunningJobs(options.queueLockDurationMs);
   }
 
   onApplicationBootstrap(): void {
@@ -147,7 +136,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.pausing = worker.pause(true).catch(() => undefined);
     this.logger.log(
       `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
-        `for ${Math.max(this.inFlight.size, this.handling.size)} running`,
+        `for ${this.running.count} running`,
     );
   }
 
@@ -164,24 +153,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.worker = undefined;
     if (worker === undefined) return;
     await this.pausing;
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(
-        () => {
-          timedOut = true;
-          resolve();
-        },
-        Math.max(0, startedAt + this.options.queueShutdownTimeoutMs - Date.now()),
-      );
-    });
-    // a job fetched just before the pause may start after the first look
-    while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
-      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling];
-      await Promise.race([Promise.all(running), deadline]);
-    }
-    clearTimeout(timer);
-    if (timedOut) {
+    if (!(await this.running.settle(startedAt + this.options.queueShutdownTimeoutMs))) {
       this.logger.warn(
         `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
           'leaving their events to another worker',
@@ -200,24 +172,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** Runs one job, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
-    const id = job.id ?? '';
-    let resolve!: () => void;
-    const entry: InFlightJob = {
-      recorded: new Promise<void>((r) => (resolve = r)),
-      resolve: () => resolve(),
-    };
-    this.inFlight.set(id, entry);
+    const settled = this.running.begin(job.id ?? '');
     const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
-    // BullMQ records an outcome within moments; one it could not record (its lock was lost)
-    // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
-    // The timer goes as soon as the outcome is recorded (see `recorded`).
-    const forget = () => {
-      if (this.inFlight.get(id) !== entry) return;
-      entry.forgetTimer = setTimeout(() => {
-        if (this.inFlight.get(id) === entry) this.recorded(job);
-      }, this.options.queueLockDurationMs).unref();
-    };
-    run.then(forget, forget);
+    run.then(settled, settled);
     return run;
   }
 
@@ -240,12 +197,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
   private recorded(job: PaymentEventJob | undefined): void {
-    const id = job?.id ?? '';
-    const entry = this.inFlight.get(id);
-    if (entry === undefined) return;
-    clearTimeout(entry.forgetTimer);
-    entry.resolve();
-    this.inFlight.delete(id);
+    this.running.recorded(job?.id ?? '');
   }
 
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
@@ -264,7 +216,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         () => {
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
           handling = run;
-          this.track(run);
+          this.running.track(run);
           // BullMQ renews the job's lock while this process lives: without a bound a hung handler
           // would keep a worker slot for good. The bound frees the slot; the store claim stays.
           return withTimeout(run, timeoutMs, () => {
@@ -276,7 +228,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       );
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut && handling !== undefined) this.track(this.afterLateRun(job, handling));
+      if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.reportWaitBehindTimedOutRun(event);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
@@ -311,16 +263,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     );
   }
 
-  /** Counts `work` as running until it settles: shutdown waits for it. */
-  private track(work: Promise<unknown>): void {
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.handling.add(settled);
-    void settled.then(() => this.handling.delete(settled));
-  }
-
   /**
    * A run that outlived its attempt and then succeeded: the event is processed, so a dead
    * letter its attempt left behind goes (a replay once the store forgot the event would run
@@ -335,7 +277,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const eventId = job.data.event.eventId;
     try {
       // the attempt's failure is being recorded meanwhile: read the state once it is
-      await this.inFlight.get(job.id ?? '')?.recorded;
+      await this.running.whenRecorded(job.id ?? '');
       // under the dead-letter lock: a replay or discard of it never interleaves with this
       const removed = await this.queue.withDeadLetterLock(eventId, async () => {
         if ((await job.getState()) !== 'failed') return false;
@@ -383,7 +325,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.handling.size }, depth, options);
+    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.running.handlers }, depth, options);
   }
 
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */
