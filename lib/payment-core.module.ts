@@ -7,6 +7,7 @@ import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.ac
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
 import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
+import { PaymentWorkerShutdown } from './queue/payment-worker-shutdown.js';
 import { PaymentRedisConnections } from './stores/redis-connections.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
@@ -15,7 +16,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
  * calls: the account registry, the handler registry and the explorer that fills it, and
  * the Redis connections the accounts' stores share, the buckets of the service's per-IP token
  * limit the accounts' clients share, and the public `PaymentWebhookReceiver`;
- * and the public `PaymentDeadLetterService` for queue-mode accounts. Imported (and re-exported) by each account's module.
+ * and the public `PaymentDeadLetterService` for queue-mode accounts, and their workers' shutdown. Imported (and re-exported) by each account's module.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -29,8 +30,10 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentIpRateLimits,
     // health: the public indicator that runs the probes each account attached to the registry
     PaymentHealthIndicator,
-    // queue mode: the public dead-letter service (the accounts' queues are in the account registry)
+    // queue mode: the public dead-letter service (the accounts' queues are in the account registry),
+    // and the workers' shutdown, which stops every account's worker at once
     PaymentDeadLetterService,
+    PaymentWorkerShutdown,
   ],
   exports: [
     PaymentAccountRegistry,
@@ -40,6 +43,7 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
     PaymentWebhookReceiver,
     PaymentHealthIndicator,
     PaymentDeadLetterService,
+    PaymentWorkerShutdown,
   ],
 })
 export class PaymentCoreModule {}

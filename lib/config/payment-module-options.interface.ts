@@ -201,11 +201,15 @@ export interface PaymentModuleOptions {
    * run. Env: `PAYMENT_QUEUE_BACKOFF_MS`. @default 1000
    */
   queueBackoffMs?: number;
-  /** How long a dead letter is kept before it is dropped. Env: `PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS`. @default 2592000000 (30 days) */
+  /**
+   * How long a dead letter is kept before it is dropped; each event keeps the value it was
+   * queued with. Env: `PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS`. @default 2592000000 (30 days)
+   */
   queueDeadLetterRetentionMs?: number;
   /**
-   * At shutdown, how long running handlers may take to finish; those still running then are
-   * left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
+   * At shutdown, how long running handlers may take to finish, counted from the moment the
+   * workers of all the app's accounts stopped taking jobs (together); those still running then
+   * are left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
    */
   queueShutdownTimeoutMs?: number;
   /**

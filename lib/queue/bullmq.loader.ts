@@ -16,6 +16,11 @@ export interface BullJobOptions {
   removeOnComplete?: boolean | number | { age?: number; count?: number };
   removeOnFail?: boolean | number | { age?: number; count?: number };
   stackTraceLimit?: number;
+  /**
+   * The module's own: how long the job is kept once it failed for good (ms). BullMQ stores
+   * unknown options in the job's hash as they are and does not act on them.
+   */
+  paymentDeadLetterRetentionMs?: number;
 }
 
 export interface BullJob<T> {
@@ -43,8 +48,6 @@ export interface BullQueue<T> {
   getJob(jobId: string): Promise<BullJob<T> | undefined>;
   /** Failed jobs, newest first; `end` inclusive. */
   getFailed(start?: number, end?: number): Promise<Array<BullJob<T> | undefined>>;
-  /** Removes up to `limit` jobs of `type` that finished more than `grace` ms ago; their ids. */
-  clean(grace: number, limit: number, type: 'failed'): Promise<string[]>;
   on(event: 'error', listener: (error: Error) => void): unknown;
   close(): Promise<void>;
 }

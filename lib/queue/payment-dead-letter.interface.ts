@@ -10,7 +10,8 @@ export const PAYMENT_DEAD_LETTER_EVENT = `${PAYMENT_EVENT_NAMESPACE}.dead-letter
 
 /**
  * An event whose handlers failed on every attempt in queue mode. It is kept, payload
- * included, until it is replayed, discarded, or older than `queueDeadLetterRetentionMs`.
+ * included, until it is replayed, discarded, or older than the `queueDeadLetterRetentionMs`
+ * it was queued with.
  * @publicApi
  */
 export interface PaymentDeadLetter {
@@ -28,7 +29,10 @@ export interface PaymentDeadLetter {
   receivedAt: Date;
   /** When the last attempt failed. */
   failedAt: Date;
-  /** End of its retention: the queue's hourly trim removes it after this, unless replayed or discarded before. */
+  /**
+   * End of its retention (the one it was queued with, whatever the instances' setting is now):
+   * the queue's hourly trim removes it after this, unless replayed or discarded before.
+   */
   expiresAt: Date;
 }
 

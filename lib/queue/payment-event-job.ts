@@ -42,13 +42,16 @@ export function toReceivedPaymentEvent(data: PaymentEventJobData): AnyPaymentEve
 }
 
 /**
- * When a failed job stops being a dead letter: its failure time plus its own `removeOnFail`
- * age (the retention it was added with), else `fallbackRetentionMs`.
+ * When a failed job stops being a dead letter: its failure time plus the retention it was
+ * added with (`paymentDeadLetterRetentionMs`, else the `removeOnFail` age of a job queued
+ * before that option), else `fallbackRetentionMs`. The trim's script reads the same fields.
  */
 export function deadLetterExpiresAt(job: PaymentEventJob, fallbackRetentionMs: number): number {
+  const own = job.opts.paymentDeadLetterRetentionMs;
   const removeOnFail = job.opts.removeOnFail;
   const age = typeof removeOnFail === 'object' && removeOnFail !== null ? removeOnFail.age : undefined;
-  return deadLetterFailedAt(job) + (typeof age === 'number' ? age * 1000 : fallbackRetentionMs);
+  const retentionMs = typeof own === 'number' ? own : typeof age === 'number' ? age * 1000 : fallbackRetentionMs;
+  return deadLetterFailedAt(job) + retentionMs;
 }
 
 function deadLetterFailedAt(job: PaymentEventJob): number {

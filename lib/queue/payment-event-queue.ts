@@ -24,11 +24,14 @@ import {
 import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
 import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
+import { trimExpiredDeadLetters } from './dead-letter-trim.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
-/** Dead letters removed per Redis command while trimming. */
-const DEAD_LETTER_TRIM_BATCH = 1000;
+/** Dead letters looked at per Redis call while trimming (each call holds Redis a few ms at most). */
+const DEAD_LETTER_TRIM_BATCH = 500;
+/** Calls per trim (50,000 dead letters); the rest wait for the next trim. */
+const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
 /**
  * A replay or discard takes a few round trips; its lock lapses after this if its holder died,
  * or after five Redis time-outs where those are longer: a lock must outlive a slow action.
@@ -49,14 +52,21 @@ const enum MetJob {
   OnLastAttempt = 2,
 }
 /**
- * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, attempts.
- * Reads BullMQ's job fields `timestamp`, `atm` (attempts made), `finishedOn`. A job whose
- * timestamp is this delivery's was created by it.
+ * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, this
+ * instance's `queueAttempts`. Reads BullMQ's job fields `timestamp`, `atm` (attempts made),
+ * `finishedOn` and `opts`. A job whose timestamp is this delivery's was created by it. The
+ * last attempt is the job's own (`opts.attempts`, fixed when it was queued): instances of a
+ * rolling deploy may disagree on `queueAttempts`; this instance's only for a job without one.
  */
 const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
-local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn')
+local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn', 'opts')
 if not job[1] or job[1] == ARGV[2] or job[3] then return ${MetJob.Other} end
-if tonumber(job[2] or '0') + 1 >= tonumber(ARGV[3]) then return ${MetJob.OnLastAttempt} end
+local attempts = tonumber(ARGV[3])
+if job[4] then
+  local ok, opts = pcall(cjson.decode, job[4])
+  if ok and type(opts) == 'table' and tonumber(opts['attempts']) then attempts = tonumber(opts['attempts']) end
+end
+if tonumber(job[2] or '0') + 1 >= attempts then return ${MetJob.OnLastAttempt} end
 return ${MetJob.Other}`;
 
 /**
@@ -76,6 +86,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   private lastConnectionError: unknown;
   private closed = false;
   private trimTimer: NodeJS.Timeout | undefined;
+  private trimming = false;
   /** The app's fail-fast connection to the queue's Redis (its options hold the password). */
   readonly #connection: RedisClientLike;
   /** BullMQ's failed set of this queue: where dead letters are. */
@@ -210,8 +221,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   }
 
   /**
-   * The failed job of `eventId`, a job this module wrote. One past its retention counts until
-   * the hourly trim removes it.
+   * The failed job of `eventId`, a job this module wrote. One past its own retention counts
+   * until the hourly trim removes it.
    */
   async findDeadLetter(eventId: string): Promise<PaymentEventJob | undefined> {
     const job = await this.queue.getJob(this.jobId(eventId));
@@ -240,9 +251,9 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   }
 
   /**
-   * Removes dead letters past their retention now and then every hour. Until it does, an
-   * expired dead letter stays listed and replayable: BullMQ's own trimming (`removeOnFail`)
-   * runs only when another job fails.
+   * Removes dead letters past their own retention (the one each was queued with, whatever
+   * this instance's is) now, and then every hour (every `queueDeadLetterRetentionMs` when
+   * shorter). Until it does, an expired dead letter stays listed and replayable.
    */
   onApplicationBootstrap(): void {
     if (this.closed || this.trimTimer !== undefined) return;
@@ -253,19 +264,26 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   }
 
   private async trimDeadLetters(): Promise<void> {
+    if (this.trimming) return; // a slow one still runs: the next round is enough
+    this.trimming = true;
     try {
-      for (let batch = 0; batch < 100 && !this.closed; batch++) {
-        const removed = await withTimeout(
-          this.queue.clean(this.options.queueDeadLetterRetentionMs, DEAD_LETTER_TRIM_BATCH, 'failed'),
-          this.options.redisTimeoutMs,
-          () => new Error(`Redis did not answer within ${this.options.redisTimeoutMs} ms`),
-        );
-        if (removed.length > 0) this.logger.log(`Removed ${removed.length} dead letter(s) of account ${this.account} past their retention`);
-        if (removed.length < DEAD_LETTER_TRIM_BATCH) return;
-      }
+      // the fail-fast connection refuses commands while it makes its first connection (at bootstrap)
+      await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
+      const removed = await trimExpiredDeadLetters(this.#connection, {
+        failedKey: this.deadLetterKey,
+        jobKeyPrefix: this.jobKeyPrefix,
+        fallbackRetentionMs: this.options.queueDeadLetterRetentionMs,
+        batch: DEAD_LETTER_TRIM_BATCH,
+        maxBatches: DEAD_LETTER_TRIM_MAX_BATCHES,
+        timeoutMs: this.options.redisTimeoutMs,
+        stopped: () => this.closed,
+      });
+      if (removed > 0) this.logger.log(`Removed ${removed} dead letter(s) of account ${this.account} past their retention`);
     } catch (error) {
       // an outage is reported by the route and the health check; the next round tries again
       this.logger.debug?.(`Trimming the dead letters of account ${this.account} failed: ${this.describe(error)}`);
+    } finally {
+      this.trimming = false;
     }
   }
 

@@ -22,18 +22,12 @@ import {
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
+import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
+import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
-
-/** A job this worker runs, until BullMQ has recorded its outcome. */
-interface InFlightJob {
-  recorded: Promise<void>;
-  resolve: () => void;
-  /** Forgets the job if BullMQ never records an outcome (its lock was lost). */
-  forgetTimer?: NodeJS.Timeout;
-}
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -55,7 +49,7 @@ const MAX_WAITS_REPORTED = 1000;
  * - Worker killed: BullMQ's stalled-job check hands the job to another worker once the lock
  *   lapsed; the store claim keeps the handlers single as long as they are idempotent by eventId.
  */
-export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy {
+export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy, StoppableWorker {
   private readonly logger = new Logger('PaymentQueue');
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
@@ -68,14 +62,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly waitingBehindTimedOutRun = new Map<string, { since: number; reportedAt: number }>();
   private worker: BullWorker<PaymentEventJobData> | undefined;
-  /**
-   * Jobs taken by this worker whose outcome is not recorded yet: BullMQ writes it (and emits
-   * 'completed' or 'failed') after the processor settled.
-   */
-  private readonly inFlight = new Map<string, InFlightJob>();
-  /** Handler runs until they end (those past `queueJobTimeoutMs` included), and the clean-up after a late one; see `track`. */
-  private readonly handling = new Set<Promise<void>>();
+  /** Jobs until their outcome is recorded, handler runs until they end, and the clean-up after a late one. */
+  private readonly running: WorkerRunningJobs;
   private stopped = false;
+  /** BullMQ's pause, under way since `stopTaking`. */
+  private pausing: Promise<void> | undefined;
 
   constructor(
     private readonly bull: BullMqModule,
@@ -84,9 +75,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     private readonly dispatcher: PaymentEventDispatcher,
     /** The producer side of the same queue: its dead-letter lock. */
     private readonly queue: PaymentEventQueue,
+    /** Stops this worker together with the app's other accounts' (see `onModuleDestroy`). */
+    private readonly shutdown: PaymentWorkerShutdown,
     private readonly eventEmitter?: EventEmitter2,
   ) {
     this.account = options.account;
+    shutdown.add(this);
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
     this.telemetry = new QueueJobTelemetry(this.account);
     // the inline route's lease and retention; the claim is renewed for as long as the handlers
@@ -102,6 +96,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));
     const url = options.queueRedisUrl ?? '';
     this.describe = redisErrorDescriber(url);
+    this.running = new WorkerRunningJobs(options.queueLockDurationMs);
   }
 
   onApplicationBootstrap(): void {
@@ -121,40 +116,44 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Stops taking jobs (a fetch already under way may still bring one, which runs like the
-   * others) and lets running ones finish for up to `queueShutdownTimeoutMs`, their outcome
-   * recorded; handlers that outlived their attempt's `queueJobTimeoutMs` are waited for too
-   * (their claim is still held here). Jobs still running then are given up: their lock and their claim are no longer renewed,
-   * and another worker takes them over once both lapsed (so a handler that is still running
-   * here, in a process that does not exit, may run again elsewhere).
+   * Stops the workers of every account of the app (`PaymentWorkerShutdown`): all of them stop
+   * taking jobs at once, then drain together, so close() waits one `queueShutdownTimeoutMs`
+   * (the longest of the accounts'), not one per account.
    */
-  async onModuleDestroy(): Promise<void> {
+  onModuleDestroy(): Promise<void> {
+    return this.shutdown.stopAll();
+  }
+
+  /**
+   * Stops taking jobs. A fetch already under way may still bring one: it is handed back
+   * without running (see `process`). Pausing does not wait on the blocking connection
+   * (pause(false) and close(false) would, forever while Redis is down).
+   */
+  stopTaking(): void {
     this.stopped = true;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    this.pausing = worker.pause(true).catch(() => undefined);
+    this.logger.log(
+      `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
+        `for ${this.running.count} running`,
+    );
+  }
+
+  /**
+   * Lets running jobs finish until `queueShutdownTimeoutMs` after `startedAt` (when the app's
+   * workers stopped taking jobs), their outcome recorded; handlers that outlived their attempt's
+   * `queueJobTimeoutMs` are waited for too (their claim is still held here). Jobs still running
+   * then are given up: their lock and their claim are no longer renewed, and another worker
+   * takes them over once both lapsed (so a handler that is still running here, in a process
+   * that does not exit, may run again elsewhere).
+   */
+  async drain(startedAt: number): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
     if (worker === undefined) return;
-    // Stop fetching at once (pause(false) and close(false) would also wait on the blocking
-    // connection, forever while Redis is down).
-    await worker.pause(true).catch(() => undefined);
-    this.logger.log(
-      `Worker of account ${this.account} stopped taking jobs; waiting up to ${this.options.queueShutdownTimeoutMs} ms ` +
-        `for ${Math.max(this.inFlight.size, this.handling.size)} running`,
-    );
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        resolve();
-      }, this.options.queueShutdownTimeoutMs);
-    });
-    // a job fetched just before the pause may start after the first look
-    while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
-      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling];
-      await Promise.race([Promise.all(running), deadline]);
-    }
-    clearTimeout(timer);
-    if (timedOut) {
+    await this.pausing;
+    if (!(await this.running.settle(startedAt + this.options.queueShutdownTimeoutMs))) {
       this.logger.warn(
         `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
           'leaving their events to another worker',
@@ -173,35 +172,32 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** Runs one job, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
-    const id = job.id ?? '';
-    let resolve!: () => void;
-    const entry: InFlightJob = {
-      recorded: new Promise<void>((r) => (resolve = r)),
-      resolve: () => resolve(),
-    };
-    this.inFlight.set(id, entry);
-    const run = this.run(job, token);
-    // BullMQ records an outcome within moments; one it could not record (its lock was lost)
-    // is forgotten after a lock duration, so neither memory nor shutdown waits for it.
-    // The timer goes as soon as the outcome is recorded (see `recorded`).
-    const forget = () => {
-      if (this.inFlight.get(id) !== entry) return;
-      entry.forgetTimer = setTimeout(() => {
-        if (this.inFlight.get(id) === entry) this.recorded(job);
-      }, this.options.queueLockDurationMs).unref();
-    };
-    run.then(forget, forget);
+    const settled = this.running.begin(job.id ?? '');
+    const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
+    run.then(settled, settled);
     return run;
+  }
+
+  /**
+   * A job that a fetch under way brought after the worker stopped taking jobs goes back to the
+   * queue without running and without using an attempt, for another worker (or this app's next
+   * start): run here, its handlers could outlast the shutdown's wait. One that cannot be handed
+   * back (Redis failed the move) runs like the others.
+   */
+  private async handBack(job: PaymentEventJob, token?: string): Promise<void> {
+    try {
+      await job.moveToDelayed(Date.now(), token);
+    } catch {
+      return this.run(job, token);
+    }
+    this.recorded(job);
+    this.logger.log(`Worker of account ${this.account} is stopping: event ${job.data.event.eventId} handed back to the queue`);
+    throw new this.bull.DelayedError();
   }
 
   /** The job's outcome is in Redis (completed, failed or delayed): shutdown need not wait for it. */
   private recorded(job: PaymentEventJob | undefined): void {
-    const id = job?.id ?? '';
-    const entry = this.inFlight.get(id);
-    if (entry === undefined) return;
-    clearTimeout(entry.forgetTimer);
-    entry.resolve();
-    this.inFlight.delete(id);
+    this.running.recorded(job?.id ?? '');
   }
 
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
@@ -220,7 +216,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         () => {
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
           handling = run;
-          this.track(run);
+          this.running.track(run);
           // BullMQ renews the job's lock while this process lives: without a bound a hung handler
           // would keep a worker slot for good. The bound frees the slot; the store claim stays.
           return withTimeout(run, timeoutMs, () => {
@@ -232,7 +228,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       );
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut && handling !== undefined) this.track(this.afterLateRun(job, handling));
+      if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
         if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.reportWaitBehindTimedOutRun(event);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
@@ -267,16 +263,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     );
   }
 
-  /** Counts `work` as running until it settles: shutdown waits for it. */
-  private track(work: Promise<unknown>): void {
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.handling.add(settled);
-    void settled.then(() => this.handling.delete(settled));
-  }
-
   /**
    * A run that outlived its attempt and then succeeded: the event is processed, so a dead
    * letter its attempt left behind goes (a replay once the store forgot the event would run
@@ -291,7 +277,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const eventId = job.data.event.eventId;
     try {
       // the attempt's failure is being recorded meanwhile: read the state once it is
-      await this.inFlight.get(job.id ?? '')?.recorded;
+      await this.running.whenRecorded(job.id ?? '');
       // under the dead-letter lock: a replay or discard of it never interleaves with this
       const removed = await this.queue.withDeadLetterLock(eventId, async () => {
         if ((await job.getState()) !== 'failed') return false;
@@ -339,7 +325,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.handling.size }, depth, options);
+    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.running.handlers }, depth, options);
   }
 
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */

@@ -9,6 +9,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { loadBullMq } from './bullmq.loader.js';
 import { PaymentEventQueue } from './payment-event-queue.js';
 import { PaymentEventWorker } from './payment-event.worker.js';
+import { PaymentWorkerShutdown } from './payment-worker-shutdown.js';
 import { queueRedisProbe } from './payment-queue.health.js';
 
 /**
@@ -52,6 +53,7 @@ export function createPaymentQueueProviders(): Provider[] {
         PaymentEventDispatcher,
         // the worker stops before the producer side closes
         PAYMENT_ACCOUNT_QUEUE,
+        PaymentWorkerShutdown,
         { token: EventEmitter2, optional: true },
       ],
       useFactory: (
@@ -59,9 +61,10 @@ export function createPaymentQueueProviders(): Provider[] {
         store: WebhookEventStore,
         dispatcher: PaymentEventDispatcher,
         queue: PaymentEventQueue | null,
+        shutdown: PaymentWorkerShutdown,
         eventEmitter?: EventEmitter2,
       ): PaymentEventWorker | null =>
-        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, queue, eventEmitter) : null,
+        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, queue, shutdown, eventEmitter) : null,
     },
   ];
 }

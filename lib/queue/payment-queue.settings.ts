@@ -34,8 +34,11 @@ export function paymentEventJobOptions(options: ResolvedPaymentOptions): BullJob
     attempts: options.queueAttempts,
     backoff: { type: 'exponential', delay: options.queueBackoffMs, jitter: BACKOFF_JITTER },
     removeOnComplete: KEEP_COMPLETED,
-    // age in seconds; BullMQ trims only when another job fails, so the queue also trims hourly
-    removeOnFail: { age: Math.ceil(options.queueDeadLetterRetentionMs / 1000) },
+    // Never BullMQ's removal: it would trim every failed job by the age of whichever job failed
+    // last. Each dead letter keeps the retention it was queued with, and the queue's trim
+    // removes it by that (see dead-letter-trim.ts).
+    removeOnFail: false,
+    paymentDeadLetterRetentionMs: options.queueDeadLetterRetentionMs,
     stackTraceLimit: STACK_TRACE_LIMIT,
   };
 }

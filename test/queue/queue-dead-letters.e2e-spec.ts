@@ -88,6 +88,35 @@ describe('queue mode: dead letters', () => {
     expect(await q.deadLetters.get(id)).toBeUndefined();
   });
 
+  it("a copy delivered during the last attempt is answered 409 by an instance with more queueAttempts too (the job's own limit counts)", async () => {
+    // a rolling deploy: the worker queued the event with 3 attempts, the new web-only instance has 5
+    const payment = { redisKeyPrefix: 'rolling-attempts:', queueAttempts: 3 };
+    const worker = await startQueueApp(redis.url, { payment });
+    const web = await startQueueApp(redis.url, { payment: { ...payment, queueAttempts: 5, queueWorker: false } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      worker.handlers.failing.add(id);
+      let release = worker.handlers.hold(id);
+      expect(await postWebhook(worker.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      for (let attempt = 1; attempt < 3; attempt++) {
+        await waitFor(`attempt ${attempt} started`, () => worker.handlers.count('entered', id) === attempt);
+        const previous = release;
+        release = worker.handlers.hold(id);
+        previous();
+      }
+      await waitFor('the last attempt started', () => worker.handlers.count('entered', id) === 3);
+      // acknowledged, this copy would add nothing and the event would end a dead letter the service thinks delivered
+      expect(await postWebhook(web.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+      release();
+      await waitFor(`${id} is a dead letter`, async () => (await web.deadLetters.get(id)) !== undefined);
+      expect(await web.deadLetters.get(id)).toMatchObject({ attempts: 3 });
+    } finally {
+      await web.close();
+      await worker.close();
+    }
+  });
+
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
@@ -201,6 +230,63 @@ describe('queue mode: dead letters', () => {
       await waitFor('the new copy ran', () => short.handlers.count('done', id) === 1, 10_000);
     } finally {
       await short.close();
+    }
+  });
+
+  /** Posts an always-failing event to `app` and waits until it is a dead letter there. */
+  async function deadLetterIn(app: QueueApp) {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    app.handlers.failing.add(id);
+    expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor(`${id} is a dead letter`, async () => (await app.deadLetters.get(id)) !== undefined);
+    return { id, letter: (await app.deadLetters.get(id))! };
+  }
+
+  it('a dead letter keeps the retention it was queued with: an instance with a shorter one does not remove it early', async () => {
+    const payment = { redisKeyPrefix: 'retention-lowered:' };
+    const before = await startQueueApp(redis.url, { payment: { ...payment, queueDeadLetterRetentionMs: 3_600_000 } });
+    const kept = await deadLetterIn(before);
+    await before.close();
+    // the next deploy lowered the retention to 1 s: its trim runs every second
+    const after = await startQueueApp(redis.url, { payment: { ...payment, queueDeadLetterRetentionMs: 1000 } });
+    try {
+      const own = await deadLetterIn(after);
+      expect(own.letter.expiresAt.getTime() - own.letter.failedAt.getTime()).toBe(1000);
+      // its own 1 s retention, and every failed job older than that (BullMQ's removal by age would not spare them)
+      await waitFor('the trim removed the new dead letter', async () => (await after.deadLetters.get(own.id)) === undefined, 5000);
+      const letter = await after.deadLetters.get(kept.id);
+      expect(letter?.expiresAt).toEqual(kept.letter.expiresAt);
+      expect(letter!.expiresAt.getTime() - letter!.failedAt.getTime()).toBe(3_600_000);
+      expect((await after.deadLetters.list()).map((l) => l.eventId)).toContain(kept.id);
+
+      // a replay keeps it too: failed again, it is kept an hour from then
+      after.handlers.failing.add(kept.id);
+      expect(await after.deadLetters.replay(kept.id)).toBe(true);
+      await waitFor('it failed again', () => after.handlers.count('entered', kept.id) === 3);
+      await waitFor('it is a dead letter again', async () => (await after.deadLetters.get(kept.id)) !== undefined);
+      const again = (await after.deadLetters.get(kept.id))!;
+      expect(again.expiresAt.getTime() - again.failedAt.getTime()).toBe(3_600_000);
+      expect(await after.deadLetters.discard(kept.id)).toBe(true);
+    } finally {
+      await after.close();
+    }
+  });
+
+  it('a dead letter keeps the retention it was queued with: an instance with a longer one removes it once that passed', async () => {
+    const payment = { redisKeyPrefix: 'retention-raised:' };
+    const before = await startQueueApp(redis.url, { payment: { ...payment, queueDeadLetterRetentionMs: 1000 } });
+    const { id, letter } = await deadLetterIn(before);
+    await before.close();
+    await sleep(Math.max(0, letter.expiresAt.getTime() - Date.now()) + 50);
+    // the next deploy raised the retention to an hour: its trim at start-up removes the expired one
+    const after = await startQueueApp(redis.url, { payment: { ...payment, queueDeadLetterRetentionMs: 3_600_000 } });
+    try {
+      await waitFor('the trim at start-up removed it', async () => (await after.deadLetters.get(id)) === undefined, 3000);
+      expect(await after.deadLetters.list()).toEqual([]);
+      expect(await after.deadLetters.replay(id)).toBe(false);
+    } finally {
+      await after.close();
     }
   });
 

@@ -43,7 +43,9 @@ describe('queue-mode options', () => {
     expect(options.queueRedisUrl).toBeUndefined();
     // 9 retries doubling from 1 s: the last one about 8.5 minutes after the first run
     const jobOptions = paymentEventJobOptions(resolvePaymentOptions({ ...BASE, processing: 'queue', redisUrl: 'redis://r:6379' }));
-    expect(jobOptions).toMatchObject({ attempts: 10, backoff: { type: 'exponential', delay: 1000 }, removeOnFail: { age: 30 * 24 * 3600 } });
+    expect(jobOptions).toMatchObject({ attempts: 10, backoff: { type: 'exponential', delay: 1000 } });
+    // never BullMQ's removal by age (the age of whichever job failed last): each job keeps its own retention
+    expect(jobOptions).toMatchObject({ removeOnFail: false, paymentDeadLetterRetentionMs: 30 * 24 * 3600 * 1000 });
     const lastRetryAfterS = Array.from({ length: 9 }, (_, i) => 2 ** i).reduce((a, b) => a + b, 0);
     expect(lastRetryAfterS).toBe(511);
   });
