@@ -6,7 +6,7 @@ import {
   type PaymentOptionsFactory,
 } from './payment.module-definition.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
-import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-options.validation.js';
+import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**

@@ -1,0 +1,97 @@
+import type { PaymentModuleOptions } from './payment-module-options.interface.js';
+
+/*
+ * The keys of what forRoot() and forRootAsync() are given: options, module extras and Nest's
+ * async-options keys. A key nothing reads (a typo, an option on the wrong side of useFactory)
+ * would silently leave a setting at its default, so each is refused with the likely key.
+ */
+
+/** Every key of `PaymentModuleOptions`: the compiler keeps this list complete. */
+const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
+  baseUrl: true, environment: true, clientId: true, clientSecret: true, webhookSecret: true, webhookPath: true,
+  webhookToleranceSeconds: true, webhookMaxBodyBytes: true, httpTimeoutMs: true, maxRetries: true, retryBaseDelayMs: true,
+  retryMaxDelayMs: true, maxRetryAfterMs: true, endpoints: true, tokenRequest: true, tokenResponse: true, responseFields: true,
+  rateLimits: true, redisUrl: true, redisKeyPrefix: true, redisTimeoutMs: true, store: true, webhookLeaseMs: true,
+  webhookRetentionMs: true, webhookShutdownTimeoutMs: true, memoryStoreMaxEntries: true, reconcile: true, processing: true,
+  queueRedisUrl: true, queueWorker: true, queueConcurrency: true, queueAttempts: true, queueBackoffMs: true,
+  queueDeadLetterRetentionMs: true, queueShutdownTimeoutMs: true, queueJobTimeoutMs: true, queueLockDurationMs: true,
+  queueMaxStalledCount: true,
+};
+
+/** The module extras (`PaymentModuleExtras`): `forRoot()` takes them off before the options are read. */
+const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', 'webhookClassDecorators', 'webhookImports', 'webhookRoute', 'readEnv']);
+
+/**
+ * A key the options do not have is a typo (`clientSecert`), a resolved field's name
+ * (`webhookSecrets`) or an extra returned by a `forRootAsync` factory: silently dropped, it
+ * would leave a setting at its default.
+ */
+export function checkUnknownKeys(explicit: PaymentModuleOptions, problems: string[]): void {
+  for (const key of Object.keys(explicit)) {
+    if (Object.hasOwn(OPTION_KEYS, key)) continue;
+    if (MODULE_EXTRA_KEYS.has(key)) {
+      problems.push(`option '${key}' shapes the module: give it to forRootAsync() beside useFactory, not in the options the factory returns`);
+      continue;
+    }
+    // forRoot() has taken its extras off already: a near miss of one (isGlobl) is suggested too
+    problems.push(`option '${key}' is unknown${likelyKey(key, [...Object.keys(OPTION_KEYS), ...MODULE_EXTRA_KEYS])}`);
+  }
+}
+
+/**
+ * The module extras given to `forRoot()` / `forRootAsync()` that are not what they must be: Nest's
+ * builder would fail on a decorator list that is no array with a bare TypeError, and a string
+ * `'false'` for `webhookRoute` would keep the route.
+ */
+export function moduleExtrasProblems(options: object): string[] {
+  const given = options as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const key of ['webhookDecorators', 'webhookClassDecorators']) {
+    const value = given[key];
+    if (value !== undefined && !(Array.isArray(value) && value.every((decorator) => typeof decorator === 'function'))) {
+      problems.push(`option '${key}' must be an array of decorators, e.g. [Public(), SkipThrottle()]`);
+    }
+  }
+  if (given.webhookImports !== undefined && !Array.isArray(given.webhookImports)) problems.push(`option 'webhookImports' must be an array of modules`);
+  for (const key of ['isGlobal', 'webhookRoute', 'readEnv']) {
+    if (given[key] !== undefined && typeof given[key] !== 'boolean') problems.push(`option '${key}' must be true or false`);
+  }
+  return problems;
+}
+
+/** What `forRootAsync()` takes besides the module extras (Nest's async-options keys). */
+const ASYNC_OPTION_KEYS = new Set(['useFactory', 'useClass', 'useExisting', 'inject', 'imports', 'provideInjectionTokensFrom']);
+
+/**
+ * The keys of a `forRootAsync()` argument that it would drop: an option that belongs in what the
+ * factory returns (`reconcile: true` beside `useFactory`), or a typo of an extra (`isGlobl`).
+ */
+export function asyncOptionKeyProblems(options: object): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(options)) {
+    if (ASYNC_OPTION_KEYS.has(key) || MODULE_EXTRA_KEYS.has(key)) continue;
+    if (Object.hasOwn(OPTION_KEYS, key)) {
+      problems.push(`option '${key}' beside useFactory is not read: return it from the factory (or useClass's createPaymentOptions())`);
+      continue;
+    }
+    problems.push(`forRootAsync() option '${key}' is unknown${likelyKey(key, [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS])}`);
+  }
+  return problems;
+}
+
+/** `; did you mean '<known>'?` for the first known key within two edits of `key` (case aside), else ''. */
+function likelyKey(key: string, known: readonly string[]): string {
+  const near = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
+  return near === undefined ? '' : `; did you mean '${near}'?`;
+}
+
+/** Levenshtein distance, for the suggestion of a misspelt key (short strings only). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
