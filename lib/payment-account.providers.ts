@@ -7,7 +7,7 @@ import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
 import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
-import type { WebhookIdempotencyOptions } from './webhooks/webhook-idempotency.interface.js';
+import type { ModuleWebhookIdempotencyDefaults } from './webhooks/webhook-idempotency.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
 import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
 import { PaymentAccountHealthProbes } from './health/payment-account-health.probes.js';
@@ -80,9 +80,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     providers.push({
       provide: PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
       inject: [PAYMENT_ACCOUNT_OPTIONS],
-      useFactory: (options: ResolvedPaymentOptions): WebhookIdempotencyOptions => ({
+      useFactory: (options: ResolvedPaymentOptions): ModuleWebhookIdempotencyDefaults => ({
         ...accountDeduplicationSettings(options),
         shutdownTimeoutMs: options.webhookShutdownTimeoutMs,
+        minRetentionMs: 2 * options.webhookToleranceSeconds * 1000,
       }),
     });
     exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);

@@ -2,9 +2,9 @@ import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@ne
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { parseWebhookEnvelope } from './payment-webhook-envelope.js';
+import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
 
@@ -20,25 +20,33 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
 @Injectable()
 export class PaymentWebhookEnvelopeGuard implements CanActivate {
   protected readonly logger = new Logger('PaymentWebhooks');
-  private readonly onAnomaly = anomalyReporter(this.logger, DEFAULT_PAYMENT_ACCOUNT);
+  /** One anomaly reporter per account the guard gives events to (see `getAccount`). */
+  private readonly anomalyReporters = new Map<string, (anomaly: WebhookEnvelopeAnomaly) => void>();
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
     try {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
-      getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request), this.getAccount(context));
+      const account = this.getAccount(context);
+      getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account)), account);
       return true;
     } catch (error) {
       throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
     }
   }
 
-  protected parse(request: PaymentWebhookRequest): AnyPaymentEvent {
+  protected parse(request: PaymentWebhookRequest, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
     // Only bytes a signature guard verified: never the request's raw body (nobody checked it,
     // as when this guard is listed first or alone) nor the adapter's parsed copy.
     const rawBody = getPaymentWebhookState(request).rawBody;
-    if (!Buffer.isBuffer(rawBody)) throw new PaymentWebhookGuardOrderError();
-    return parseWebhookEnvelope(rawBody, this.onAnomaly);
+    if (!Buffer.isBuffer(rawBody)) throw routeMisconfigured(this.logger, GUARD_ORDER_FIX);
+    return parseWebhookEnvelope(rawBody, onAnomaly);
+  }
+
+  private anomalyReporter(account: string): (anomaly: WebhookEnvelopeAnomaly) => void {
+    let report = this.anomalyReporters.get(account);
+    if (report === undefined) this.anomalyReporters.set(account, (report = anomalyReporter(this.logger, account)));
+    return report;
   }
 
   /** The account the event is given to handlers as; override with a signature guard checking another account's secrets. */
@@ -47,17 +55,7 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
   }
 }
 
-/**
- * A route that runs `PaymentWebhookEnvelopeGuard` without `PaymentWebhookSignatureGuard` before
- * it: a mistake in the app, answered 500 (Nest's default) and logged with the fix.
- */
-export class PaymentWebhookGuardOrderError extends Error {
-  override readonly name = 'PaymentWebhookGuardOrderError';
-
-  constructor() {
-    super(
-      'PaymentWebhookEnvelopeGuard found no verified body: list PaymentWebhookSignatureGuard (or a subclass) before it, ' +
-        '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard); it never reads bytes nobody verified',
-    );
-  }
-}
+/** The fix of a route that runs `PaymentWebhookEnvelopeGuard` without `PaymentWebhookSignatureGuard` before it. */
+const GUARD_ORDER_FIX =
+  'PaymentWebhookEnvelopeGuard found no verified body: list PaymentWebhookSignatureGuard (or a subclass) before it, ' +
+  '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard); it never reads bytes nobody verified';

@@ -1,5 +1,5 @@
-import { HttpException } from '@nestjs/common';
-import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookInternalError } from './payment-webhook.errors.js';
+import { HttpException, type LoggerService } from '@nestjs/common';
+import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookInternalError, WebhookRouteMisconfiguredError } from './payment-webhook.errors.js';
 
 /**
  * A `PaymentWebhookError` as a Nest `HttpException`, so the JSON body
@@ -28,4 +28,21 @@ export class PaymentWebhookHttpException extends HttpException {
 export function toWebhookHttpException(error: unknown): PaymentWebhookHttpException {
   if (error instanceof PaymentWebhookHttpException) return error;
   return new PaymentWebhookHttpException(error instanceof PaymentWebhookError ? error : new WebhookInternalError({ cause: error }));
+}
+
+/** Fixes already logged, per logger: a misconfigured route is reached by every delivery. */
+const loggedFixes = new WeakMap<object, Set<string>>();
+
+/**
+ * What a route of the app's own that cannot work answers: 500 `WEBHOOK_ROUTE_MISCONFIGURED`
+ * (the sender retries once it is fixed), with `fix` logged at `error` once per logger.
+ */
+export function routeMisconfigured(logger: LoggerService, fix: string): PaymentWebhookHttpException {
+  let logged = loggedFixes.get(logger);
+  if (logged === undefined) loggedFixes.set(logger, (logged = new Set()));
+  if (!logged.has(fix)) {
+    logged.add(fix);
+    logger.error(fix);
+  }
+  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(fix));
 }

@@ -16,9 +16,9 @@ import { describeError } from '../common/error-message.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
-import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
+import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import {
   ALREADY_PROCESSED,
   DEFAULT_COMPLETE_ATTEMPTS,
@@ -26,7 +26,7 @@ import {
   type WebhookDeduplicationSettings,
   WebhookDeduplicator,
 } from './webhook-deduplicator.js';
-import type { WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
+import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
 
@@ -37,6 +37,12 @@ interface RouteSettings {
 }
 
 const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: true });
+
+/** The fix of a route with the interceptor but neither the guards (a verified event) nor a key of its own. */
+const NO_KEY_FIX =
+  'PaymentWebhookIdempotencyInterceptor found no verified event to take the eventId from: list ' +
+  '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard) on the route (guards run before interceptors), ' +
+  'or give it a key of its own with @WebhookIdempotencyKey(...)';
 
 /**
  * Building block for a route of your own: claims the request's key in the default
@@ -114,26 +120,41 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         [handler, controller],
       );
       const merged: WebhookIdempotencyOptions = { ...this.options, ...fromRoute };
-      settings = Object.freeze({
-        key: merged.key,
-        duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse,
-        dedupe: {
-          leaseMs: merged.leaseMs ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
-          retentionMs: merged.retentionMs ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
-          completeAttempts: merged.completeAttempts ?? DEFAULT_COMPLETE_ATTEMPTS,
-          maxLeaseRenewalMs: merged.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS,
-        },
-      });
+      const dedupe = {
+        leaseMs: merged.leaseMs ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
+        retentionMs: merged.retentionMs ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,
+        completeAttempts: merged.completeAttempts ?? DEFAULT_COMPLETE_ATTEMPTS,
+        maxLeaseRenewalMs: merged.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS,
+      };
+      const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs);
+      // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
+      if (problem !== undefined) throw routeMisconfigured(this.logger, `${controller.name}.${handler.name}: ${problem}`);
+      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
     }
     return settings;
   }
 
+  /** Why a route's retention cannot work with its lease or the signature's replay window, if it cannot. */
+  private retentionProblem(leaseMs: number, retentionMs: number): string | undefined {
+    if (retentionMs < leaseMs) return `the idempotency retentionMs (${retentionMs}) must be at least its leaseMs (${leaseMs})`;
+    const minRetentionMs = (this.options as ModuleWebhookIdempotencyDefaults).minRetentionMs;
+    if (minRetentionMs !== undefined && retentionMs < minRetentionMs) {
+      return (
+        `the idempotency retentionMs (${retentionMs}) must be at least twice webhookToleranceSeconds (${minRetentionMs} ms): ` +
+        'a copy of a signed delivery passes the signature guard that long, and would run the handler again once its key is forgotten'
+      );
+    }
+    return undefined;
+  }
+
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     const settings = this.settingsFor(context);
     const request = context.switchToHttp().getRequest();
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
+    // no key function and no verified event: the guards are missing, the sender did nothing wrong
+    if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX);
     const id = settings.key ? await settings.key(request, context) : event?.eventId;
     if (typeof id !== 'string' || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
@@ -141,7 +162,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // the event's account (an envelope guard's `getAccount`): ids are unique per account only
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
-    const result = await this.deduplicator.run(key, settings.dedupe, () => this.handle(context, next, id));
+    const result = await this.deduplicator.run(key, settings.dedupe, () => {
+      // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
+      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = true;
+      return this.handle(context, next, id);
+    });
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
   }
 

@@ -25,6 +25,7 @@ export const PaymentWebhookErrorCode = {
   BAD_REQUEST: 'WEBHOOK_BAD_REQUEST',
   UNKNOWN_ACCOUNT: 'WEBHOOK_UNKNOWN_ACCOUNT',
   INTERNAL_ERROR: 'WEBHOOK_INTERNAL_ERROR',
+  ROUTE_MISCONFIGURED: 'WEBHOOK_ROUTE_MISCONFIGURED',
 } as const;
 
 /** @publicApi */
@@ -268,5 +269,18 @@ export class WebhookInternalError extends PaymentWebhookError {
   override readonly name = 'WebhookInternalError';
   constructor(options?: { cause?: unknown }) {
     super(PaymentWebhookErrorCode.INTERNAL_ERROR, 500, 'Internal error while receiving the webhook; it was not processed, retry later', options);
+  }
+}
+
+/**
+ * A route of the app's own whose building blocks cannot work together (the envelope guard without
+ * the signature guard before it, the interceptor without a key, the receiver behind the
+ * interceptor, ...): a fault of the app, never of the sender. Answered 500 (the service retries
+ * once it is fixed); `fix` says what to change and is logged, not answered.
+ */
+export class WebhookRouteMisconfiguredError extends PaymentWebhookError {
+  override readonly name = 'WebhookRouteMisconfiguredError';
+  constructor(readonly fix: string) {
+    super(PaymentWebhookErrorCode.ROUTE_MISCONFIGURED, 500, 'The webhook route is misconfigured; the event was not processed (see the application log)');
   }
 }

@@ -5,13 +5,13 @@ import type { ResolvedPaymentOptions } from '../config/payment-module-options.in
 import { PaymentEventDispatcher, prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
 import { PaymentEventReconciliationError } from '../events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
+import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
-import { PaymentWebhookHttpException, toWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured, toWebhookHttpException } from './payment-webhook-http.exception.js';
 import { type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
@@ -37,6 +37,11 @@ export interface PaymentWebhookAck {
   queued?: true;
 }
 
+
+/** The fix of a host route that runs `PaymentWebhookIdempotencyInterceptor` around `PaymentWebhookReceiver`. */
+const RECEIVER_BEHIND_INTERCEPTOR_FIX =
+  'PaymentWebhookReceiver verifies and deduplicates by itself: remove PaymentWebhookIdempotencyInterceptor (and the ' +
+  'signature and envelope guards) from the route that calls receive(); with both, every delivery found its own claim held';
 
 /** The `environment` value of live events; sandbox events use any other value. */
 const LIVE_EVENT_ENVIRONMENT = 'production';
@@ -86,6 +91,8 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     const startedAt = performance.now();
     let event: AnyPaymentEvent;
     try {
+      // the interceptor holds this event's key: claiming it again here would find it held (409 for good)
+      if (request[PAYMENT_WEBHOOK_REQUEST_STATE]?.claimedByInterceptor) throw routeMisconfigured(this.logger, RECEIVER_BEHIND_INTERCEPTOR_FIX);
       event = this.verifier.verify(request);
     } catch (error) {
       return Promise.reject(this.telemetry.rejected(toWebhookHttpException(error), startedAt));

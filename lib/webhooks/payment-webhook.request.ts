@@ -23,6 +23,8 @@ export interface PaymentWebhookRequestState {
   rawBody?: Buffer;
   verification?: WebhookSignatureVerification;
   event?: AnyPaymentEvent;
+  /** Set by `PaymentWebhookIdempotencyInterceptor` once it holds the request's key. */
+  claimedByInterceptor?: true;
 }
 
 export function getPaymentWebhookState(request: PaymentWebhookRequest): PaymentWebhookRequestState {

@@ -43,3 +43,15 @@ export interface WebhookIdempotencyOptions {
    */
   shutdownTimeoutMs?: number;
 }
+
+/**
+ * The module's defaults for the interceptor (`PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS`): the settings,
+ * and the shortest retention the default account's signature check allows.
+ */
+export interface ModuleWebhookIdempotencyDefaults extends WebhookIdempotencyOptions {
+  /**
+   * Twice the signature tolerance: a copy of a signed delivery passes the signature guard that
+   * long, so its key must be remembered at least that long or the copy runs the handler again.
+   */
+  minRetentionMs?: number;
+}

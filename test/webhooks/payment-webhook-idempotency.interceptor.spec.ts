@@ -187,13 +187,17 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     }
   });
 
-  it('answers 400 without a key', async () => {
+  it('answers 400 when the route\'s key function finds no key; without guards or a key function the route is misconfigured (500, not the sender\'s fault)', async () => {
     const next = handler(async () => ({ received: true }));
-    expect(await status(run(interceptor, context('verified', { headers: {} }), next))).toEqual({
+    expect(await status(run(interceptor, context('custom', { headers: {}, body: {} }), next))).toEqual({
       status: 400,
       code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING',
     });
-    expect(await status(run(interceptor, context('custom', { headers: {}, body: {} }), next))).toMatchObject({ status: 400 });
+    // no verified event (the guards are missing) and no key function: was a silent 400 blaming the sender
+    expect(await status(run(interceptor, context('verified', { headers: {} }), next))).toEqual({
+      status: 500,
+      code: 'WEBHOOK_ROUTE_MISCONFIGURED',
+    });
   });
 
   it("uses the route's @WebhookIdempotencyKey, in a namespace apart from the service's event ids", async () => {

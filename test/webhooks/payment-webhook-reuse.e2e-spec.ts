@@ -1,6 +1,9 @@
 import 'reflect-metadata';
 import { BadRequestException, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
+import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
+import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
@@ -32,6 +35,42 @@ class PartnerCallbackController {
   }
 }
 
+// Routes assembled so they cannot work: each answers 500 WEBHOOK_ROUTE_MISCONFIGURED (the app's
+// fault, logged with the fix), never an answer that blames the sender or holds the event forever.
+@Controller('mistakes')
+class MisassembledController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  // the receiver deduplicates by itself: behind the interceptor it found its own claim held (409 for good)
+  @Post('receiver-behind-interceptor')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  stacked(@Req() request: PaymentWebhookRequest) {
+    return this.receiver.receive(request);
+  }
+
+  // no guards, no key of its own: was a silent 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING on every delivery
+  @Post('interceptor-without-guards')
+  @HttpCode(200)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  unguarded() {
+    effects.push('unguarded');
+    return { ok: true };
+  }
+
+  // a copy of a signed delivery passes the guard for twice the tolerance: a key kept 1 s ran it again
+  @Post('short-retention')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id, { retentionMs: 1000, leaseMs: 1000 })
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  shortRetention() {
+    effects.push('short');
+    return { ok: true };
+  }
+}
+
 // The guard's hooks are protected so a host can change one step: here the secret comes from elsewhere.
 @Injectable()
 class VaultSecretGuard extends PaymentWebhookSignatureGuard {
@@ -54,7 +93,7 @@ class VaultController {
 describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a host route (%s)', (adapter) => {
   let w: WebhookApp;
   beforeAll(async () => {
-    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController, VaultController], extraProviders: [VaultSecretGuard] });
+    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController, VaultController, MisassembledController], extraProviders: [VaultSecretGuard] });
   });
   afterAll(async () => {
     await w?.close();
@@ -70,6 +109,19 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
       ...(opts.signature ? { signature: opts.signature } : {}),
       headers: { 'x-delivery-id': opts.header ?? id ?? '' },
     });
+
+  it('a route whose building blocks cannot work together answers 500 WEBHOOK_ROUTE_MISCONFIGURED and runs nothing', async () => {
+    const misconfigured = { status: 500, json: { code: 'WEBHOOK_ROUTE_MISCONFIGURED' } };
+    const event = envelope();
+    for (const path of ['mistakes/receiver-behind-interceptor', 'mistakes/interceptor-without-guards']) {
+      expect(await postWebhook(w.url, event, { path })).toMatchObject(misconfigured);
+      // the same on the service's retry: nothing ran, nothing holds the event
+      expect(await postWebhook(w.url, event, { path })).toMatchObject(misconfigured);
+    }
+    expect(await postWebhook(w.url, { id: 'short-1' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
+    expect(effects).toEqual([]);
+    expect(w.handlers.count('payment.*', String(event.eventId))).toBe(0);
+  });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
     expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true } });

@@ -151,13 +151,34 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     });
   });
 
-  it('never parses bytes no signature guard verified (listed first, or alone): an error naming the fix', () => {
+  it("reports envelope anomalies under the account the guard gives the event to (a subclass's getAccount)", () => {
+    class EuEnvelopeGuard extends PaymentWebhookEnvelopeGuard {
+      protected override getAccount(): string {
+        return 'eu';
+      }
+    }
+    const guard = new EuEnvelopeGuard();
+    const warned: string[] = [];
+    Object.defineProperty(guard, 'logger', { value: { warn: (message: string) => warned.push(message) } });
+    const { apiVersion: _left, ...withoutApiVersion } = envelope();
+    const request = signedRequest(withoutApiVersion);
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+    expect(guard.canActivate(context(request))).toBe(true);
+    expect(getVerifiedPaymentWebhookEvent(request)?.account).toBe('eu');
+    // was "of account default"
+    expect(warned).toEqual([expect.stringContaining('A signed webhook of account eu arrived without apiVersion')]);
+  });
+
+  it('never parses bytes no signature guard verified (listed first, or alone): a 500 with a code, the fix logged once', () => {
     // a well-formed, signed envelope: only the guard order is wrong
     const request = signedRequest(envelope());
-    expect(() => new PaymentWebhookEnvelopeGuard().canActivate(context(request))).toThrow(
-      /found no verified body: list PaymentWebhookSignatureGuard \(or a subclass\) before it/,
-    );
+    const guard = new PaymentWebhookEnvelopeGuard();
+    const logged: string[] = [];
+    Object.defineProperty(guard, 'logger', { value: { error: (message: string) => logged.push(message) } });
+    // a 500 with the webhook body, as every refusal (it was a plain Error: Nest's bare 500, no code)
+    expect(rejection(() => guard.canActivate(context(request)))).toEqual({ status: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
     expect(getVerifiedPaymentWebhookEvent(request)).toBeUndefined();
-    expect(() => new PaymentWebhookEnvelopeGuard().canActivate(context({ headers: {} }))).toThrow(/found no verified body/);
+    expect(rejection(() => guard.canActivate(context({ headers: {} })))).toEqual({ status: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
+    expect(logged).toEqual([expect.stringMatching(/found no verified body: list PaymentWebhookSignatureGuard \(or a subclass\) before it/)]);
   });
 });
