@@ -88,6 +88,16 @@ export function rewrittenAnswer(fault: SimulatorFault, handled: SimulatorAnswer,
 
 function checkRewrite(result: unknown): SimulatorRewrittenAnswer {
   if (result === undefined) return {};
+  if (typeof (result as { then?: unknown } | null)?.then === 'function') {
+    // The answer goes out now, not when an async rewrite settles: its result would be ignored
+    // and a rejection left unhandled (which can end the process), so it is observed and refused.
+    try {
+      (result as PromiseLike<unknown>).then(undefined, () => undefined);
+    } catch {
+      // a thenable whose then() throws has nothing left to observe
+    }
+    throw new TypeError('rewrite must be synchronous: return { body?, status? } or nothing, not a Promise (is it an async function?)');
+  }
   if (result === null || typeof result !== 'object' || Array.isArray(result)) {
     throw new TypeError(`return { body?, status? } or nothing, not ${JSON.stringify(result)}`);
   }

@@ -248,7 +248,8 @@ export interface SimulatorRewrittenAnswer {
  * of the real JSON body: build a new one and return it as `{ body }`, or change the copy
  * in place and return nothing. `request` is the request as logged in `sim.requests`.
  * A rewrite that throws or returns anything but `{ body?, status? }` makes the answer a
- * 500 `INTERNAL_ERROR` whose message names the problem.
+ * 500 `INTERNAL_ERROR` whose message names the problem. It must be synchronous: a Promise
+ * (an `async` rewrite) is such a 500 too, and its rejection is ignored.
  * @publicApi
  */
 export type SimulatorRewrite = (

@@ -142,6 +142,26 @@ describe("PaymentServiceSimulator 'rewrite' faults", () => {
     expect((await create()).status).toBe(200);
   });
 
+  it('answers 500 naming the problem for an async rewrite, and leaves no unhandled rejection behind', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const asyncRewrites: Array<() => Promise<unknown>> = [async () => ({ status: 503 }), async () => Promise.reject(new Error('async boom'))];
+      for (const rewrite of asyncRewrites) {
+        sim.injectFault({ path: '/payments/gateways', kind: 'rewrite', rewrite: rewrite as never });
+        const r = await simCall(sim, 'GET', '/payments/gateways', { token });
+        expect({ status: r.status, code: r.body.code }).toEqual({ status: 500, code: 'INTERNAL_ERROR' });
+        expect(r.body.message).toMatch(/rewrite must be synchronous/);
+      }
+      // a rejection nobody handles is reported after the microtasks of its turn
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('refuses a rewrite fault without a function, and a function on another kind', () => {
     expect(() => sim.injectFault({ kind: 'rewrite' })).toThrow(TypeError);
     expect(() => sim.injectFault({ kind: 'status', status: 500, rewrite: () => ({}) })).toThrow(/only applies to kind 'rewrite'/);
