@@ -156,6 +156,8 @@ export class SimulatorWebhookDeliverer {
     this.stopped = true;
     for (const entry of this.entries.values()) {
       if (UNFINISHED_STATES.has(entry.state.state)) entry.state.state = 'cancelled';
+      // its timer is cleared below: a failed re-trigger after start() must not count on that retry
+      entry.retryArmed = false;
     }
     for (const { reject } of this.pendingRetriggers) reject(new Error('The simulator was stopped before the re-trigger was sent'));
     this.pendingRetriggers.clear();

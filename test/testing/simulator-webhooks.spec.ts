@@ -369,6 +369,18 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(sim.deliveries.find((d) => d.eventId === cancelled.eventId)!.state).toBe('delivered');
   });
 
+  it('a failed re-trigger after stop() / start() is abandoned: the retry stop() cancelled is not waited for', async () => {
+    await setup({ webhookTimeScale: 1 }); // the first retry 5 real minutes later: only stop() ends it
+    receiver.respond = () => 500;
+    const { eventId } = sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_1' });
+    await waitUntil(() => sim.deliveries[0]?.state === 'retry-scheduled');
+    await sim.stop();
+    await sim.start();
+    await expect(sim.retrigger(eventId)).resolves.toMatchObject({ attempt: 7, status: 500 });
+    expect(sim.deliveries[0]).toMatchObject({ state: 'abandoned', attempts: 1 });
+    await sim.waitForDeliveries({ timeoutMs: 1_000 });
+  });
+
   it('an event emitted while stopped (a payment settled by the test meanwhile) is cancelled, not queued for ever; re-triggerable after start()', async () => {
     await setup();
     const trxId = await createPayment();
