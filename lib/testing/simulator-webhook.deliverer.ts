@@ -108,6 +108,12 @@ export class SimulatorWebhookDeliverer {
       entry.state.state = 'no-url';
       return;
     }
+    if (this.stopped) {
+      // before the out-of-order hold: a held event would go out after a restart, and an
+      // event emitted while stopped is `cancelled` like the deliveries stop() ended
+      entry.state.state = 'cancelled';
+      return;
+    }
     const holdable = /\.(created|pending)$/.test(envelope.eventType);
     if (this.faults.outOfOrder && holdable) {
       entry.state.state = 'held';
@@ -209,8 +215,8 @@ export class SimulatorWebhookDeliverer {
 
   private push(merchantId: number, job: Job): void {
     if (this.stopped) {
-      // emitted while stopped (a payment settled by the test meanwhile): like the deliveries
-      // stop() ended, `cancelled`, not a `queued` that no restart would ever send
+      // nothing is sent while stopped (enqueue() cancels new events itself): `cancelled`, not
+      // a `queued` that no restart would ever send
       const entry = this.entries.get(job.eventId);
       if (entry && UNFINISHED_STATES.has(entry.state.state)) entry.state.state = 'cancelled';
       return;

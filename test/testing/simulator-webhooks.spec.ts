@@ -394,6 +394,19 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(receiver.types).toEqual(['payment.created', 'payment.succeeded']);
   });
 
+  it('out of order, a .created event emitted while stopped is cancelled too, not held and sent after start()', async () => {
+    await setup();
+    sim.setDeliveryFaults({ outOfOrder: true });
+    await sim.stop();
+    const { eventId } = sim.sendEvent(1, 'payment.created', { trxId: 'trx_stopped' });
+    expect(sim.deliveries[0]).toMatchObject({ eventId, state: 'cancelled' });
+    await sim.start();
+    sim.sendEvent(1, 'dispute.created', { trxId: 'trx_other' }); // held events would be released with it
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['dispute.created']);
+    expect(sim.deliveries[0]!.state).toBe('cancelled');
+  });
+
   it('sendEvent: copies what it is given and what it returns; out of order, its events group by resource like the simulator\'s own', async () => {
     await setup();
     sim.setDeliveryFaults({ outOfOrder: true });
