@@ -259,7 +259,11 @@ export class PaymentServiceSimulator {
     this.state.scripts.queueRefundFailure(failureReason);
   }
 
-  /** The next payout fails after acceptance (`FAILED`, `payout.failed`, balance restored). */
+  /**
+   * The next payout, of any merchant, fails after acceptance (`FAILED`, `payout.failed`, balance
+   * restored). One that needs approval takes the script too and fails when approved; rejected, it
+   * fails with the rejection's reason and the script is used up.
+   */
   scriptNextPayoutFailure(failureReason = 'Recipient account closed'): void {
     this.state.scripts.queuePayoutFailure(failureReason);
   }
@@ -273,7 +277,7 @@ export class PaymentServiceSimulator {
     this.paymentsHandler.complete(trxId, status, reason);
   }
 
-  /** Approves a payout waiting for approval (`payout.succeeded`). */
+  /** Approves a payout waiting for approval (`payout.succeeded`; `payout.failed` if it took `scriptNextPayoutFailure`). */
   approvePayout(payoutUid: string): void {
     this.payoutsHandler.approve(payoutUid);
   }

@@ -27,6 +27,9 @@ const RECIPIENT_DESTINATIONS = ['account_number', 'iban', 'phone', 'email', 'wal
  * after the answer; with approval it waits for `approve()` / `reject()`.
  */
 export class SimulatorPayoutsHandler {
+  /** Scripted failures taken by payouts waiting for approval: they fail when approved. */
+  private readonly failOnApproval = new Map<string, string>();
+
   constructor(
     private readonly state: SimulatorState,
     private readonly clock: SimulatorClock,
@@ -69,11 +72,13 @@ export class SimulatorPayoutsHandler {
     // The answer shows the payout as accepted; without approval it settles right after.
     const answer = success(approval ? 202 : 201, payoutWire(payout));
     this.publish(payout, 'payout.created');
-    if (!approval) {
-      const failureReason = this.state.scripts.takePayoutFailure();
-      if (failureReason !== undefined) this.fail(payout, failureReason);
-      else this.succeed(payout);
-    }
+    // the next payout takes a scripted failure whatever its approval: it must not skip to a
+    // later payout, maybe another merchant's
+    const failureReason = this.state.scripts.takePayoutFailure();
+    if (approval) {
+      if (failureReason !== undefined) this.failOnApproval.set(payout.payoutUid, failureReason);
+    } else if (failureReason !== undefined) this.fail(payout, failureReason);
+    else this.succeed(payout);
     return answer;
   }
 
@@ -82,14 +87,20 @@ export class SimulatorPayoutsHandler {
     return success(200, payoutWire(ownedBy(this.state.payouts.get(payoutUid), merchant.settings.merchantId, 'PAY_3002')));
   }
 
-  /** Approves a payout waiting for approval (`payout.succeeded`). */
+  /** Approves a payout waiting for approval (`payout.succeeded`, or `payout.failed` when it took a scripted failure). */
   approve(payoutUid: string): void {
-    this.succeed(this.awaitingApproval(payoutUid));
+    const p = this.awaitingApproval(payoutUid);
+    const scripted = this.failOnApproval.get(payoutUid);
+    this.failOnApproval.delete(payoutUid);
+    if (scripted !== undefined) this.fail(p, scripted);
+    else this.succeed(p);
   }
 
-  /** Rejects a payout waiting for approval (`payout.failed`, amount back in the wallet). */
+  /** Rejects a payout waiting for approval (`payout.failed`, amount back in the wallet); a scripted failure it took is dropped. */
   reject(payoutUid: string, failureReason: string): void {
-    this.fail(this.awaitingApproval(payoutUid), failureReason);
+    const p = this.awaitingApproval(payoutUid);
+    this.failOnApproval.delete(payoutUid);
+    this.fail(p, failureReason);
   }
 
   private awaitingApproval(payoutUid: string): SimulatedPayout {

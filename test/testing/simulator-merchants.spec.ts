@@ -127,6 +127,28 @@ describe('PaymentServiceSimulator with several merchants', () => {
     expect([sim.walletBalance(1), sim.walletBalance(2)]).toEqual(['1000.00000000', '960.00000000']);
   });
 
+  it('a scripted payout failure goes to the next payout even when it awaits approval (it fails when approved), never to a later one', async () => {
+    await start([{ ...A, payoutApprovalRequired: true }, B]);
+    const payout = async (m: SimulatedMerchant) =>
+      (await simCall(sim, 'POST', '/payout', { token: await tokenOf(sim, m), body: { amount: '10', currency: 'USD', recipient: { iban: 'GB00' } } })).body.data.payoutUid as string;
+    sim.scriptNextPayoutFailure('scripted for A');
+    const approved = await payout(A);
+    const other = await payout(B);
+    expect(sim.payouts.map((p) => [p.merchantId, p.status])).toEqual([[1, 'PENDING_APPROVAL'], [2, 'SUCCESS']]);
+    sim.approvePayout(approved);
+    expect(sim.payouts.find((p) => p.payoutUid === approved)).toMatchObject({ status: 'FAILED', failureReason: 'scripted for A' });
+    expect(sim.payouts.find((p) => p.payoutUid === other)?.failureReason).toBeUndefined();
+    expect([sim.walletBalance(1), sim.walletBalance(2)]).toEqual(['1000.00000000', '990.00000000']);
+
+    // rejected instead: the rejection's reason, and the script is used up with it
+    sim.scriptNextPayoutFailure('scripted again');
+    const rejected = await payout(A);
+    sim.rejectPayout(rejected, 'compliance');
+    const next = await payout(A);
+    sim.approvePayout(next);
+    expect(sim.payouts.slice(-2).map((p) => [p.status, p.failureReason])).toEqual([['FAILED', 'compliance'], ['SUCCESS', undefined]]);
+  });
+
   it("delivers each merchant's events to its own URL only, signed with its own secret", async () => {
     const [ra, rb, rc] = [await receiver(), await receiver(), await receiver()];
     await start([
