@@ -1,0 +1,16 @@
+/** `; did you mean '<known>'?` for the first known key within two edits of `key` (case aside), else ''. */
+export function likelyKey(key: string, known: readonly string[]): string {
+  const near = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
+  return near === undefined ? '' : `; did you mean '${near}'?`;
+}
+
+/** Levenshtein distance, for the suggestion of a misspelt key (short strings only). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
