@@ -1,4 +1,14 @@
-import { PAYMENT_OUTCOMES, type PaymentServiceSimulatorOptions, type SimulatorDeliveryFaults, type SimulatorFault } from './simulator.types.js';
+import { isRecord } from '../common/is-record.util.js';
+import { likelyKey } from '../common/likely-key.util.js';
+import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
+import {
+  PAYMENT_OUTCOMES,
+  type PaymentServiceSimulatorOptions,
+  type SimulatedMerchant,
+  type SimulatedSubaccount,
+  type SimulatorDeliveryFaults,
+  type SimulatorFault,
+} from './simulator.types.js';
 
 const HTTP_METHODS: readonly string[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -12,27 +22,96 @@ const RATE_LIMIT_KEYS = ['tokenPerMinute', 'createPaymentPerMinute', 'readsPerMi
 const MODES = ['sandbox', 'live'];
 const FAULT_KINDS = ['status', 'reset', 'stall', 'rewrite', 'trickle'];
 
-/** Throws a `TypeError` naming the first bad constructor option. */
+// Every key of each input: the compiler keeps these lists complete when a field is added.
+const OPTION_KEYS: Record<keyof PaymentServiceSimulatorOptions, true> = {
+  merchants: true, now: true, signatureClock: true, webhookTimeScale: true, deliveryTimeoutMs: true, rateLimits: true,
+  defaultOutcome: true, confirmationDelayMs: true, paymentSessionTtlMs: true, maxBodyBytes: true, host: true, port: true,
+};
+const MERCHANT_KEYS: Record<keyof SimulatedMerchant, true> = {
+  merchantId: true, clientId: true, clientSecret: true, webhookSecret: true, mode: true, webhookUrl: true,
+  walletBalance: true, active: true, payoutApprovalRequired: true, subaccounts: true,
+};
+const SUBACCOUNT_KEYS: Record<keyof SimulatedSubaccount, true> = { subaccountId: true, autoPayout: true, failPayouts: true };
+
+/** The longest delay a Node timer keeps: a longer one fires at once (with a TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** How each number option is bounded: a delay must be a timer Node can keep. */
+const NUMBER_OPTIONS: ReadonlyArray<[keyof PaymentServiceSimulatorOptions, { min: number; max: number; integer?: boolean; unit: string }]> = [
+  // the longest retry (24 h) scaled must still be a timer Node keeps
+  ['webhookTimeScale', { min: 0, max: Math.floor((MAX_TIMER_MS / Math.max(...SPEC_RETRY_DELAYS_MS)) * 1000) / 1000, unit: 'factor' }],
+  // a time-out of 0 would fail every delivery before the receiver could answer
+  ['deliveryTimeoutMs', { min: 1, max: MAX_TIMER_MS, unit: 'number of ms' }],
+  ['confirmationDelayMs', { min: 0, max: MAX_TIMER_MS, unit: 'number of ms' }],
+  ['paymentSessionTtlMs', { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'number of ms' }],
+  ['maxBodyBytes', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, unit: 'whole number of bytes' }],
+  ['port', { min: 0, max: 65535, integer: true, unit: 'port number' }],
+];
+
+/** Throws a `TypeError` (or `RangeError`) naming the first bad constructor option. */
 export function assertSimulatorOptions(options: PaymentServiceSimulatorOptions): void {
-  const limits = options.rateLimits;
-  if (limits !== undefined && typeof limits !== 'boolean') {
-    for (const [key, value] of Object.entries(limits)) {
-      if (value === undefined) continue;
-      if (!RATE_LIMIT_KEYS.includes(key)) throw new TypeError(`rateLimits.${key} is unknown; known: ${RATE_LIMIT_KEYS.join(', ')}`);
-      if (!Number.isInteger(value) || (value as number) < 1) {
-        throw new TypeError(`rateLimits.${key} must be a whole number of requests per minute, at least 1 (leave it out for the spec's value)`);
-      }
+  if (!isRecord(options as unknown)) throw new TypeError(`PaymentServiceSimulator options must be an object (not ${show(options)})`);
+  assertKnownKeys('PaymentServiceSimulator option', options, OPTION_KEYS);
+  for (const key of ['now', 'signatureClock'] as const) {
+    if (options[key] !== undefined && typeof options[key] !== 'function') throw new TypeError(`PaymentServiceSimulator option '${key}' must be a function returning ms`);
+  }
+  for (const [key, { min, max, integer, unit }] of NUMBER_OPTIONS) {
+    const value = options[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number') throw new TypeError(`PaymentServiceSimulator option '${key}' must be a ${unit} (not ${show(value)})`);
+    if (!(value >= min && value <= max) || (integer && !Number.isInteger(value))) {
+      throw new RangeError(`PaymentServiceSimulator option '${key}' must be a ${unit} from ${min} to ${max} (not ${value})`);
     }
   }
+  assertRateLimits(options.rateLimits);
   if (options.defaultOutcome !== undefined && !PAYMENT_OUTCOMES.includes(options.defaultOutcome)) {
     throw new TypeError(`defaultOutcome ${JSON.stringify(options.defaultOutcome)} is unknown; known: ${PAYMENT_OUTCOMES.join(', ')}`);
   }
-  for (const merchant of options.merchants ?? []) {
-    if (!MODES.includes(merchant.mode)) {
-      throw new TypeError(`merchant ${merchant.merchantId}: mode must be 'sandbox' or 'live' (not ${JSON.stringify(merchant.mode)})`);
-    }
-    if (merchant.webhookUrl !== undefined) assertWebhookUrl(merchant.webhookUrl);
+  if (options.merchants !== undefined && !Array.isArray(options.merchants)) throw new TypeError("PaymentServiceSimulator option 'merchants' must be an array");
+  options.merchants?.forEach(assertMerchant);
+}
+
+function assertRateLimits(limits: PaymentServiceSimulatorOptions['rateLimits']): void {
+  if (limits === undefined || typeof limits === 'boolean') return;
+  if (!isRecord(limits)) {
+    throw new TypeError(`PaymentServiceSimulator option 'rateLimits' must be true, false or an object of per-minute limits (not ${show(limits)})`);
   }
+  for (const [key, value] of Object.entries(limits)) {
+    if (value === undefined) continue;
+    if (!RATE_LIMIT_KEYS.includes(key)) throw new TypeError(`rateLimits.${key} is unknown${likelyKey(key, RATE_LIMIT_KEYS) || `; known: ${RATE_LIMIT_KEYS.join(', ')}`}`);
+    if (!Number.isInteger(value) || (value as number) < 1) {
+      throw new TypeError(`rateLimits.${key} must be a whole number of requests per minute, at least 1 (leave it out for the spec's value)`);
+    }
+  }
+}
+
+function assertMerchant(merchant: SimulatedMerchant, index: number): void {
+  const at = `merchants[${index}]`;
+  if (!isRecord(merchant as unknown)) throw new TypeError(`${at} must be an object (not ${show(merchant)})`);
+  assertKnownKeys(`${at}: key`, merchant, MERCHANT_KEYS);
+  if (!Number.isSafeInteger(merchant.merchantId)) throw new TypeError(`${at}: merchantId must be a whole number (not ${show(merchant.merchantId)})`);
+  for (const key of ['clientId', 'clientSecret', 'webhookSecret'] as const) {
+    if (typeof merchant[key] !== 'string' || merchant[key] === '') throw new TypeError(`merchant ${merchant.merchantId}: ${key} must be a non-empty string`);
+  }
+  if (!MODES.includes(merchant.mode)) {
+    throw new TypeError(`merchant ${merchant.merchantId}: mode must be 'sandbox' or 'live' (not ${JSON.stringify(merchant.mode)})`);
+  }
+  // `payoutApprovalRequired: 'true'` would be read as false
+  for (const key of ['active', 'payoutApprovalRequired'] as const) {
+    if (merchant[key] !== undefined && typeof merchant[key] !== 'boolean') throw new TypeError(`merchant ${merchant.merchantId}: ${key} must be true or false (not ${show(merchant[key])})`);
+  }
+  if (merchant.webhookUrl !== undefined) assertWebhookUrl(merchant.webhookUrl);
+  if (merchant.subaccounts === undefined) return;
+  if (!Array.isArray(merchant.subaccounts)) throw new TypeError(`merchant ${merchant.merchantId}: subaccounts must be an array`);
+  merchant.subaccounts.forEach((subaccount, i) => {
+    const sub = `merchant ${merchant.merchantId}: subaccounts[${i}]`;
+    if (!isRecord(subaccount as unknown)) throw new TypeError(`${sub} must be an object (not ${show(subaccount)})`);
+    assertKnownKeys(`${sub}: key`, subaccount, SUBACCOUNT_KEYS);
+    if (typeof subaccount.subaccountId !== 'string' || subaccount.subaccountId === '') throw new TypeError(`${sub}: subaccountId must be a non-empty string`);
+    for (const key of ['autoPayout', 'failPayouts'] as const) {
+      if (subaccount[key] !== undefined && typeof subaccount[key] !== 'boolean') throw new TypeError(`${sub}: ${key} must be true or false (not ${show(subaccount[key])})`);
+    }
+  });
 }
 
 /** An absolute http(s) URL: a URL without its scheme would only fail six deliveries later. */
@@ -85,5 +164,23 @@ export function assertDeliveryFaults(faults: SimulatorDeliveryFaults): void {
       default:
         throw new TypeError(`setDeliveryFaults: unknown switch ${JSON.stringify(key)}; known: duplicate, concurrentDuplicates, outOfOrder, wrongSecret`);
     }
+  }
+}
+
+function assertKnownKeys(what: string, value: object, known: Record<string, true>): void {
+  for (const key of Object.keys(value)) {
+    if (!Object.hasOwn(known, key)) throw new TypeError(`${what} '${key}' is unknown${likelyKey(key, Object.keys(known))}`);
+  }
+}
+
+/** A value as an error message shows it: `Infinity`, `undefined` and a RegExp too, which JSON cannot. */
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (value === null || typeof value !== 'object' || value instanceof RegExp) return String(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
   }
 }

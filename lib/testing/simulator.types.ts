@@ -89,7 +89,11 @@ export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = Object.freeze([
   'no-api-refund',
 ]);
 
-/** Options of `new PaymentServiceSimulator()`. @publicApi */
+/**
+ * Options of `new PaymentServiceSimulator()`. An unknown key (here, in a merchant or a subaccount)
+ * throws a `TypeError` naming the likely key; a number out of its range a `RangeError`.
+ * @publicApi
+ */
 export interface PaymentServiceSimulatorOptions {
   /** @default one sandbox merchant: id 1, `sandbox-client` / `sandbox-secret`, webhook secret `whsec_sandbox`, wallet 1000 */
   merchants?: SimulatedMerchant[];
@@ -101,9 +105,12 @@ export interface PaymentServiceSimulatorOptions {
    * @default Date.now
    */
   signatureClock?: () => number;
-  /** Multiplies the webhook retry delays (5 min, 15 min, 1 h, 4 h, 24 h); real timers. @default 1e-5 (5 min → 3 ms) */
+  /**
+   * Multiplies the webhook retry delays (5 min, 15 min, 1 h, 4 h, 24 h); real timers. From 0 to 24.855:
+   * the 24 h retry must fit a Node timer (2^31−1 ms). @default 1e-5 (5 min → 3 ms)
+   */
   webhookTimeScale?: number;
-  /** Time-out of one webhook delivery request, in ms. @default 5000 */
+  /** Time-out of one webhook delivery request, in ms, from 1 to 2^31−1. @default 5000 */
   deliveryTimeoutMs?: number;
   /**
    * `true` = the service's limits per minute: 10 token calls per IP, 30 payment creations
@@ -113,7 +120,7 @@ export interface PaymentServiceSimulatorOptions {
   rateLimits?: boolean | Partial<SimulatorRateLimits>;
   /** Fate of payments with no script. @default 'manual' */
   defaultOutcome?: PaymentOutcome;
-  /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed. @default 20 */
+  /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed, from 0 to 2^31−1. @default 20 */
   confirmationDelayMs?: number;
   /**
    * Simulator-clock ms after which a `manual` payment still `PENDING` expires

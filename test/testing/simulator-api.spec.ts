@@ -52,6 +52,35 @@ describe('PaymentServiceSimulator API', () => {
     expect(sim.payments[0].status).toBe('PENDING');
   });
 
+  it('refuses unknown option and merchant keys with the likely key, and numbers no timer can keep', () => {
+    const create = (options: object) => () => new PaymentServiceSimulator(options as never);
+    expect(create({ defaultOutcomes: 'succeed' })).toThrow(/option 'defaultOutcomes' is unknown; did you mean 'defaultOutcome'\?/);
+    expect(create({ rateLimit: false })).toThrow(/option 'rateLimit' is unknown; did you mean 'rateLimits'\?/);
+    expect(create({ merchants: [{ ...SANDBOX, payoutApprovalRequierd: true }] })).toThrow(/merchants\[0\]: key 'payoutApprovalRequierd' is unknown; did you mean 'payoutApprovalRequired'\?/);
+    expect(create({ merchants: [{ ...SANDBOX, subaccounts: [{ subaccountId: 's', autopayout: false }] }] })).toThrow(/key 'autopayout' is unknown; did you mean 'autoPayout'\?/);
+    expect(create({ merchants: [{ ...SANDBOX, payoutApprovalRequired: 'true' }] })).toThrow(/payoutApprovalRequired must be true or false/);
+    for (const [option, value] of [
+      ['webhookTimeScale', -1],
+      ['webhookTimeScale', 30], // the 24 h retry would overflow a timer
+      ['deliveryTimeoutMs', 0],
+      ['deliveryTimeoutMs', Infinity],
+      ['deliveryTimeoutMs', 2 ** 31],
+      ['confirmationDelayMs', Number.NaN],
+      ['paymentSessionTtlMs', -1],
+      ['maxBodyBytes', 1.5],
+      ['port', 70000],
+    ] as const) {
+      expect(create({ [option]: value })).toThrow(RangeError);
+      expect(create({ [option]: value })).toThrow(new RegExp(`option '${option}' must be`));
+    }
+    expect(create({ confirmationDelayMs: '20' })).toThrow(TypeError);
+    expect(create({ rateLimits: null })).toThrow(/option 'rateLimits' must be true, false or an object of per-minute limits \(not null\)/);
+    expect(create({ rateLimits: 'off' })).toThrow(/option 'rateLimits' must be/);
+    expect(create({ now: 0 })).toThrow(/option 'now' must be a function/);
+    // the bounds themselves are fine
+    expect(create({ webhookTimeScale: 0, deliveryTimeoutMs: 2 ** 31 - 1, confirmationDelayMs: 0, port: 0 })).not.toThrow();
+  });
+
   it('a rate limit given as undefined keeps the spec value (it switched the limit off)', async () => {
     const limited = new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: undefined } });
     await limited.start();
