@@ -8,7 +8,14 @@ import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
 import { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
-import { assertDeliveryFaults, assertFault, assertSimulatorOptions, assertWebhookUrl } from './simulator-options.validation.js';
+import {
+  assertDeliveryFaults,
+  assertFault,
+  assertSendEventArguments,
+  assertSimulatorOptions,
+  assertText,
+  assertWebhookUrl,
+} from './simulator-options.validation.js';
 import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
@@ -115,7 +122,9 @@ export class PaymentServiceSimulator {
 
   /** `url` + `/sandbox/api/v1` or `/api/v1`. */
   apiUrl(mode: SimulatedMode = 'sandbox'): string {
-    return `${this.url}${BASE_PATHS.find(([, m]) => m === mode)![0]}`;
+    const base = BASE_PATHS.find(([, m]) => m === mode);
+    if (!base) throw new TypeError(`apiUrl: mode must be 'sandbox' or 'live' (not ${JSON.stringify(mode)})`);
+    return `${this.url}${base[0]}`;
   }
 
   /** Simulator time in ms (base clock + `advanceTime` offsets). */
@@ -251,11 +260,13 @@ export class PaymentServiceSimulator {
 
   /** Fate of the payment created with this `idempotency_key`. A `custom` containing `sim:<outcome>` works too. */
   scriptPayment(idempotencyKey: string, outcome: PaymentOutcome): void {
+    assertText('scriptPayment: idempotencyKey', idempotencyKey);
     this.state.scripts.setOutcomeForKey(idempotencyKey, outcome);
   }
 
   /** The next refund fails (`FAILED`, `refund.failed`). */
   scriptNextRefundFailure(failureReason = 'Provider declined the refund'): void {
+    assertText('scriptNextRefundFailure: failureReason', failureReason);
     this.state.scripts.queueRefundFailure(failureReason);
   }
 
@@ -265,6 +276,7 @@ export class PaymentServiceSimulator {
    * fails with the rejection's reason and the script is used up.
    */
   scriptNextPayoutFailure(failureReason = 'Recipient account closed'): void {
+    assertText('scriptNextPayoutFailure: failureReason', failureReason);
     this.state.scripts.queuePayoutFailure(failureReason);
   }
 
@@ -289,6 +301,7 @@ export class PaymentServiceSimulator {
 
   /** Emits any event (e.g. `dispute.created`) for a merchant through the normal delivery path. */
   sendEvent(merchantId: number, type: string, data: Record<string, unknown>): PaymentEventEnvelope {
+    assertSendEventArguments(type, data);
     // a copy as delivered: changing `data` or the returned envelope later changes neither the log nor the delivery
     const payload = asDelivered(data);
     // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event

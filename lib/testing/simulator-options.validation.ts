@@ -32,6 +32,10 @@ const MERCHANT_KEYS: Record<keyof SimulatedMerchant, true> = {
   walletBalance: true, active: true, payoutApprovalRequired: true, subaccounts: true,
 };
 const SUBACCOUNT_KEYS: Record<keyof SimulatedSubaccount, true> = { subaccountId: true, autoPayout: true, failPayouts: true };
+const FAULT_KEYS: Record<keyof SimulatorFault, true> = {
+  method: true, path: true, mode: true, kind: true, status: true, code: true, retryAfterSeconds: true, times: true,
+  afterHandling: true, trickleMs: true, rewrite: true,
+};
 
 /** The longest delay a Node timer keeps: a longer one fires at once (with a TimeoutOverflowWarning). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -125,16 +129,30 @@ export function assertWebhookUrl(url: string): void {
   if (protocol !== 'http:' && protocol !== 'https:') throw new TypeError(`webhook URL ${JSON.stringify(url)} must be http: or https:`);
 }
 
-/** A fault the simulator can answer with: a known kind, and for `status` an error status. */
+/** A fault the simulator can answer with: known keys, a known kind, each field of its type and for its kind. */
 export function assertFault(fault: SimulatorFault): void {
-  if (!FAULT_KINDS.includes(fault?.kind)) throw new TypeError(`fault.kind ${JSON.stringify(fault?.kind)} is unknown; known: ${FAULT_KINDS.join(', ')}`);
+  if (!isRecord(fault as unknown)) throw new TypeError(`injectFault: the fault must be an object (not ${show(fault)})`);
+  // a misspelt field (`time: 3`) would leave the fault at its default (once)
+  assertKnownKeys('fault key', fault, FAULT_KEYS);
+  if (!FAULT_KINDS.includes(fault.kind)) throw new TypeError(`fault.kind ${JSON.stringify(fault.kind)} is unknown; known: ${FAULT_KINDS.join(', ')}`);
+  // fields of the `status` kind on another one would be ignored
+  for (const key of ['status', 'code', 'retryAfterSeconds'] as const) {
+    if (fault[key] !== undefined && fault.kind !== 'status') throw new TypeError(`fault.${key} only applies to kind 'status', not '${fault.kind}'`);
+  }
   if (fault.status !== undefined && (!Number.isInteger(fault.status) || fault.status < 400 || fault.status > 599)) {
     throw new RangeError(`fault.status must be an error status from 400 to 599 (not ${fault.status})`);
   }
+  if (fault.code !== undefined && (typeof fault.code !== 'string' || fault.code === '')) throw new TypeError(`fault.code must be a non-empty string (not ${show(fault.code)})`);
   // requests are matched on the upper-case method: 'get' would never match
   if (fault.method !== undefined && !HTTP_METHODS.includes(fault.method)) {
     throw new TypeError(`fault.method ${JSON.stringify(fault.method)} is unknown; known: ${HTTP_METHODS.join(', ')}`);
   }
+  // an unknown mode or a path of another type would match no request, and the fault would wait for ever
+  if (fault.mode !== undefined && !MODES.includes(fault.mode)) throw new TypeError(`fault.mode ${JSON.stringify(fault.mode)} is unknown; known: ${MODES.join(', ')}`);
+  if (fault.path !== undefined && typeof fault.path !== 'string' && !(fault.path instanceof RegExp)) {
+    throw new TypeError(`fault.path must be a string or a RegExp (not ${show(fault.path)})`);
+  }
+  if (fault.afterHandling !== undefined && typeof fault.afterHandling !== 'boolean') throw new TypeError(`fault.afterHandling must be true or false (not ${show(fault.afterHandling)})`);
   if (fault.trickleMs !== undefined && (!Number.isInteger(fault.trickleMs) || fault.trickleMs < 0 || fault.kind !== 'trickle')) {
     throw new RangeError(`fault.trickleMs must be a whole number of ms, 0 or more, on a 'trickle' fault (not ${fault.trickleMs} on '${fault.kind}')`);
   }
@@ -165,6 +183,17 @@ export function assertDeliveryFaults(faults: SimulatorDeliveryFaults): void {
         throw new TypeError(`setDeliveryFaults: unknown switch ${JSON.stringify(key)}; known: duplicate, concurrentDuplicates, outOfOrder, wrongSecret`);
     }
   }
+}
+
+/** `sendEvent(merchantId, type, data)`: an event type such as `dispute.created` and an object of data. */
+export function assertSendEventArguments(type: unknown, data: unknown): void {
+  if (typeof type !== 'string' || type === '') throw new TypeError(`sendEvent: type must be an event type such as 'dispute.created' (not ${show(type)})`);
+  if (!isRecord(data)) throw new TypeError(`sendEvent: data must be an object, the event's data (not ${show(data)})`);
+}
+
+/** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */
+export function assertText(what: string, value: unknown): void {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`${what} must be a non-empty string (not ${show(value)})`);
 }
 
 function assertKnownKeys(what: string, value: object, known: Record<string, true>): void {

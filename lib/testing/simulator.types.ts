@@ -265,7 +265,7 @@ export type SimulatorRewrite = (
   request: Readonly<SimulatorRequestRecord>,
 ) => SimulatorRewrittenAnswer | void;
 
-/** A fault the next matching request(s) get. @publicApi */
+/** A fault the next matching request(s) get. An unknown key, or a field of another kind, throws. @publicApi */
 export interface SimulatorFault {
   method?: 'GET' | 'POST';
   /** Path after the base (`/payment/create`) or a RegExp tested against it. */

@@ -81,6 +81,17 @@ describe('PaymentServiceSimulator API', () => {
     expect(create({ webhookTimeScale: 0, deliveryTimeoutMs: 2 ** 31 - 1, confirmationDelayMs: 0, port: 0 })).not.toThrow();
   });
 
+  it('refuses sendEvent and script arguments it could not use, naming them', () => {
+    expect(() => sim.sendEvent(1, undefined as never, {})).toThrow(/sendEvent: type must be an event type/);
+    expect(() => sim.sendEvent(1, 'dispute.created', undefined as never)).toThrow(/sendEvent: data must be an object/);
+    expect(() => sim.sendEvent(1, 'dispute.created', [] as never)).toThrow(TypeError);
+    expect(() => sim.scriptNextRefundFailure(42 as never)).toThrow(/scriptNextRefundFailure: failureReason must be a non-empty string/);
+    expect(() => sim.scriptNextPayoutFailure('' as never)).toThrow(/scriptNextPayoutFailure: failureReason/);
+    expect(() => sim.scriptPayment(undefined as never, 'succeed')).toThrow(/scriptPayment: idempotencyKey/);
+    expect(() => sim.apiUrl('production' as never)).toThrow(/apiUrl: mode must be 'sandbox' or 'live'/);
+    expect(sim.events).toHaveLength(0);
+  });
+
   it('a rate limit given as undefined keeps the spec value (it switched the limit off)', async () => {
     const limited = new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: undefined } });
     await limited.start();

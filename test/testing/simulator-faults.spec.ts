@@ -176,6 +176,15 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
     expect(() => sim.setDeliveryFaults({ outOfOrder: 'yes' as never })).toThrow(TypeError);
   });
 
+  it('refuses a fault that would match nothing or ignore a field: unknown keys, modes, path types, fields of another kind', () => {
+    expect(() => sim.injectFault({ kind: 'status', status: 503, time: 3 } as never)).toThrow(/fault key 'time' is unknown; did you mean 'times'\?/);
+    expect(() => sim.injectFault({ kind: 'status', mode: 'production' as never })).toThrow(/fault.mode "production" is unknown/);
+    expect(() => sim.injectFault({ kind: 'status', path: 42 as never })).toThrow(/fault.path must be a string or a RegExp \(not 42\)/);
+    expect(() => sim.injectFault({ kind: 'reset', status: 503 })).toThrow(/fault.status only applies to kind 'status', not 'reset'/);
+    expect(() => sim.injectFault({ kind: 'stall', afterHandling: 'yes' as never })).toThrow(/afterHandling must be true or false/);
+    expect(() => sim.injectFault(null as never)).toThrow(/the fault must be an object/);
+  });
+
   it('a path starting with // is not read as a host: 404, not another environment', async () => {
     const r = await fetch(`${sim.url}//sandbox/api/v1/authentication/token`, {
       method: 'POST',
