@@ -1,3 +1,4 @@
+import { isThenable } from '../common/as-promise.util.js';
 import { defaultCodeForStatus, SIMULATOR_ERROR_TABLE, SimulatorHttpError } from './simulator.errors.js';
 import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
 import type {
@@ -88,11 +89,11 @@ export function rewrittenAnswer(fault: SimulatorFault, handled: SimulatorAnswer,
 
 function checkRewrite(result: unknown): SimulatorRewrittenAnswer {
   if (result === undefined) return {};
-  if (typeof (result as { then?: unknown } | null)?.then === 'function') {
+  if (isThenable(result)) {
     // The answer goes out now, not when an async rewrite settles: its result would be ignored
     // and a rejection left unhandled (which can end the process), so it is observed and refused.
     try {
-      (result as PromiseLike<unknown>).then(undefined, () => undefined);
+      result.then(undefined, () => undefined);
     } catch {
       // a thenable whose then() throws has nothing left to observe
     }
