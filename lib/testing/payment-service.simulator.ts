@@ -1,4 +1,3 @@
-import { setTimeout as realSleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import { stripUndefined } from '../common/strip-undefined.util.js';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
@@ -40,6 +39,7 @@ import type {
   SimulatorRequestRecord,
 } from './simulator.types.js';
 import { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
+import { waitUntilQuiet } from './simulator-quiet.js';
 
 /**
  * In-process simulator of the payment service: a plain Node HTTP server on loopback
@@ -328,39 +328,8 @@ export class PaymentServiceSimulator {
    * Resolves when no payment confirmation, webhook delivery or retry is pending.
    * Events held back by `outOfOrder` are released once everything else is quiet.
    */
-  async waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
-    // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
-    // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
-    let expired = false;
-    const deadline = new AbortController();
-    if (opts.timeoutMs !== undefined) {
-      realSleep(opts.timeoutMs, undefined, { signal: deadline.signal, ref: false }).then(
-        () => (expired = true),
-        () => undefined,
-      );
-    }
-    try {
-      await this.untilQuiet(opts.timeoutMs, () => expired);
-    } finally {
-      deadline.abort();
-    }
-  }
-
-  private async untilQuiet(timeoutMs: number | undefined, expired: () => boolean): Promise<void> {
-    for (;;) {
-      while (this.paymentsHandler.pendingConfirmations > 0 || !this.deliverer.quiet) {
-        if (expired()) {
-          const pending = this.deliverer.states.filter((d) => !['delivered', 'abandoned', 'no-url', 'paused'].includes(d.state));
-          throw new Error(
-            `Simulator still busy after ${timeoutMs} ms: ${this.paymentsHandler.pendingConfirmations} confirmation(s), ` +
-              `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,
-          );
-        }
-        await realSleep(2);
-      }
-      if (!this.deliverer.hasHeld) return;
-      this.deliverer.releaseAll();
-    }
+  waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
+    return waitUntilQuiet(this.paymentsHandler, this.deliverer, opts.timeoutMs);
   }
 
   /** Same as {@link waitForDeliveries}. */

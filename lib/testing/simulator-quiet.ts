@@ -1,0 +1,39 @@
+import { setTimeout as realSleep } from 'node:timers/promises';
+import type { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
+import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
+
+/**
+ * Resolves when no payment confirmation, webhook delivery or retry is pending; events held back
+ * by `outOfOrder` are released once everything else is quiet. Rejects after `timeoutMs`, naming
+ * what is still pending.
+ */
+export async function waitUntilQuiet(payments: SimulatorPaymentsHandler, deliverer: SimulatorWebhookDeliverer, timeoutMs?: number): Promise<void> {
+  // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
+  // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
+  let expired = false;
+  const deadline = new AbortController();
+  if (timeoutMs !== undefined) {
+    realSleep(timeoutMs, undefined, { signal: deadline.signal, ref: false }).then(
+      () => (expired = true),
+      () => undefined,
+    );
+  }
+  try {
+    for (;;) {
+      while (payments.pendingConfirmations > 0 || !deliverer.quiet) {
+        if (expired) {
+          const pending = deliverer.states.filter((d) => !['delivered', 'abandoned', 'no-url', 'paused'].includes(d.state));
+          throw new Error(
+            `Simulator still busy after ${timeoutMs} ms: ${payments.pendingConfirmations} confirmation(s), ` +
+              `deliveries ${JSON.stringify(pending.map((d) => `${d.eventType}:${d.state}#${d.attempts}`))}`,
+          );
+        }
+        await realSleep(2);
+      }
+      if (!deliverer.hasHeld) return;
+      deliverer.releaseAll();
+    }
+  } finally {
+    deadline.abort();
+  }
+}
