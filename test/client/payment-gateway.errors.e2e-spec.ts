@@ -257,6 +257,12 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests).toHaveLength(0);
   });
 
+  it('writes query values percent-encoded, as the service reads them back; undefined values are left out', async () => {
+    h = await startClientHarness();
+    await h.client.request({ method: 'GET', path: '/payments/gateways', query: { q: 'a b&c=d/é+?#', n: 5, flag: false, skip: undefined } });
+    expect(h.sim.requests.find((r) => r.route === '/payments/gateways')?.query).toEqual({ q: 'a b&c=d/é+?#', n: '5', flag: 'false' });
+  });
+
   it('keeps unknown response fields on results', async () => {
     h = await startClientHarness();
     h.sim.scriptNextPayment('succeed');
