@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { isRecord } from '../common/is-record.util.js';
@@ -80,6 +81,9 @@ export class PaymentRequestExecutor {
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
     this.tokens = new PaymentTokenManager((signal) => this.requestToken(signal), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
+    // every waiting call listens on it (and lets go when it ends): dozens queued for a rate-limit
+    // slot are normal, not the leak Node warns about past 10 listeners
+    setMaxListeners(0, this.closing.signal);
   }
 
   async execute(call: ServiceCall): Promise<ServiceAnswer> {
