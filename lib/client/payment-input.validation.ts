@@ -194,6 +194,9 @@ export class InputChecker {
   }
 }
 
+/** Objects whose data JSON does not see: `JSON.stringify` writes them as `{}` (or index keys). */
+const UNWRITABLE_BRANDS = /^\[object (Map|Set|WeakMap|WeakSet|WeakRef|ArrayBuffer|SharedArrayBuffer|DataView|RegExp|Promise|Error|\w+Array)\]$/;
+
 /** Deeper than this, a body is refused (and walking it cannot exhaust the stack). */
 const MAX_JSON_DEPTH = 64;
 
@@ -232,10 +235,11 @@ export function jsonDataProblem(value: unknown, at = '', parents: object[] = [])
       }
       return undefined;
     }
-    const prototype: unknown = Object.getPrototypeOf(object);
-    if (prototype !== Object.prototype && prototype !== null) {
-      // a Map, a Set or a class instance: JSON would send its own fields only ({} for a Map)
-      return { at, problem: 'must be a plain object or array (JSON would not send a Map, Set or class instance as it is)' };
+    // By brand, not prototype: a DTO or an object of another realm (structuredClone, fetch's json())
+    // is written as its own fields, as expected; these keep their data where JSON does not look ({} for a Map)
+    const brand = Object.prototype.toString.call(object);
+    if (UNWRITABLE_BRANDS.test(brand)) {
+      return { at, problem: `must be JSON data, not a ${brand.slice(8, -1)} (JSON would send it as {})` };
     }
     for (const key of Object.keys(object)) {
       const item = (object as Record<string, unknown>)[key];

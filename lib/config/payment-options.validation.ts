@@ -238,8 +238,9 @@ export function validatePaymentOptions(
     const instead = context.readEnv === false ? 'leave it out' : `leave it out (${paymentEnvSources('webhookSecret', account)} then applies)`;
     problems.push(`${describe('webhookSecret')} names no secret (it is empty, or only commas and spaces): ${instead}, or set webhookRoute: false for no route`);
   }
-  // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes in them
-  if (schema.webhookSecret.some((secret) => typeof secret === 'string' && /^["'[{]|["'\]}]$/.test(secret))) {
+  // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes
+  // in them; a secret that merely starts or ends with such a character is a secret like any other
+  if (looksLikeJsonOrQuoted(givenSecret, schema.webhookSecret)) {
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
@@ -255,6 +256,25 @@ export function validatePaymentOptions(
     problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
   }
   return problems;
+}
+
+/**
+ * Whether webhook secrets were given as JSON (a list or object that parses as such) or quoted
+ * (a value, or each listed one, wrapped in one pair of matching quotes).
+ */
+function looksLikeJsonOrQuoted(given: unknown, secrets: readonly unknown[]): boolean {
+  if (typeof given === 'string') {
+    const text = given.trim();
+    if (/^\[.*\]$|^\{.*\}$/s.test(text)) {
+      try {
+        const parsed: unknown = JSON.parse(text);
+        if (typeof parsed === 'object' && parsed !== null) return true;
+      } catch {
+        // not JSON: secrets that happen to start and end with brackets
+      }
+    }
+  }
+  return secrets.some((secret) => typeof secret === 'string' && secret.length >= 2 && /^(["']).*\1$/s.test(secret));
 }
 
 /** The longest a failing event may keep being retried in queue mode before it becomes a dead letter. */

@@ -198,6 +198,7 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       [h.client.createPayment({ amount: '1', currency: 'USD', customer: { name: 'x', notify: () => true } }), 'customer.notify'],
       [h.client.createPayment({ amount: '1', currency: 'USD', extra: { tags: ['a', undefined] } }), 'extra.tags[1]'],
       [h.client.createPayment({ amount: '1', currency: 'USD', extra: { lines: new Map([['a', 1]]) } }), 'extra.lines'],
+      [h.client.createPayment({ amount: '1', currency: 'USD', extra: { tags: new Set(['a']), } }), 'extra.tags'],
       // went out beside the amount the module wrote, past the check of the fields it writes
       [h.client.refundPayment('trx_1', { amount: '1', extra: protoKey }), 'extra.__proto__'],
       // request(): a body that is no object, a misspelt option, a query number JSON cannot say
@@ -210,9 +211,19 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     ];
     await expectEachRefusedClientSide(cases, 'only');
     expect(h.sim.requests).toHaveLength(0);
-    // what JSON writes as it is stays allowed: a Date, null, a left-out (undefined) field
-    await h.client.createPayment({ amount: '1', currency: 'USD', extra: { at: new Date(0), note: null, skip: undefined } });
-    expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({ at: '1970-01-01T00:00:00.000Z', note: null });
+    // what JSON writes as it is stays allowed: a Date, null, a left-out (undefined) field, a DTO (its own
+    // fields), an object of another realm (structuredClone, a fetch answer's json())
+    class CustomerDto {
+      name = 'Jane';
+      email = 'jane@example.com';
+    }
+    await h.client.createPayment({ amount: '1', currency: 'USD', customer: new CustomerDto() as never, extra: { at: new Date(0), note: null, skip: undefined, meta: structuredClone({ a: 1 }) } });
+    expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({
+      at: '1970-01-01T00:00:00.000Z',
+      note: null,
+      meta: { a: 1 },
+      customer: { name: 'Jane', email: 'jane@example.com' },
+    });
   });
 
   it('a misspelt field named like an Object member is a validation error naming it, never a TypeError', async () => {

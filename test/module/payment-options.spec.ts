@@ -252,6 +252,10 @@ describe('resolvePaymentOptions', () => {
       expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* looks like JSON or a quoted string: give the secrets as plain text separated by commas/)]);
       expect(error.message).not.toContain('whsec_a');
     }
+    // a secret that merely starts or ends with a quote or bracket is a secret (random secrets do, often)
+    for (const webhookSecret of ["whsec_8fK2'mQ", 'Zt9]pL0x', '{kS8#aa}x', '[a]b', "'ab"]) {
+      expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
+    }
     // a secret read from a file keeps its newline
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [`${WEBHOOK_SECRET}\n`, ' whsec_2 '] }).webhookSecrets).toEqual([WEBHOOK_SECRET, 'whsec_2']);
     expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [' '] })).problems.join('\n')).toMatch(/webhookSecret.*non-empty/);
