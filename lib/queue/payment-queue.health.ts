@@ -1,11 +1,7 @@
 import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
-import { type RedisClientLike, REDIS_HEALTH_KEY_TTL_MS, untilFirstConnected } from '../stores/redis-client.js';
+import { type RedisClientLike, REDIS_HEALTH_KEY_TTL_MS, REDIS_HEALTH_WRITE_SCRIPT, untilFirstConnected } from '../stores/redis-client.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
-
-// A write, as the queue's adds are: Redis answers reads while it refuses writes (maxmemory
-// reached under noeviction, a read-only replica), and then every delivery is refused 503.
-const HEALTH_SCRIPT = "return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])";
 
 const queueUnavailable = (message: string): Error => Object.assign(new Error(message), { code: PaymentWebhookErrorCode.QUEUE_UNAVAILABLE });
 
@@ -33,7 +29,7 @@ export function queueRedisProbe(
       await untilFirstConnected(connection, timeoutMs);
       if (connection.status !== 'ready') throw queueUnavailable(`Redis is not connected (status: ${connection.status})`);
       try {
-        await connection.eval(HEALTH_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
+        await connection.eval(REDIS_HEALTH_WRITE_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
       } catch (error) {
         // the reason only (ioredis' errors carry their command)
         throw queueUnavailable(`Redis refused a write: ${describe(error)}`);

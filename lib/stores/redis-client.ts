@@ -23,6 +23,14 @@ export const REDIS_CLOSE_GRACE_MS = 200;
 export const REDIS_HEALTH_KEY_TTL_MS = 10_000;
 
 /**
+ * The health check of the store and the queue, KEYS[1] the key, ARGV[1] its life in ms: a write
+ * that expires soon, since Redis answers reads and PING while it refuses writes (maxmemory
+ * reached under noeviction, a read-only replica), and then every delivery is refused 503.
+ * @internal
+ */
+export const REDIS_HEALTH_WRITE_SCRIPT = "return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])";
+
+/**
  * The part of an ioredis client this store uses. Typed structurally so the
  * package's declarations do not depend on `ioredis`, an optional peer.
  * @publicApi

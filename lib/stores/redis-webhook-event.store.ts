@@ -9,6 +9,7 @@ import {
   DEFAULT_REDIS_OPERATION_TIMEOUT_MS,
   type RedisClientLike,
   REDIS_HEALTH_KEY_TTL_MS,
+  REDIS_HEALTH_WRITE_SCRIPT,
   redisErrorCause,
   untilFirstConnected,
 } from './redis-client.js';
@@ -62,10 +63,6 @@ return 0`;
 const EXTEND_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
-
-// A write that expires soon: Redis answers PING while it refuses writes (maxmemory reached
-// under noeviction, a read-only replica), and then every delivery is refused.
-const HEALTH_SCRIPT = `return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])`;
 
 // Read-only: 1 when the key is marked processed.
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
@@ -171,7 +168,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
    * writes is down too; rejects with `WebhookStoreUnavailableError` like every operation.
    */
   async ping(): Promise<void> {
-    await this.#run('write its health key', HEALTH_SCRIPT, `${this.keyPrefix}health`, REDIS_HEALTH_KEY_TTL_MS);
+    await this.#run('write its health key', REDIS_HEALTH_WRITE_SCRIPT, `${this.keyPrefix}health`, REDIS_HEALTH_KEY_TTL_MS);
   }
 
   /** Whether `key` is marked processed; never claims it. */
