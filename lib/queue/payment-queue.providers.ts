@@ -32,14 +32,9 @@ export function createPaymentQueueProviders(): Provider[] {
         if (options.processing !== 'queue') return null;
         const bull = loadBullMq();
         // validation guarantees a URL in queue mode; the queue holds the connection until it closes
-        const connection = connections.acquire(options.queueRedisUrl!, options.redisTimeoutMs);
-        let queue: PaymentEventQueue;
-        try {
-          queue = new PaymentEventQueue(bull, options, store, connection, () => connections.release(connection));
-        } catch (error) {
-          void connections.release(connection);
-          throw error;
-        }
+        const { value: queue, client: connection } = connections.acquireFor(options.queueRedisUrl!, options.redisTimeoutMs, (shared) =>
+          new PaymentEventQueue(bull, options, store, shared, () => connections.release(shared)),
+        );
         accounts.attachQueue(options.account, queue);
         accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs, options.redisKeyPrefix));
         return queue;

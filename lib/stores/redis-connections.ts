@@ -55,6 +55,20 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
     return entry.client;
   }
 
+  /**
+   * `use(client)` with the connection to `url` acquired for it (see `acquire`): a `use` that
+   * throws lets go of it at once, so a failed construction never keeps a connection open.
+   */
+  acquireFor<T>(url: string, timeoutMs: number, use: (client: RedisClientLike) => T): { value: T; client: RedisClientLike } {
+    const client = this.acquire(url, timeoutMs);
+    try {
+      return { value: use(client), client };
+    } catch (error) {
+      void this.release(client);
+      throw error;
+    }
+  }
+
   /** One user of `client` less; the connection closes with its last user. Safe for a client it does not know. */
   async release(client: RedisClientLike): Promise<void> {
     const entry = this.byClient.get(client);

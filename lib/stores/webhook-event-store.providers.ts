@@ -43,14 +43,7 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions, connect
     return store;
   }
   // the store holds the shared connection until it is closed itself
-  const client = connections.acquire(redisUrl, options.redisTimeoutMs);
-  let store: RedisWebhookEventStore;
-  try {
-    store = new RedisWebhookEventStore(client, storeOptions);
-  } catch (error) {
-    void connections.release(client);
-    throw error;
-  }
+  const { value: store, client } = connections.acquireFor(redisUrl, options.redisTimeoutMs, (shared) => new RedisWebhookEventStore(shared, storeOptions));
   storesCreatedByModule.set(store, async () => {
     await store.close();
     await connections.release(client);
