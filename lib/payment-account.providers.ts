@@ -9,6 +9,7 @@ import { readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import type { ModuleWebhookIdempotencyDefaults } from './webhooks/webhook-idempotency.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
+import { signatureReplayWindowMs } from './config/payment-options.validation.js';
 import { PaymentEventDispatcher } from './events/payment-event.dispatcher.js';
 import { PaymentAccountHealthProbes } from './health/payment-account-health.probes.js';
 import type { PaymentModuleExtras } from './payment.module-definition.js';
@@ -83,7 +84,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
       useFactory: (options: ResolvedPaymentOptions): ModuleWebhookIdempotencyDefaults => ({
         ...accountDeduplicationSettings(options),
         shutdownTimeoutMs: options.webhookShutdownTimeoutMs,
-        minRetentionMs: 2 * options.webhookToleranceSeconds * 1000,
+        minRetentionMs: signatureReplayWindowMs(options.webhookToleranceSeconds),
       }),
     });
     exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);

@@ -222,9 +222,7 @@ export function validatePaymentOptions(
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
-  // A captured delivery passes the signature check again while its timestamp is within the
-  // tolerance, either side of now: its id must be remembered at least that long.
-  const replayWindowMs = 2 * schema.webhookToleranceSeconds * 1000;
+  const replayWindowMs = signatureReplayWindowMs(schema.webhookToleranceSeconds);
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookToleranceSeconds) && schema.webhookRetentionMs < replayWindowMs) {
     problems.push(
       `${describe('webhookRetentionMs')} must be at least twice webhookToleranceSeconds (${replayWindowMs} ms): ` +
@@ -256,6 +254,15 @@ export function validatePaymentOptions(
     problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
   }
   return problems;
+}
+
+/**
+ * How long a captured delivery passes the signature check again: while its timestamp is within
+ * the tolerance, either side of now. An event's id must be remembered at least that long, or a
+ * copy runs its handlers again once the id is forgotten.
+ */
+export function signatureReplayWindowMs(toleranceSeconds: number): number {
+  return 2 * toleranceSeconds * 1000;
 }
 
 /**
