@@ -7,6 +7,25 @@ import { startRedisServer, type TestRedisServer } from '../support/redis-server.
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
+/**
+ * Queues `event` through `app` and lets its attempts run until the last one (of `attempts`) has
+ * started and waits; resolves with what lets that last attempt go on. Each attempt waits at its
+ * own gate: a new gate is set before the previous one opens.
+ */
+async function queuedUntilLastAttempt(app: QueueApp, event: Record<string, unknown>, attempts: number): Promise<() => void> {
+  const id = event.eventId as string;
+  let release = app.handlers.hold(id);
+  expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+  for (let attempt = 1; attempt < attempts; attempt++) {
+    await waitFor(`attempt ${attempt} started`, () => app.handlers.count('entered', id) === attempt);
+    const previous = release;
+    release = app.handlers.hold(id);
+    previous();
+  }
+  await waitFor('the last attempt started', () => app.handlers.count('entered', id) === attempts);
+  return release;
+}
+
 describe('queue mode: dead letters', () => {
   let redis: TestRedisServer;
   let q: QueueApp;
@@ -66,16 +85,7 @@ describe('queue mode: dead letters', () => {
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
     q.handlers.failing.add(id);
-    // each attempt waits at its own gate: a new gate is set before the previous one opens
-    let release = q.handlers.hold(id);
-    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
-    for (let attempt = 1; attempt < 3; attempt++) {
-      await waitFor(`attempt ${attempt} started`, () => q.handlers.count('entered', id) === attempt);
-      const previous = release;
-      release = q.handlers.hold(id);
-      previous();
-    }
-    await waitFor('the last attempt started', () => q.handlers.count('entered', id) === 3);
+    const release = await queuedUntilLastAttempt(q, event, 3);
     // were it acknowledged, this copy would add nothing, and the failing last attempt would leave a dead letter the service thinks delivered
     expect(await postWebhook(q.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
     release();
@@ -97,15 +107,7 @@ describe('queue mode: dead letters', () => {
       const event = envelope('payment.succeeded');
       const id = event.eventId as string;
       worker.handlers.failing.add(id);
-      let release = worker.handlers.hold(id);
-      expect(await postWebhook(worker.url, event)).toMatchObject({ status: 200, json: { queued: true } });
-      for (let attempt = 1; attempt < 3; attempt++) {
-        await waitFor(`attempt ${attempt} started`, () => worker.handlers.count('entered', id) === attempt);
-        const previous = release;
-        release = worker.handlers.hold(id);
-        previous();
-      }
-      await waitFor('the last attempt started', () => worker.handlers.count('entered', id) === 3);
+      const release = await queuedUntilLastAttempt(worker, event, 3);
       // acknowledged, this copy would add nothing and the event would end a dead letter the service thinks delivered
       expect(await postWebhook(web.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
       release();
