@@ -1,11 +1,13 @@
 // Benchmark 5: queue mode. (a) The webhook route of a web-only instance (signature, envelope,
 // processed-check, job added to Redis) against a bare JSON route of the same app, with
-// autocannon. (b) End to end: 10,000 signed events through that route (a web-only instance on
+// autocannon; the row also gives the CPU per request of the Redis server and of the load
+// generator, since all three share the machine's cores. (b) End to end: 10,000 signed events through that route (a web-only instance on
 // Fastify), drained by two worker processes; the rate counts from the first request to the last
 // handler run, and every event must have been handled exactly once.
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import Redis from 'ioredis';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type BenchRow, fmt, forkBenchApp, interleave, median, sleep } from './bench-util.js';
 import { load, type Round, signedEvent } from './webhook-throughput.bench.js';
@@ -50,23 +52,44 @@ function ask<T>(child: ChildProcess, type: 'stats' | 'ids'): Promise<T> {
   });
 }
 
-async function measured(child: ChildProcess, url: string, path: string, s: QueueBenchSettings): Promise<Round> {
+/** CPU (user + system) the Redis server has used so far, in µs, from `INFO cpu`. */
+async function redisCpuMicros(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6;
+}
+
+interface QueueRound extends Round {
+  /** The Redis server's CPU (user + system) per answered request, in µs. */
+  redisCpuPerRequest: number;
+  /** This process's CPU (user + system) per answered request, in µs: the load generator's. */
+  loadCpuPerRequest: number;
+}
+
+async function measured(child: ChildProcess, redis: Redis, url: string, path: string, s: QueueBenchSettings): Promise<QueueRound> {
   const before = await ask<Stats>(child, 'stats');
+  const redisBefore = await redisCpuMicros(redis);
+  const loadBefore = process.cpuUsage();
   const round = await load(url, path, s.roundSeconds, s.connections);
+  const loadCpu = process.cpuUsage(loadBefore);
+  const redisCpu = (await redisCpuMicros(redis)) - redisBefore;
   const after = await ask<Stats>(child, 'stats');
-  round.cpuPerRequest = (after.cpuMicros - before.cpuMicros) / Math.max(1, round.total2xx + round.non2xx);
-  return round;
+  const answered = Math.max(1, round.total2xx + round.non2xx);
+  round.cpuPerRequest = (after.cpuMicros - before.cpuMicros) / answered;
+  return { ...round, redisCpuPerRequest: redisCpu / answered, loadCpuPerRequest: (loadCpu.user + loadCpu.system) / answered };
 }
 
 async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisServer, s: QueueBenchSettings): Promise<BenchRow> {
   const { child, url } = await startApp(['web', adapter], redis.url, `bench-ack-${adapter}:`);
+  const probe = new Redis(redis.url, { lazyConnect: true });
   try {
+    await probe.connect();
     await load(url!, '/payments/webhook', s.warmupSeconds, s.connections);
     await load(url!, '/bare', s.warmupSeconds, s.connections);
     const rounds = await interleave(
       s.pairs,
-      () => measured(child, url!, '/payments/webhook', s),
-      () => measured(child, url!, '/bare', s),
+      () => measured(child, probe, url!, '/payments/webhook', s),
+      () => measured(child, probe, url!, '/bare', s),
     );
     const ratio = median(rounds.a.map((r, i) => r.rps / rounds.b[i]!.rps));
     const failures = [...rounds.a, ...rounds.b].reduce((n, r) => n + r.non2xx + r.errors, 0);
@@ -76,13 +99,16 @@ async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisS
       measured:
         `queue route ${fmt(median(rounds.a.map((r) => r.rps)))} vs bare ${fmt(median(rounds.b.map((r) => r.rps)))} req/s, ` +
         `${s.connections} conns; app user CPU/request ${fmt(median(rounds.a.map((r) => r.cpuPerRequest)))} vs ` +
-        `${fmt(median(rounds.b.map((r) => r.cpuPerRequest)))} µs; p99 ${fmt(median(rounds.a.map((r) => r.p99)), 2)} vs ` +
+        `${fmt(median(rounds.b.map((r) => r.cpuPerRequest)))} µs, Redis ${fmt(median(rounds.a.map((r) => r.redisCpuPerRequest)))} µs, ` +
+        `load generator ${fmt(median(rounds.a.map((r) => r.loadCpuPerRequest)))} vs ${fmt(median(rounds.b.map((r) => r.loadCpuPerRequest)))} µs ` +
+        `(user + system); p99 ${fmt(median(rounds.a.map((r) => r.p99)), 2)} vs ` +
         `${fmt(median(rounds.b.map((r) => r.p99)), 2)} ms${check}`,
       figure: ratio.toFixed(3),
       target: '≥ 0.50',
       pass: ratio >= 0.5 && check === '',
     };
   } finally {
+    probe.disconnect();
     child.kill('SIGKILL');
   }
 }
