@@ -336,7 +336,7 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     idempotencyKey: ctx.idempotencyKey,
     account: ctx.account,
     // a 5xx says nothing about what the service did before it failed (a refund may exist); nor
-    // does PAY_5002, a 400 for "an unexpected error creating or updating a session" (spec 7.1)
+    // does PAY_5002, a 400 for "an unexpected error creating or updating a session" in the service's error list
     mayHaveReachedService: ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
   });
 }

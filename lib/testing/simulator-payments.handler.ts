@@ -128,7 +128,7 @@ export class SimulatorPaymentsHandler {
     return success(this.pendingStatus(payment), paymentWire(payment));
   }
 
-  /** 202 while a payment created as asynchronous still awaits its provider (spec 4's note), else 200. */
+  /** 202 while a payment created as asynchronous still awaits its provider (the service's note on asynchronous creation), else 200. */
   private pendingStatus(payment: SimulatedPayment): number {
     return payment.status === 'PENDING' ? (this.state.firstAnswerStatus.get(payment.trxId) ?? 200) : 200;
   }
