@@ -9,6 +9,7 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 export const PAYMENT_ENV_VARIABLES = {
   baseUrl: 'PAYMENT_BASE_URL',
   environment: 'PAYMENT_ENVIRONMENT',
+  apiBasePath: 'PAYMENT_API_BASE_PATH',
   clientId: 'PAYMENT_CLIENT_ID',
   clientSecret: 'PAYMENT_CLIENT_SECRET',
   webhookSecret: 'PAYMENT_WEBHOOK_SECRET',
@@ -51,6 +52,7 @@ export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
 const ENV_KINDS: Readonly<Record<PaymentEnvOptionKey, { type: 'text' | 'integer' | 'boolean'; shared?: true }>> = {
   baseUrl: { type: 'text' },
   environment: { type: 'text' },
+  apiBasePath: { type: 'text' },
   clientId: { type: 'text' },
   clientSecret: { type: 'text' },
   webhookSecret: { type: 'text' },

@@ -103,6 +103,12 @@ export interface PaymentModuleOptions {
   baseUrl?: string;
   /** Picks `/sandbox/api/v1` or `/api/v1`. Env: `PAYMENT_ENVIRONMENT`. @default 'sandbox' */
   environment?: PaymentEnvironment;
+  /**
+   * The API's path under `baseUrl`, for an API version other than v1 (the service shows no
+   * version policy). Env: `PAYMENT_API_BASE_PATH`.
+   * @default '/sandbox/api/v1' in sandbox, '/api/v1' in live
+   */
+  apiBasePath?: string;
   /** Env: `PAYMENT_CLIENT_ID`. Required to call the API. */
   clientId?: string;
   /** Env: `PAYMENT_CLIENT_SECRET`. Required to call the API. Never logged. */
@@ -239,7 +245,7 @@ export interface ResolvedPaymentOptions {
   account: string;
   baseUrl: string;
   environment: PaymentEnvironment;
-  /** `baseUrl` + `/sandbox/api/v1` or `/api/v1`, without trailing slash. */
+  /** `baseUrl` + `apiBasePath` (`/sandbox/api/v1` or `/api/v1` by default), without trailing slash. */
   apiBaseUrl: string;
   clientId?: string;
   clientSecret?: string;

@@ -9,7 +9,7 @@ import type { PaymentModuleOptions } from './payment-module-options.interface.js
 
 /** Every key of `PaymentModuleOptions`: the compiler keeps this list complete. */
 const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
-  baseUrl: true, environment: true, clientId: true, clientSecret: true, webhookSecret: true, webhookPath: true,
+  baseUrl: true, environment: true, apiBasePath: true, clientId: true, clientSecret: true, webhookSecret: true, webhookPath: true,
   webhookToleranceSeconds: true, webhookMaxBodyBytes: true, httpTimeoutMs: true, maxRetries: true, retryBaseDelayMs: true,
   retryMaxDelayMs: true, maxRetryAfterMs: true, endpoints: true, tokenRequest: true, tokenResponse: true, responseFields: true,
   rateLimits: true, redisUrl: true, redisKeyPrefix: true, redisTimeoutMs: true, store: true, webhookLeaseMs: true,

@@ -53,6 +53,7 @@ export function resolvePaymentOptions(
   const schema = Object.assign(new PaymentOptionsSchema(), {
     baseUrl: pick('baseUrl'),
     environment: orDefault('environment'),
+    apiBasePath: pick('apiBasePath'),
     clientId: pick('clientId'),
     clientSecret: pick('clientSecret'),
     webhookSecret: splitSecrets(pick('webhookSecret')) ?? [],
@@ -106,7 +107,7 @@ export function resolvePaymentOptions(
     account,
     baseUrl,
     environment,
-    apiBaseUrl: baseUrl + (environment === 'live' ? LIVE_BASE_PATH : SANDBOX_BASE_PATH),
+    apiBaseUrl: baseUrl + (schema.apiBasePath?.replace(/\/+$/, '') ?? (environment === 'live' ? LIVE_BASE_PATH : SANDBOX_BASE_PATH)),
     clientId: schema.clientId,
     clientSecret: schema.clientSecret,
     webhookSecrets: schema.webhookSecret,

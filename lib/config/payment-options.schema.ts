@@ -28,6 +28,14 @@ export class PaymentOptionsSchema {
   @IsIn(['sandbox', 'live'], { message: "must be 'sandbox' or 'live'" })
   environment!: string;
 
+  // a plain path: segments of letters, digits, '-', '_', '.', no '.' or '..' segment (clients
+  // resolve those away), no query; a trailing slash is dropped
+  @IsOptional()
+  @Matches(/^\/(?!\.{1,2}(\/|$))[A-Za-z0-9._\-]+(\/(?!\.{1,2}(\/|$))[A-Za-z0-9._\-]+)*\/?$/, {
+    message: "must be a path such as '/api/v2' (starting with '/'; letters, digits, '-', '_', '.', '/')",
+  })
+  apiBasePath?: string;
+
   @IsOptional()
   @IsString({ message: 'must be a non-empty string' })
   @MinLength(1, { message: 'must be a non-empty string' })

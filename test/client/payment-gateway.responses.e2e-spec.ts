@@ -234,6 +234,16 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
     });
   });
 
+  describe('apiBasePath (the service shows no version policy)', () => {
+    it('every call, the token call included, goes under the configured path instead of /sandbox/api/v1', async () => {
+      await start({ apiBasePath: '/api/v2/' });
+      stub.answer('POST', '/api/v2/authentication/token', success({ access_token: 'tok_v2', expires_in: 600 }));
+      stub.answer('GET', '/api/v2/payments/gateways', success([{ id: 'card' }]));
+      await expect(client.listGateways()).resolves.toEqual([{ id: 'card' }]);
+      expect(stub.requests.map((r) => `${r.method} ${r.route}`)).toEqual(['POST /api/v2/authentication/token', 'GET /api/v2/payments/gateways']);
+    });
+  });
+
   describe('listGateways', () => {
     it.each([
       ['a list', [{ id: 'card' }, { id: 'bkash' }]],

@@ -189,6 +189,18 @@ describe('resolvePaymentOptions', () => {
     expect(resolvePaymentOptions({ baseUrl: 'http://payment_sim:8080' }).apiBaseUrl).toBe('http://payment_sim:8080/sandbox/api/v1');
   });
 
+  it('apiBasePath replaces the API path of the environment, from the option or PAYMENT_API_BASE_PATH; a path that is not plain is a boot error', () => {
+    const baseUrl = 'https://pay.example.com';
+    expect(resolvePaymentOptions({ baseUrl, apiBasePath: '/api/v2' }).apiBaseUrl).toBe('https://pay.example.com/api/v2');
+    expect(resolvePaymentOptions({ baseUrl, environment: 'live', apiBasePath: '/v2/' }).apiBaseUrl).toBe('https://pay.example.com/v2');
+    expect(resolvePaymentOptions({ baseUrl }, readPaymentEnv((name) => ({ PAYMENT_API_BASE_PATH: '/sandbox/api/v2' })[name])).apiBaseUrl).toBe('https://pay.example.com/sandbox/api/v2');
+    // the option wins over the variable, as everywhere
+    expect(resolvePaymentOptions({ baseUrl, apiBasePath: '/api/v3' }, readPaymentEnv((name) => ({ PAYMENT_API_BASE_PATH: '/api/v2' })[name])).apiBaseUrl).toBe('https://pay.example.com/api/v3');
+    for (const apiBasePath of ['api/v2', '/api/../v1', '/api/v2?x=1', '/api v2', '//evil.example/api', '']) {
+      expect(captureError(() => resolvePaymentOptions({ baseUrl, apiBasePath })).problems).toEqual([expect.stringContaining("'apiBasePath' (env PAYMENT_API_BASE_PATH) must be a path such as")]);
+    }
+  });
+
   it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts', () => {
     const error = captureError(() =>
       resolvePaymentOptions({
