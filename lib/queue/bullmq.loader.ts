@@ -38,6 +38,8 @@ export interface BullJob<T> {
   getState(): Promise<string>;
   retry(state?: 'failed' | 'completed', opts?: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean }): Promise<void>;
   remove(): Promise<void>;
+  /** Replaces the job's data in Redis (and here). */
+  updateData(data: T): Promise<void>;
   /** Puts the running job back in the delayed set without using an attempt. */
   moveToDelayed(timestamp: number, token?: string): Promise<void>;
 }

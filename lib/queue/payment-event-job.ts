@@ -14,7 +14,7 @@ export interface PaymentEventJobData {
   event: PaymentEventEnvelope;
   /** ISO 8601 time the route accepted the event. */
   receivedAt: string;
-  /** The delivery's span when the host traces, so the worker's spans join its trace. */
+  /** The delivery's span (a replay's, once replayed) when the host traces, so the worker's spans join its trace. */
   trace?: QueuedTraceParent;
 }
 
@@ -33,6 +33,15 @@ export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, r
   const data: PaymentEventJobData = { v: 1, account, event, receivedAt: receivedAt.toISOString() };
   if (parent !== undefined) data.trace = parent;
   return data;
+}
+
+/** Makes `parent` the trace parent of the job's next runs (none when `undefined`): a replay's own. */
+export async function setJobTraceParent(job: PaymentEventJob, parent: QueuedTraceParent | undefined): Promise<void> {
+  if (job.data.trace === undefined && parent === undefined) return; // nothing to change: no round trip
+  const data: PaymentEventJobData = { ...job.data };
+  delete data.trace;
+  if (parent !== undefined) data.trace = parent;
+  await job.updateData(data);
 }
 
 /** The event handlers receive: a fresh copy of the stored body with the module fields set. */

@@ -19,6 +19,7 @@ import {
   type PaymentEventJob,
   type PaymentEventJobData,
   paymentEventJobId,
+  setJobTraceParent,
   toPaymentEventJobData,
 } from './payment-event-job.js';
 import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
@@ -236,10 +237,13 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * dead-letter lock; `false` when the event is not (or no longer) a dead letter.
    */
   replayDeadLetter(eventId: string): Promise<boolean> {
+    // the replay's span (a new delivery's, the caller's), not the first delivery's, is its runs' parent
+    const parent = queuedTraceParent();
     return this.withDeadLetterLock(eventId, async () => {
       const job = await this.findDeadLetter(eventId);
       if (job === undefined) return false;
       try {
+        await setJobTraceParent(job, parent);
         await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       } catch (error) {
         // the job moved meanwhile (BullMQ's retry checks the failed set itself)

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentMetricName, PaymentSpanAttribute } from '../../lib/telemetry/payment-telemetry.names.js';
 import { byAttributes, counterPoints, disableOtelGlobals, histogramCounts, registerTestOtel, telemetryTexts, type TestOtel } from '../support/otel-sdk.js';
@@ -79,6 +79,50 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
     // ids and types only: nothing of the payload beyond them
     const texts = telemetryTexts(metrics, otel.spans());
     expect(texts.filter((t) => t.includes(String((ok.data as { token: string }).token)))).toEqual([]);
+  });
+
+  // A replay runs the event again for a new reason: its attempts belong to the replay's trace
+  // (the re-delivery's, the caller's of replay()), not to the first delivery's, long over.
+  it("a replayed dead letter's job span is a child of the replay's span: the new delivery's, the caller's, or none", async () => {
+    otel = await registerTestOtel();
+    q = await startQueueApp(redis.url, { payment: { redisKeyPrefix: `qt-replay-${Date.now()}:`, queueAttempts: 1 } });
+    const [redelivered, replayed, untraced] = [envelope('payment.succeeded'), envelope('payment.succeeded'), envelope('payment.succeeded')];
+    const ids = [redelivered, replayed, untraced].map((e) => e.eventId as string);
+    for (const id of ids) q.handlers.failing.add(id);
+    for (const event of [redelivered, replayed, untraced]) expect((await postWebhook(q.url, event)).json).toEqual({ received: true, queued: true });
+    for (const id of ids) await waitFor(`${id} is a dead letter`, async () => (await q.deadLetters.get(id)) !== undefined);
+    for (const id of ids) q.handlers.failing.delete(id);
+
+    // the portal's re-trigger, a host's admin route (its span active), a REPL (no span)
+    expect((await postWebhook(q.url, redelivered)).json).toEqual({ received: true, queued: true });
+    const adminRoute = 'POST /dead-letters/:eventId/replay';
+    expect(await trace.getTracer('host').startActiveSpan(adminRoute, (span) => q.deadLetters.replay(ids[1]!).finally(() => span.end()))).toBe(true);
+    expect(await q.deadLetters.replay(ids[2]!)).toBe(true);
+    await waitFor('the replayed runs', () => ids.every((id) => q.handlers.count('done', id) === 1));
+    await sleep(200);
+
+    const deliveriesOf = (id: string) => spansNamed('payment webhook payment.succeeded').filter((s) => s.attributes[PaymentSpanAttribute.EVENT_ID] === id);
+    const jobsOf = (id: string) => spansNamed('payment job payment.succeeded').filter((s) => s.attributes[PaymentSpanAttribute.EVENT_ID] === id);
+    const [firstRun, replayRun] = jobsOf(ids[0]!);
+    const [firstDelivery, newDelivery] = deliveriesOf(ids[0]!);
+    expect([firstRun, replayRun].map((s) => s?.attributes[PaymentSpanAttribute.OUTCOME])).toEqual(['failed', 'handled']);
+    expect(firstRun!.parentSpanContext?.spanId).toBe(firstDelivery!.spanContext().spanId);
+    expect(replayRun!.parentSpanContext?.spanId).toBe(newDelivery!.spanContext().spanId);
+    expect(replayRun!.spanContext().traceId).toBe(newDelivery!.spanContext().traceId);
+
+    const replaySpan = spansNamed(adminRoute)[0]!;
+    const serviceRun = jobsOf(ids[1]!).find((s) => s.attributes[PaymentSpanAttribute.OUTCOME] === 'handled')!;
+    expect(serviceRun.parentSpanContext?.spanId).toBe(replaySpan.spanContext().spanId);
+    expect(serviceRun.spanContext().traceId).toBe(replaySpan.spanContext().traceId);
+
+    // no span around the replay: the run starts a trace of its own
+    const untracedRun = jobsOf(ids[2]!).find((s) => s.attributes[PaymentSpanAttribute.OUTCOME] === 'handled')!;
+    expect(untracedRun.parentSpanContext).toBeUndefined();
+    expect(untracedRun.spanContext().traceId).not.toBe(deliveriesOf(ids[2]!)[0]!.spanContext().traceId);
+    // the handlers' spans follow their job span
+    for (const run of [replayRun!, serviceRun, untracedRun]) {
+      expect(otel.spans().filter((s) => s.parentSpanContext?.spanId === run.spanContext().spanId).map((s) => s.name)).toEqual(['payment handler QueueHandlers.handle']);
+    }
   });
 
   // The span and the measurement are the attempt's: BullMQ fails it at queueJobTimeoutMs while
