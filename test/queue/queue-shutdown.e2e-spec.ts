@@ -1,8 +1,9 @@
 import 'reflect-metadata';
+import { startChildApp } from '../support/child-app.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { FAST_QUEUE_OPTIONS, type QueueApp, type QueueAppOptions, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
-import { envelope, postWebhook } from '../support/webhooks-app.js';
+import { envelope, postWebhook, WEBHOOK_SECRET } from '../support/webhooks-app.js';
 
 // app.close() stops taking jobs, lets running handlers finish up to queueShutdownTimeoutMs
 // (1 s here) and leaves the unfinished ones to another worker.
@@ -104,5 +105,37 @@ describe('queue mode: graceful shutdown of a worker', () => {
     // nothing lost: the next worker runs them
     const next = await start(undefined, accounts);
     for (const e of [laterDefault, laterEu]) await waitFor(`${e.eventId} ran in the next worker`, () => next.handlers.count('done', e.eventId as string) === 1);
+  });
+
+  // With the queue's Redis down, close() returns at once, but the idle worker's pending wait for
+  // jobs never settles (ioredis keeps it for a reconnect that the close cancels): BullMQ's timer
+  // guarding it (drainDelay + 1 s) keeps the process alive until it fires. Measured in a child
+  // process, which must end by itself.
+  it("with the queue's Redis down, the process ends within about 2 s of app.close(), not BullMQ's 6 s", async () => {
+    const own = await startRedisServer(); // its own: stopped below, while the other tests' apps use the shared one
+    const child = await startChildApp('test/reliability/fixtures/closing-app.ts', {
+      PAYMENT_BASE_URL: 'http://127.0.0.1:9',
+      PAYMENT_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      PAYMENT_PROCESSING: 'queue',
+      PAYMENT_QUEUE_REDIS_URL: own.url,
+    });
+    try {
+      const event = envelope('payment.succeeded');
+      expect(await postWebhook(child.url!, event)).toMatchObject({ status: 200, json: { queued: true } });
+      // once a copy is a duplicate the worker has run the event and started its next wait for jobs
+      await waitFor('the worker ran the event', async () => (await postWebhook(child.url!, event)).json.duplicate === true);
+      await own.stop();
+      const closedAt = new Promise<number>((resolve) => child.proc.stdout!.on('data', () => child.output().includes('CLOSED\n') && resolve(Date.now())));
+      const exited = new Promise<[number | null, number]>((resolve) => child.proc.once('exit', (code) => resolve([code, Date.now()])));
+      child.proc.kill('SIGTERM');
+      const [code, exitedAt] = await exited;
+      expect(code).toBe(0);
+      expect(child.output()).toContain('CLOSED');
+      // about 2 s here; with BullMQ's default drainDelay (5 s) the process lived on about 6 s
+      expect(exitedAt - (await closedAt)).toBeLessThan(3500);
+    } finally {
+      await child.kill();
+      await own.stop();
+    }
   });
 });
