@@ -24,6 +24,7 @@ import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } fro
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
+import { tokenFailureOfCall } from './payment-token-failure.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
@@ -219,33 +220,16 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * The call's token. Token failures were already retried by the token call itself and
-   * are final here; a network failure is re-issued for THIS call, whose next attempt was
-   * surely not sent (so a caller of a refund or payout knows nothing happened), unless an
-   * earlier attempt `mayHaveActed`.
+   * The call's token. Token failures were already retried by the token call itself and are
+   * final here, re-issued for THIS call, which was surely not sent (so a caller of a refund or
+   * payout knows nothing happened), unless an earlier attempt `mayHaveActed`.
    */
   private async tokenForCall(call: ServiceCall, mayHaveActed: boolean): Promise<string | undefined> {
     try {
       return await this.tokenFor(call.auth, call.signal);
     } catch (error) {
-      if (!(error instanceof PaymentNetworkError)) {
-        if (!(error instanceof PaymentApiError)) throw error;
-        // a createPayment error carries its key, whichever request failed
-        const key = call.idempotencyKey;
-        throw this.finalFailure(key !== undefined && error.idempotencyKey === undefined ? error.withIdempotencyKey(key) : error, mayHaveActed);
-      }
-      throw new PaymentNetworkError({
-        code: error.code,
-        account: this.options.account,
-        message: mayHaveActed
-          ? `${call.method} ${call.path} was not sent again: getting an access token failed (${error.message}); an earlier attempt may have reached the service`
-          : `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
-        method: call.method,
-        path: call.path,
-        mayHaveReachedService: mayHaveActed,
-        failure: error.failure,
-        idempotencyKey: call.idempotencyKey,
-      });
+      if (!(error instanceof PaymentApiError)) throw error;
+      throw tokenFailureOfCall(error, call, mayHaveActed, this.options.account);
     }
   }
 
