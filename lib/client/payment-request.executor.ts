@@ -191,6 +191,9 @@ export class PaymentRequestExecutor {
       retry++;
       previous = failure;
       mayHaveActed ||= !isRetryable('unsafe', failure);
+      // a signal that fired while the attempt was on the wire ends the call before a retry is
+      // counted: a clock of the app's own may not check it, and would keep a timer of up to maxRetryAfterMs
+      this.throwIfAborted(call, previous, mayHaveActed);
       observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
         `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
