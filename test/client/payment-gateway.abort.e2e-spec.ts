@@ -15,7 +15,7 @@ import type { PaymentModuleOptions } from '../../lib/config/payment-module-optio
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { ClientFakeClock } from '../support/client-fake-clock.js';
 import { rejectionOf, SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
-import { ClientStubServer } from '../support/client-stub-server.js';
+import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { waitFor } from '../support/wait.js';
 
 const REFUND = /^\/payment\/[^/]+\/refund$/;
@@ -248,6 +248,27 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
       expect(fake.pendingSleepers).toBe(0);
     } finally {
       stubbed.onApplicationShutdown();
+      await stub.stop();
+    }
+  });
+
+  it('a call queued for a rate-limit slot at app.close() is given up, and the wait for the window ends with it', async () => {
+    Logger.overrideLogger(false);
+    const stub = await new ClientStubServer().start();
+    const fake = new ClientFakeClock(); // moves only when told: the window's wait stays pending unless ended
+    const options = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: { readsPerMinute: 1 } });
+    const stubbed = new PaymentGatewayService(options, { clock: fake, random: () => 0.5 });
+    try {
+      stub.answer('GET', '/payments/gateways', success([]));
+      await stubbed.listGateways();
+      const queued = rejectionOf(stubbed.listGateways());
+      await waitFor('the call waits for the window', () => fake.pendingSleepers === 1);
+      await stubbed.onApplicationShutdown();
+      expect(await queued).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+      // before, the system clock's timer of this wait kept the process alive for the rest of the minute
+      await waitFor('no wait is left', () => fake.pendingSleepers === 0);
+      expect(stub.calls('/payments/gateways')).toHaveLength(1);
+    } finally {
       await stub.stop();
     }
   });
