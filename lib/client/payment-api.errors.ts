@@ -145,16 +145,6 @@ export class PaymentApiError extends Error {
     });
   }
 
-  /**
-   * A copy that names the idempotency key of the call that failed (same class, message and
-   * stack). A copy, not a change: a failed token request is shared by every call waiting
-   * for it, each with its own key.
-   * @internal
-   */
-  withIdempotencyKey(idempotencyKey: string): this {
-    return this.copyWith({ idempotencyKey: { value: idempotencyKey, enumerable: true, configurable: true } });
-  }
-
   /** A copy of this error (same class and fields, stack included) with `changes` applied. */
   private copyWith(changes: PropertyDescriptorMap): this {
     const copy = Object.create(Object.getPrototypeOf(this)) as this;

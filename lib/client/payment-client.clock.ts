@@ -7,8 +7,9 @@ export interface PaymentClock {
   /** Milliseconds since the epoch. */
   now(): number;
   /**
-   * Resolves after `ms` milliseconds of this clock, or as soon as `signal` aborts (the caller
-   * checks which): a call given up must not leave a timer of up to `maxRetryAfterMs` behind.
+   * Resolves after `ms` milliseconds of this clock, or as soon as `signal` aborts, at once when it
+   * already has (the caller checks which): a call given up must not leave a timer of up to
+   * `maxRetryAfterMs` behind.
    */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -17,6 +18,8 @@ export const systemPaymentClock: PaymentClock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
+      // 'abort' never fires again on a signal that already fired: its timer would be left behind
+      if (signal?.aborted) return resolve();
       const timer = setTimeout(done, Math.max(0, ms));
       signal?.addEventListener('abort', done, { once: true });
       function done(): void {

@@ -28,7 +28,7 @@ import { InputChecker } from './payment-input.validation.js';
 import { PaymentIpRateLimits } from './payment-rate-limiter.js';
 import { PaymentRequestExecutor, type ServiceAnswer } from './payment-request.executor.js';
 import { paymentRequestBody, requestCall } from './payment-request.bodies.js';
-import { readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
+import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
 import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
@@ -107,7 +107,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   /**
    * `GET /payment/status?trx_id=…`: the canonical record; its `status` is the source of
    * truth. `trxId` is the asked id when the answer names none; `pending` is true on 202.
-   * An answer without a status is an `UNEXPECTED_RESPONSE` error (nothing was changed).
+   * An answer without a status in its `data` object (or without `data`) is an
+   * `UNEXPECTED_RESPONSE` error (nothing was changed).
    */
   async getPaymentStatus(trxId: string, options?: PaymentCallOptions): Promise<PaymentStatusResult> {
     const check = new InputChecker(this.options.account);
@@ -125,7 +126,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       operation: 'get_payment_status',
       signal,
     });
-    const { record, status } = this.readRecord(answer, 'trxId', trxId);
+    // its status decides what the caller does: read from `data` alone, not from a body that has none
+    const { record, status } = readServiceRecord(envelopeData(answer.body), this.fields, 'trxId', trxId);
     if (status === undefined) {
       throw this.unexpected('GET', endpoints.paymentStatus, `a payment status (data.${this.fields.status.join(' or data.')}; see responseFields.status)`);
     }

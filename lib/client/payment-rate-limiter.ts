@@ -27,6 +27,8 @@ export class SlidingWindowLimiter {
   private readonly queue: Array<(release: RateLimitRelease) => void> = [];
   private pumping = false;
   private releaseSignal: (() => void) | undefined;
+  /** Ends the pump's wait for the window when the last queued caller leaves. */
+  private windowWait: AbortController | undefined;
 
   constructor(
     private limitValue: number,
@@ -60,6 +62,8 @@ export class SlidingWindowLimiter {
         const at = this.queue.indexOf(waiter);
         if (at === -1) return;
         this.queue.splice(at, 1);
+        // nobody left to wait for (aborted, or app.close()): the window's timer must not keep the process alive
+        if (this.queue.length === 0) this.windowWait?.abort();
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
@@ -98,7 +102,10 @@ export class SlidingWindowLimiter {
           // Every slot is held by a request still running: its end starts the window.
           await new Promise<void>((resolve) => (this.releaseSignal = resolve));
         } else {
-          await this.clock.sleep(this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS - now);
+          // not unref'd instead: a queued caller waits on this timer alone, a script would exit under it
+          const wait = (this.windowWait = new AbortController());
+          await this.clock.sleep(this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS - now, wait.signal);
+          if (this.windowWait === wait) this.windowWait = undefined;
         }
       }
     } finally {

@@ -24,6 +24,7 @@ import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } fro
 import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
+import { tokenFailureOfCall } from './payment-token-failure.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
@@ -190,6 +191,9 @@ export class PaymentRequestExecutor {
       retry++;
       previous = failure;
       mayHaveActed ||= !isRetryable('unsafe', failure);
+      // a signal that fired while the attempt was on the wire ends the call before a retry is
+      // counted: a clock of the app's own may not check it, and would keep a timer of up to maxRetryAfterMs
+      this.throwIfAborted(call, previous, mayHaveActed);
       observed?.retrying(failure.code, delayMs);
       this.logger.warn?.(
         `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
@@ -219,33 +223,16 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * The call's token. Token failures were already retried by the token call itself and
-   * are final here; a network failure is re-issued for THIS call, whose next attempt was
-   * surely not sent (so a caller of a refund or payout knows nothing happened), unless an
-   * earlier attempt `mayHaveActed`.
+   * The call's token. Token failures were already retried by the token call itself and are
+   * final here, re-issued for THIS call, which was surely not sent (so a caller of a refund or
+   * payout knows nothing happened), unless an earlier attempt `mayHaveActed`.
    */
   private async tokenForCall(call: ServiceCall, mayHaveActed: boolean): Promise<string | undefined> {
     try {
       return await this.tokenFor(call.auth, call.signal);
     } catch (error) {
-      if (!(error instanceof PaymentNetworkError)) {
-        if (!(error instanceof PaymentApiError)) throw error;
-        // a createPayment error carries its key, whichever request failed
-        const key = call.idempotencyKey;
-        throw this.finalFailure(key !== undefined && error.idempotencyKey === undefined ? error.withIdempotencyKey(key) : error, mayHaveActed);
-      }
-      throw new PaymentNetworkError({
-        code: error.code,
-        account: this.options.account,
-        message: mayHaveActed
-          ? `${call.method} ${call.path} was not sent again: getting an access token failed (${error.message}); an earlier attempt may have reached the service`
-          : `${call.method} ${call.path} was not sent: getting an access token failed (${error.message})`,
-        method: call.method,
-        path: call.path,
-        mayHaveReachedService: mayHaveActed,
-        failure: error.failure,
-        idempotencyKey: call.idempotencyKey,
-      });
+      if (!(error instanceof PaymentApiError)) throw error;
+      throw tokenFailureOfCall(error, call, mayHaveActed, this.options.account);
     }
   }
 

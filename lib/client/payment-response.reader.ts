@@ -11,6 +11,14 @@ export function recordOf(data: unknown): Record<string, unknown> {
 }
 
 /**
+ * The success envelope's `data`, never the body itself: a body without `data` has no payload,
+ * and its own `status` is the envelope's `'success'`, not a payment's.
+ */
+export function envelopeData(body: unknown): unknown {
+  return isRecord(body) ? body.data : undefined;
+}
+
+/**
  * The value of the first field of `names` present in `record`: a non-empty string, or a
  * safe integer as text (ids only; a status must be a string).
  */

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { getEventListeners } from 'node:events';
+import { Logger } from '@nestjs/common';
 import {
   PaymentAbortedError,
   PaymentAuthenticationError,
@@ -7,11 +8,14 @@ import {
   PaymentRateLimitError,
   PaymentValidationError,
 } from '../../lib/client/payment-api.errors.js';
+import { systemPaymentClock } from '../../lib/client/payment-client.clock.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
+import { ClientFakeClock } from '../support/client-fake-clock.js';
 import { rejectionOf, SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
+import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { waitFor } from '../support/wait.js';
 
 const REFUND = /^\/payment\/[^/]+\/refund$/;
@@ -215,6 +219,66 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     } finally {
       system.onApplicationShutdown();
     }
+  });
+
+  it('a signal that fired while the request was on the wire, answered 429 Retry-After 60, ends the call without asking the clock to wait', async () => {
+    Logger.overrideLogger(false);
+    const stub = await new ClientStubServer().start();
+    const fake = new ClientFakeClock(); // moves only when told: a wait asked for stays pending
+    const stubbed = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT }), { clock: fake, random: () => 0.5 });
+    try {
+      let answer!: () => void;
+      stub.answer('GET', '/payments/gateways', {
+        status: 429,
+        headers: { 'retry-after': '60' },
+        hold: new Promise<void>((resolve) => (answer = resolve)),
+        body: { status: 'error', code: 'RATE_LIMITED', message: 'slow down', errors: {}, data: [] },
+      });
+      const controller = new AbortController();
+      const call = rejectionOf(stubbed.listGateways({ signal: controller.signal }));
+      await waitFor('the request is on the wire', () => stub.calls('/payments/gateways').length === 1);
+      controller.abort();
+      answer();
+      const error = await call;
+      expect(error).toBeInstanceOf(PaymentAbortedError);
+      expect(error).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+      expect(error.message).toContain('before its next attempt');
+      // a clock that ignored the signal would have kept a 60 s timer
+      expect(fake.sleeps).toEqual([]);
+      expect(fake.pendingSleepers).toBe(0);
+    } finally {
+      stubbed.onApplicationShutdown();
+      await stub.stop();
+    }
+  });
+
+  it('a call queued for a rate-limit slot at app.close() is given up, and the wait for the window ends with it', async () => {
+    Logger.overrideLogger(false);
+    const stub = await new ClientStubServer().start();
+    const fake = new ClientFakeClock(); // moves only when told: the window's wait stays pending unless ended
+    const options = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: { readsPerMinute: 1 } });
+    const stubbed = new PaymentGatewayService(options, { clock: fake, random: () => 0.5 });
+    try {
+      stub.answer('GET', '/payments/gateways', success([]));
+      await stubbed.listGateways();
+      const queued = rejectionOf(stubbed.listGateways());
+      await waitFor('the call waits for the window', () => fake.pendingSleepers === 1);
+      await stubbed.onApplicationShutdown();
+      expect(await queued).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+      // before, the system clock's timer of this wait kept the process alive for the rest of the minute
+      await waitFor('no wait is left', () => fake.pendingSleepers === 0);
+      expect(stub.calls('/payments/gateways')).toHaveLength(1);
+    } finally {
+      await stub.stop();
+    }
+  });
+
+  it('the system clock asked to sleep on a signal that already fired returns at once and starts no timer', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    const sleeping = systemPaymentClock.sleep(60_000, AbortSignal.abort());
+    expect(timers()).toBe(before); // counted before any other code runs: nothing else starts one meanwhile
+    await sleeping;
   });
 
   it("a payment creation given up while its own token request waits for a slot takes that request with it: the client secret is not sent later", async () => {

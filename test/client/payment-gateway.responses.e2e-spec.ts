@@ -232,6 +232,18 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE' });
       expect(error.message).toContain('responseFields.status');
     });
+
+    it.each([
+      ['an envelope without data', { status: 'success', message: 'Payment is pending' }],
+      ['a body that is no envelope', { trx_id: 'trx_asked', status: 'SUCCESS' }],
+    ])('%s is UNEXPECTED_RESPONSE: a status is read from data alone, never the envelope\'s own', async (_label, body) => {
+      await start();
+      stub.answer('GET', '/payment/status', { status: 200, body });
+      const error = await rejectionOf(client.getPaymentStatus('trx_asked'));
+      expect(error).toBeInstanceOf(PaymentServerError);
+      expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE', method: 'GET', path: '/payment/status', mayHaveReachedService: false });
+      expect(stub.calls('/payment/status')).toHaveLength(1); // a read's wrong shape is not retried
+    });
   });
 
   describe('apiBasePath (the service shows no version policy)', () => {

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import {
+  PaymentAuthenticationError,
   PaymentNetworkError,
   PaymentProviderError,
   PaymentRateLimitError,
@@ -145,7 +146,9 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       h.sim.injectFault({ path: '/authentication/token', kind: 'status', status: 429, retryAfterSeconds: 11 });
       const error = await rejectionOf(h.client.createPayout({ amount: '1', currency: 'USD', recipient }));
       expect(error).toBeInstanceOf(PaymentRateLimitError);
-      expect(error).toMatchObject({ retryAfterSeconds: 11, path: '/authentication/token' });
+      // the payout's own error: not sent, with the token call's wait
+      expect(error).toMatchObject({ retryAfterSeconds: 11, method: 'POST', path: '/payout', mayHaveReachedService: false });
+      expect(error.message).toContain('was not sent: getting an access token failed (POST /authentication/token failed with HTTP 429');
       expect(h.calls('/payout')).toHaveLength(0);
       h.sim.injectFault({ path: '/authentication/token', kind: 'status', status: 429, retryAfterSeconds: 10 });
       await h.client.createPayout({ amount: '1', currency: 'USD', recipient });
@@ -225,6 +228,29 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.calls(REFUND)).toHaveLength(0);
       await h.client.refundPayment(trxId);
       expect(h.sim.refunds).toHaveLength(1);
+    });
+
+    it.each([
+      ['answers 500 PAY_5001 on every attempt', [{ kind: 'status' as const, code: 'PAY_5001', times: 2 }], PaymentServerError, { code: 'PAY_5001', httpStatus: 500 }],
+      ['times out, then answers 401 PAY_1004', [{ kind: 'stall' as const }, { kind: 'status' as const, code: 'PAY_1004' }], PaymentAuthenticationError, { code: 'PAY_1004', httpStatus: 401 }],
+    ])('a refund and a payout whose token call %s were not sent, and their errors say so', async (_label, faults, ErrorClass, expected) => {
+      h = await startClientHarness({ maxRetries: 1, httpTimeoutMs: 300 });
+      const calls = [
+        { path: '/payment/trx_1/refund', send: () => h.client.refundPayment('trx_1', { amount: '1' }) },
+        { path: '/payout', send: () => h.client.createPayout({ amount: '1', currency: 'USD', recipient }) },
+      ];
+      for (const { path, send } of calls) {
+        for (const fault of faults) h.sim.injectFault({ path: '/authentication/token', ...fault });
+        const error = await rejectionOf(send());
+        expect(h.calls(path)).toHaveLength(0);
+        // the token call's class, code and status, so callers branch as before; the call's own path
+        expect(error).toBeInstanceOf(ErrorClass);
+        expect(error).toMatchObject({ ...expected, method: 'POST', path, mayHaveReachedService: false });
+        expect(error.message).toMatch(new RegExp(`^POST ${path} was not sent: getting an access token failed \\(POST /authentication/token failed`));
+        expect(error.cause).toMatchObject({ ...expected, path: '/authentication/token', mayHaveReachedService: true });
+      }
+      expect(h.sim.refunds).toHaveLength(0);
+      expect(h.sim.payouts).toHaveLength(0);
     });
 
     it('a non-idempotent POST is retried when the connection is refused (nothing was sent)', async () => {

@@ -55,6 +55,31 @@ describe('SlidingWindowLimiter (fake clock)', () => {
     expect(next).toBe(true);
   });
 
+  it('its wait for the window ends when the last queued caller leaves (aborted, app.close()): no timer outlives the callers', async () => {
+    const clock = new ClientFakeClock();
+    const limiter = new SlidingWindowLimiter(1, 60_000, clock);
+    (await limiter.acquire())();
+    const callers = [new AbortController(), new AbortController()];
+    const outcomes = callers.map((caller) => limiter.acquire(caller.signal).then(() => 'granted', () => 'aborted'));
+    await flushMicrotasks();
+    expect(clock.pendingSleepers).toBe(1); // the pump waits for the window to open
+    callers[0].abort();
+    await flushMicrotasks();
+    expect(clock.pendingSleepers).toBe(1); // one caller still waits for it
+    callers[1].abort();
+    expect(await Promise.all(outcomes)).toEqual(['aborted', 'aborted']);
+    await flushMicrotasks();
+    expect(clock.pendingSleepers).toBe(0);
+    // the window still holds for the next caller
+    let granted = false;
+    void limiter.acquire().then(() => (granted = true));
+    await flushMicrotasks();
+    expect(granted).toBe(false);
+    clock.advance(60_100);
+    await flushMicrotasks();
+    expect(granted).toBe(true);
+  });
+
   it('a burst of 100 never has more than `limit` requests inside any window', async () => {
     const clock = new ClientFakeClock(0, true);
     const limiter = new SlidingWindowLimiter(60, 60_000, clock);

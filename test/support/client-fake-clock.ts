@@ -24,14 +24,31 @@ export class ClientFakeClock implements PaymentClock {
     return this.current;
   }
 
-  sleep(ms: number): Promise<void> {
+  /** Like the system clock, ends at once when `signal` aborts (or had), leaving no sleeper behind. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const wait = Math.max(0, ms);
     this.sleeps.push(wait);
+    if (signal?.aborted) return Promise.resolve();
     if (this.autoAdvance) {
       // yield first so concurrent callers run in a realistic order
       return Promise.resolve().then(() => this.advance(wait));
     }
-    return new Promise((resolve) => this.sleepers.push({ until: this.current + wait, resolve }));
+    return new Promise((resolve) => {
+      const sleeper = {
+        until: this.current + wait,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        const at = this.sleepers.indexOf(sleeper);
+        if (at !== -1) this.sleepers.splice(at, 1);
+        resolve();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.sleepers.push(sleeper);
+    });
   }
 
   advance(ms: number): void {

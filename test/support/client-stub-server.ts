@@ -9,6 +9,8 @@ export interface StubAnswer {
   headers?: Record<string, string>;
   /** Answer this long after the request was read (a slow service). */
   delayMs?: number;
+  /** Answer only once this settles: the test decides how long the request stays on the wire. */
+  hold?: Promise<unknown>;
 }
 
 export interface StubRequest {
@@ -82,6 +84,7 @@ export class ClientStubServer {
     else if (method === 'POST' && route === '/authentication/token') answer = this.tokenAnswer();
     else answer = { status: 404, body: { status: 'error', code: 'NOT_FOUND', message: 'No canned answer', errors: {}, data: [] } };
     if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
+    await answer.hold;
     const payload = JSON.stringify(answer.body);
     res.writeHead(answer.status ?? 200, {
       'content-type': 'application/json',

@@ -1,0 +1,40 @@
+import { PaymentApiError, type PaymentApiErrorDetails, PaymentNetworkError, PaymentValidationError } from './payment-api.errors.js';
+import type { ServiceCall } from './payment-request.executor.js';
+
+/**
+ * The error of a call whose access token could not be had. The call itself was not sent (again),
+ * so the error names the call's method and path, and `mayHaveReachedService` is only what an
+ * earlier attempt of the call may have done (`mayHaveActed`): the token call's own (true after
+ * its 5xx or time-out) is about a token, not a refund or payout. The class, code, HTTP status,
+ * `Retry-After`, field errors and network failure kind stay the token failure's, so callers
+ * branch as on the token call's error, which is the `cause`.
+ */
+export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, mayHaveActed: boolean, account: string): PaymentApiError {
+  const failed = `getting an access token failed (${withoutAccountPrefix(error)})`;
+  const details: PaymentApiErrorDetails & { mayHaveReachedService: boolean } = {
+    code: error.code,
+    httpStatus: error.httpStatus,
+    errors: error.errors,
+    retryAfterSeconds: error.retryAfterSeconds,
+    account,
+    message: mayHaveActed
+      ? `${call.method} ${call.path} was not sent again: ${failed}; an earlier attempt may have reached the service`
+      : `${call.method} ${call.path} was not sent: ${failed}`,
+    method: call.method,
+    path: call.path,
+    idempotencyKey: call.idempotencyKey,
+    mayHaveReachedService: mayHaveActed,
+  };
+  let rebuilt: PaymentApiError;
+  if (error instanceof PaymentNetworkError) rebuilt = new PaymentNetworkError({ ...details, failure: error.failure });
+  else if (error instanceof PaymentValidationError) rebuilt = new PaymentValidationError({ ...details, clientSide: error.clientSide });
+  else rebuilt = new (error.constructor as new (details: PaymentApiErrorDetails) => PaymentApiError)(details);
+  Object.defineProperty(rebuilt, 'cause', { value: error, enumerable: false, writable: true, configurable: true });
+  return rebuilt;
+}
+
+/** The token error's message without its `account '…': ` prefix: the call's error adds it once. */
+function withoutAccountPrefix(error: PaymentApiError): string {
+  const prefix = `account '${error.account}': `;
+  return error.account !== undefined && error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+}
