@@ -5,7 +5,7 @@ import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
-import { resourceKeyOf, SimulatorEventPublisher } from './simulator-event.publisher.js';
+import { asDelivered, resourceKeyOf, SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
 import {
   assertDeliveryFaults,
@@ -15,7 +15,7 @@ import {
   assertText,
   assertWebhookUrl,
 } from './simulator-options.validation.js';
-import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
+import { copyPayment, SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
 import { SimulatorRefundsHandler } from './simulator-refunds.handler.js';
@@ -340,17 +340,4 @@ export class PaymentServiceSimulator {
     const merchants = [...this.state.merchants.values()].map((m) => `${m.settings.merchantId} (${m.settings.mode})`);
     return `PaymentServiceSimulator { url: ${url}, merchants: [${merchants.join(', ')}] }`;
   }
-}
-
-/** A copy the caller may keep or change without touching the simulator's state. */
-function copyPayment(p: SimulatedPayment): SimulatedPayment {
-  return { ...p, splits: p.splits.map((s) => ({ ...s })) };
-}
-
-/**
- * A copy of event data as the receiver gets it (through JSON): a payload value with `toJSON`
- * or a class instance is not structured-cloneable.
- */
-function asDelivered<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }

@@ -48,3 +48,11 @@ export class SimulatorEventPublisher {
     return envelope;
   }
 }
+
+/**
+ * A copy of event data as the receiver gets it (through JSON): a payload value with `toJSON`
+ * or a class instance is not structured-cloneable.
+ */
+export function asDelivered<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

@@ -240,3 +240,8 @@ function paymentWire(p: SimulatedPayment): Record<string, unknown> {
 
 /** A payment as the `data` of a `payment.*` event. */
 const paymentEventData = paymentFields;
+
+/** A copy the caller may keep or change without touching the simulator's state. */
+export function copyPayment(p: SimulatedPayment): SimulatedPayment {
+  return { ...p, splits: p.splits.map((s) => ({ ...s })) };
+}
