@@ -102,16 +102,18 @@ export class PaymentServiceSimulator {
     if (this.server.started) return;
     this.deliverer.resume();
     await this.server.start();
+    this.paymentsHandler.startTimers();
   }
 
   /**
    * Closes the server and every connection (stalled ones included), and ends the simulated
    * service's work: deliveries not done yet become `cancelled`, confirmations still to come are
-   * dropped. For an outage the deliveries live through, use `injectFault` instead.
+   * dropped, session expiries disarmed (armed again by `start()`). For an outage the deliveries
+   * live through, use `injectFault` instead.
    */
   async stop(): Promise<void> {
     this.deliverer.stop();
-    this.paymentsHandler.cancelConfirmations();
+    this.paymentsHandler.stopTimers();
     await this.server.stop();
   }
 
@@ -132,10 +134,12 @@ export class PaymentServiceSimulator {
     return this.clock.now();
   }
 
-  /** Moves the simulator clock forward: token expiry, rate-limit windows, timestamps. */
+  /** Moves the simulator clock forward: token expiry, rate-limit windows, session expiry, timestamps. */
   advanceTime(ms: number): void {
     this.clock.advance(ms);
     this.router.catchUp();
+    // the sessions still pending expire that much sooner in real time
+    this.paymentsHandler.rearmExpiries();
   }
 
   /** Forgets every rate-limit window. */
@@ -168,7 +172,9 @@ export class PaymentServiceSimulator {
     return this.state.settingsOf(this.state.merchant(merchantId));
   }
 
+  /** Every payment; sessions past their TTL show as expired, even if their timer has not fired yet. */
   get payments(): ReadonlyArray<Readonly<SimulatedPayment>> {
+    this.router.catchUp();
     return [...this.state.payments.values()].map(copyPayment);
   }
 
@@ -201,6 +207,7 @@ export class PaymentServiceSimulator {
   }
 
   payment(trxId: string): Readonly<SimulatedPayment> | undefined {
+    this.router.catchUp();
     const p = this.state.payments.get(trxId);
     return p && copyPayment(p);
   }
@@ -323,7 +330,8 @@ export class PaymentServiceSimulator {
 
   /**
    * Resolves when no payment confirmation, webhook delivery or retry is pending.
-   * Events held back by `outOfOrder` are released once everything else is quiet.
+   * Events held back by `outOfOrder` are released once everything else is quiet. Sessions past
+   * `paymentSessionTtlMs` expire first; a TTL still running is not waited for (a manual payment waits for the test).
    */
   waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
     return waitUntilQuiet(this.paymentsHandler, this.deliverer, opts.timeoutMs);
