@@ -5,7 +5,7 @@ import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
-import { SimulatorEventPublisher } from './simulator-event.publisher.js';
+import { asDelivered, resourceKeyOf, SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
 import {
   assertDeliveryFaults,
@@ -15,7 +15,7 @@ import {
   assertText,
   assertWebhookUrl,
 } from './simulator-options.validation.js';
-import { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
+import { copyPayment, SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
 import { SimulatorRefundsHandler } from './simulator-refunds.handler.js';
@@ -102,16 +102,18 @@ export class PaymentServiceSimulator {
     if (this.server.started) return;
     this.deliverer.resume();
     await this.server.start();
+    this.paymentsHandler.startTimers();
   }
 
   /**
    * Closes the server and every connection (stalled ones included), and ends the simulated
    * service's work: deliveries not done yet become `cancelled`, confirmations still to come are
-   * dropped. For an outage the deliveries live through, use `injectFault` instead.
+   * dropped, session expiries disarmed (armed again by `start()`). For an outage the deliveries
+   * live through, use `injectFault` instead.
    */
   async stop(): Promise<void> {
     this.deliverer.stop();
-    this.paymentsHandler.cancelConfirmations();
+    this.paymentsHandler.stopTimers();
     await this.server.stop();
   }
 
@@ -132,10 +134,12 @@ export class PaymentServiceSimulator {
     return this.clock.now();
   }
 
-  /** Moves the simulator clock forward: token expiry, rate-limit windows, timestamps. */
+  /** Moves the simulator clock forward: token expiry, rate-limit windows, session expiry, timestamps. */
   advanceTime(ms: number): void {
     this.clock.advance(ms);
     this.router.catchUp();
+    // the sessions still pending expire that much sooner in real time
+    this.paymentsHandler.rearmExpiries();
   }
 
   /** Forgets every rate-limit window. */
@@ -168,7 +172,9 @@ export class PaymentServiceSimulator {
     return this.state.settingsOf(this.state.merchant(merchantId));
   }
 
+  /** Every payment; sessions past their TTL show as expired, even if their timer has not fired yet. */
   get payments(): ReadonlyArray<Readonly<SimulatedPayment>> {
+    this.router.catchUp();
     return [...this.state.payments.values()].map(copyPayment);
   }
 
@@ -201,6 +207,7 @@ export class PaymentServiceSimulator {
   }
 
   payment(trxId: string): Readonly<SimulatedPayment> | undefined {
+    this.router.catchUp();
     const p = this.state.payments.get(trxId);
     return p && copyPayment(p);
   }
@@ -304,12 +311,9 @@ export class PaymentServiceSimulator {
     assertSendEventArguments(type, data);
     // a copy as delivered: changing `data` or the returned envelope later changes neither the log nor the delivery
     const payload = asDelivered(data);
-    // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event
-    const family = type.split('.', 1)[0]!;
-    const id = ({ payment: payload.trxId, refund: payload.refundUid, payout: payload.payoutUid } as Record<string, unknown>)[family];
-    const resourceKey = id === undefined ? `${type}:` : `${family}:${String(id)}`;
+    // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event;
     // an unknown merchant throws in publish, before anything is logged or delivered
-    const envelope = this.publisher.publish(merchantId, type, payload, resourceKey);
+    const envelope = this.publisher.publish(merchantId, type, payload, resourceKeyOf(type, payload));
     return asDelivered(envelope);
   }
 
@@ -326,7 +330,8 @@ export class PaymentServiceSimulator {
 
   /**
    * Resolves when no payment confirmation, webhook delivery or retry is pending.
-   * Events held back by `outOfOrder` are released once everything else is quiet.
+   * Events held back by `outOfOrder` are released once everything else is quiet. Sessions past
+   * `paymentSessionTtlMs` expire first; a TTL still running is not waited for (a manual payment waits for the test).
    */
   waitForDeliveries(opts: { timeoutMs?: number } = {}): Promise<void> {
     return waitUntilQuiet(this.paymentsHandler, this.deliverer, opts.timeoutMs);
@@ -343,17 +348,4 @@ export class PaymentServiceSimulator {
     const merchants = [...this.state.merchants.values()].map((m) => `${m.settings.merchantId} (${m.settings.mode})`);
     return `PaymentServiceSimulator { url: ${url}, merchants: [${merchants.join(', ')}] }`;
   }
-}
-
-/** A copy the caller may keep or change without touching the simulator's state. */
-function copyPayment(p: SimulatedPayment): SimulatedPayment {
-  return { ...p, splits: p.splits.map((s) => ({ ...s })) };
-}
-
-/**
- * A copy of event data as the receiver gets it (through JSON): a payload value with `toJSON`
- * or a class instance is not structured-cloneable.
- */
-function asDelivered<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }

@@ -4,6 +4,23 @@ import type { SimulatorClock } from './simulator.clock.js';
 import type { SimulatorState } from './simulator.state.js';
 import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
 
+/** The data field naming the resource of each event family, as the simulator's own events key it (`subaccount_payout:<payoutUid>`). */
+const RESOURCE_ID_FIELDS: Readonly<Record<string, string>> = Object.freeze({
+  payment: 'trxId',
+  refund: 'refundUid',
+  payout: 'payoutUid',
+  split: 'trxId',
+  subaccount_payout: 'payoutUid',
+});
+
+/** The resource key of an event a test sends: `<family>:<id>`, or `<type>:` for a family without a known id field or data without the id. */
+export function resourceKeyOf(type: string, data: Record<string, unknown>): string {
+  const family = type.split('.', 1)[0]!;
+  // own keys only: a family named `constructor` is no resource
+  const id = Object.hasOwn(RESOURCE_ID_FIELDS, family) ? data[RESOURCE_ID_FIELDS[family]!] : undefined;
+  return id === undefined ? `${type}:` : `${family}:${String(id)}`;
+}
+
 /** Wraps event data in an envelope, records it, and hands it to webhook delivery. */
 export class SimulatorEventPublisher {
   /** Every event emitted, delivered or not, in emission order. */
@@ -16,7 +33,7 @@ export class SimulatorEventPublisher {
   ) {}
 
   /**
-   * `resourceKey` names the payment, refund or payout the event is about; the
+   * `resourceKey` names the payment, refund, payout, split or subaccount payout the event is about; the
    * out-of-order switch holds a resource's early events until its next one.
    */
   publish(merchantId: number, type: string, data: Record<string, unknown>, resourceKey: string): PaymentEventEnvelope {
@@ -30,4 +47,12 @@ export class SimulatorEventPublisher {
     this.deliverer.enqueue(envelope, merchantId, resourceKey);
     return envelope;
   }
+}
+
+/**
+ * A copy of event data as the receiver gets it (through JSON): a payload value with `toJSON`
+ * or a class instance is not structured-cloneable.
+ */
+export function asDelivered<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }

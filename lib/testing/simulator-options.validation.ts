@@ -1,6 +1,7 @@
 import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
+import { MAX_TIMER_MS } from './simulator.constants.js';
 import {
   PAYMENT_OUTCOMES,
   type PaymentServiceSimulatorOptions,
@@ -36,9 +37,6 @@ const FAULT_KEYS: Record<keyof SimulatorFault, true> = {
   method: true, path: true, mode: true, kind: true, status: true, code: true, retryAfterSeconds: true, times: true,
   afterHandling: true, trickleMs: true, rewrite: true,
 };
-
-/** The longest delay a Node timer keeps: a longer one fires at once (with a TimeoutOverflowWarning). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** How each number option is bounded: a delay must be a timer Node can keep. */
 const NUMBER_OPTIONS: ReadonlyArray<[keyof PaymentServiceSimulatorOptions, { min: number; max: number; integer?: boolean; unit: string }]> = [

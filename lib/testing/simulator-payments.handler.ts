@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { formatAmount, parseAmount } from './simulator.amounts.js';
 import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import type { SimulatorClock } from './simulator.clock.js';
-import { SIMULATED_GATEWAYS } from './simulator.constants.js';
+import { MAX_TIMER_MS, SIMULATED_GATEWAYS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import {
@@ -38,6 +38,10 @@ export interface PaymentBehaviour {
 export class SimulatorPaymentsHandler {
   /** Confirmations of asynchronous payments not yet fired. */
   private readonly confirmations = new Set<NodeJS.Timeout>();
+  /** Expiry timers of `manual` sessions still `PENDING` (with `paymentSessionTtlMs`), by trxId. */
+  private readonly expiries = new Map<string, NodeJS.Timeout>();
+  /** Between `start()` and `stop()`: a stopped simulator keeps no timer (its sessions still expire on the catch-ups). */
+  private running = false;
 
   constructor(
     private readonly state: SimulatorState,
@@ -53,9 +57,19 @@ export class SimulatorPaymentsHandler {
     return this.confirmations.size;
   }
 
-  cancelConfirmations(): void {
+  /** `start()`: arms the expiry of the sessions still pending (created before a `stop()`). */
+  startTimers(): void {
+    this.running = true;
+    this.rearmExpiries();
+  }
+
+  /** `stop()`: drops the confirmations still to come and disarms every session expiry. */
+  stopTimers(): void {
+    this.running = false;
     for (const t of this.confirmations) clearTimeout(t);
     this.confirmations.clear();
+    for (const t of this.expiries.values()) clearTimeout(t);
+    this.expiries.clear();
   }
 
   create(req: SimulatorRequest): SimulatorAnswer {
@@ -117,6 +131,7 @@ export class SimulatorPaymentsHandler {
     const answer = success(status, paymentWire(payment));
     this.publish(payment, 'payment.created');
     this.runOutcome(payment, outcome);
+    if (outcome === 'manual') this.armExpiry(payment);
     return answer;
   }
 
@@ -138,24 +153,60 @@ export class SimulatorPaymentsHandler {
     return success(200, SIMULATED_GATEWAYS.map((g) => ({ ...g })));
   }
 
-  /** Settles a `PENDING` payment by hand; throws for an unknown or already settled one. */
+  /** Settles a `PENDING` payment by hand; throws for an unknown or already settled (or expired) one. */
   complete(trxId: string, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    // a session past its TTL whose timer has not fired yet is expired, not paid
+    this.expireStaleSessions();
     const p = this.state.payments.get(trxId);
     if (!p) throw new Error(`Unknown payment ${trxId}`);
     if (p.status !== 'PENDING') throw new Error(`Payment ${trxId} is already ${p.status}`);
     this.settle(p, status, reason ?? (status === 'REJECTED' ? 'failed' : undefined));
   }
 
-  /** With `paymentSessionTtlMs`, `manual` payments still `PENDING` past it expire (`payment.expired`). */
-  expireStaleSessions(): void {
+  /**
+   * With `paymentSessionTtlMs`, `manual` payments still `PENDING` past it on the simulator clock
+   * expire (`payment.expired`). True when one did.
+   */
+  expireStaleSessions(): boolean {
     const ttl = this.behaviour.paymentSessionTtlMs;
-    if (ttl === undefined) return;
+    if (ttl === undefined) return false;
     const now = this.clock.now();
+    let expired = false;
     for (const p of this.state.payments.values()) {
       if (p.status === 'PENDING' && p.outcome === 'manual' && now - Date.parse(p.createdAt) >= ttl) {
         this.settle(p, 'REJECTED', 'expired');
+        expired = true;
       }
     }
+    return expired;
+  }
+
+  /** Arms the expiry of every `manual` session still `PENDING` again, for the clock as it is now (after `advanceTime()`). */
+  rearmExpiries(): void {
+    for (const p of this.state.payments.values()) {
+      if (p.status === 'PENDING' && p.outcome === 'manual') this.armExpiry(p);
+    }
+  }
+
+  /**
+   * A real timer for when the simulator clock should reach the session's deadline (+1 ms: Node may
+   * fire a timer a ms before `Date.now()` says it is due). If the clock has moved but not that far,
+   * it is armed again for the rest; if it has not moved at all (a `now` option or jest's fake timers
+   * hold it), the expiry is left to `advanceTime()` and the catch-ups instead of polling for ever.
+   */
+  private armExpiry(p: SimulatedPayment): void {
+    const ttl = this.behaviour.paymentSessionTtlMs;
+    if (ttl === undefined || !this.running) return;
+    clearTimeout(this.expiries.get(p.trxId));
+    const armedAt = this.clock.now();
+    const delay = Math.min(Math.max(Date.parse(p.createdAt) + ttl - armedAt, 0) + 1, MAX_TIMER_MS);
+    const timer = setTimeout(() => {
+      this.expiries.delete(p.trxId);
+      // every session due, in creation order, not only this one
+      this.expireStaleSessions();
+      if (p.status === 'PENDING' && this.clock.now() > armedAt) this.armExpiry(p);
+    }, delay);
+    this.expiries.set(p.trxId, timer);
   }
 
   private runOutcome(payment: SimulatedPayment, outcome: PaymentOutcome): void {
@@ -191,6 +242,9 @@ export class SimulatorPaymentsHandler {
    * with what the splits leave, then settles the splits.
    */
   private settle(p: SimulatedPayment, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    // settled, the session no longer expires
+    clearTimeout(this.expiries.get(p.trxId));
+    this.expiries.delete(p.trxId);
     p.status = status;
     p.updatedAt = this.clock.iso();
     if (status === 'REJECTED') {
@@ -240,3 +294,8 @@ function paymentWire(p: SimulatedPayment): Record<string, unknown> {
 
 /** A payment as the `data` of a `payment.*` event. */
 const paymentEventData = paymentFields;
+
+/** A copy the caller may keep or change without touching the simulator's state. */
+export function copyPayment(p: SimulatedPayment): SimulatedPayment {
+  return { ...p, splits: p.splits.map((s) => ({ ...s })) };
+}

@@ -123,8 +123,12 @@ export interface PaymentServiceSimulatorOptions {
   /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed, from 0 to 2^31−1. @default 20 */
   confirmationDelayMs?: number;
   /**
-   * Simulator-clock ms after which a `manual` payment still `PENDING` expires
-   * (`REJECTED`, `payment.expired`); checked on every request and `advanceTime()`.
+   * Simulator-clock ms after which a `manual` payment still `PENDING` expires (`REJECTED`,
+   * `payment.expired`). On the default clock it expires on its own, on a real timer; `advanceTime()`
+   * brings that timer forward, and a clock held by a `now` option or jest's fake timers leaves the
+   * expiry to `advanceTime()`. Every request, `completePayment()`, `payments`, `payment()` and
+   * `waitForDeliveries()` first expire the sessions already past it, so an expired session cannot
+   * be paid; `waitForDeliveries()` does not wait for a TTL still running.
    * @default undefined (sessions never expire by themselves)
    */
   paymentSessionTtlMs?: number;

@@ -2,6 +2,8 @@ import { connect } from 'node:net';
 import { PAYMENT_EVENT_TYPES } from '../../lib/events/payment-event.types.js';
 import { PAYMENT_OUTCOMES, PaymentServiceSimulator, SIMULATED_GATEWAYS, SIMULATOR_ERROR_TABLE, SPEC_RETRY_DELAYS_MS } from '../../lib/testing/index.js';
 import { paymentBody, simCall, simToken } from '../support/simulator-http.js';
+import { WebhookReceiver } from '../support/simulator-receiver.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 const LIVE = {
   merchantId: 2,
@@ -504,6 +506,130 @@ describe('PaymentServiceSimulator API', () => {
       } finally {
         await s2.stop();
       }
+    });
+
+    // `sim.events` and the receiver do not catch up: what they show below came from the expiry timer
+    let receiver: WebhookReceiver;
+    let s2: PaymentServiceSimulator;
+    async function startWithReceiver(options: ConstructorParameters<typeof PaymentServiceSimulator>[0]): Promise<string> {
+      receiver = new WebhookReceiver();
+      s2 = new PaymentServiceSimulator({ merchants: [{ ...SANDBOX, webhookUrl: await receiver.start() }], ...options });
+      await s2.start();
+      return simToken(s2);
+    }
+    const create = async (token: string): Promise<string> =>
+      (await simCall(s2, 'POST', '/payment/create', { token, body: paymentBody() })).body.data.trxId;
+    const delivered = () => receiver.received.map((r) => [r.body.eventType, r.body.data.trxId]);
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    afterEach(async () => {
+      await s2?.stop();
+      await receiver?.stop();
+    });
+
+    it('on the real clock a session expires on its own and payment.expired is delivered; the wait right after creation does not wait for the TTL', async () => {
+      const token = await startWithReceiver({ paymentSessionTtlMs: 1_000 });
+      const trxId = await create(token);
+      await s2.waitForDeliveries({ timeoutMs: 500 });
+      expect(receiver.types).toEqual(['payment.created']);
+      await waitFor('payment.expired delivered', () => receiver.types.length === 2, 5_000);
+      expect(delivered()).toEqual([
+        ['payment.created', trxId],
+        ['payment.expired', trxId],
+      ]);
+      expect(receiver.received[1]!.body.data).toMatchObject({ status: 'REJECTED', failureReason: 'expired' });
+      expect(() => s2.completePayment(trxId, 'SUCCESS')).toThrow(/already REJECTED/);
+      expect(s2.walletBalance(1)).toBe('100.00000000');
+    });
+
+    it('advanceTime() brings a running expiry forward: the session expires the rest of its TTL later in real time', async () => {
+      const token = await startWithReceiver({ paymentSessionTtlMs: 60 * 60_000 });
+      const trxId = await create(token);
+      s2.advanceTime(60 * 60_000 - 200);
+      expect(s2.events.map((e) => e.eventType)).toEqual(['payment.created']);
+      await waitFor('payment.expired delivered', () => receiver.types.length === 2, 5_000);
+      expect(delivered()).toEqual([
+        ['payment.created', trxId],
+        ['payment.expired', trxId],
+      ]);
+    });
+
+    it('payment(), payments and completePayment() first expire sessions past their TTL: an expired session cannot be paid', async () => {
+      let now = Date.parse('2030-01-01T00:00:00Z');
+      const token = await startWithReceiver({ now: () => now, paymentSessionTtlMs: 100 });
+      // the clock is moved by hand, neither by advanceTime() nor by a request: each read below is the first to see it
+      const a = await create(token);
+      now += 100;
+      expect(s2.payment(a)).toMatchObject({ status: 'REJECTED', failureReason: 'expired' });
+      const b = await create(token);
+      now += 100;
+      expect(s2.payments.find((p) => p.trxId === b)).toMatchObject({ status: 'REJECTED', failureReason: 'expired' });
+      const c = await create(token);
+      now += 100;
+      expect(() => s2.completePayment(c, 'SUCCESS')).toThrow(`Payment ${c} is already REJECTED`);
+      expect(s2.walletBalance(1)).toBe('100.00000000');
+      expect(s2.events.map((e) => [e.eventType, e.data.trxId])).toEqual(
+        [a, b, c].flatMap((trxId) => [
+          ['payment.created', trxId],
+          ['payment.expired', trxId],
+        ]),
+      );
+    });
+
+    it('waitForDeliveries() expires the sessions past their TTL first and waits for their payment.expired', async () => {
+      let now = Date.parse('2030-01-01T00:00:00Z');
+      const token = await startWithReceiver({ now: () => now, paymentSessionTtlMs: 100 });
+      const trxId = await create(token);
+      await s2.waitForDeliveries();
+      now += 100;
+      await s2.waitForDeliveries();
+      expect(delivered()).toEqual([
+        ['payment.created', trxId],
+        ['payment.expired', trxId],
+      ]);
+    });
+
+    it('on a clock that stands still (a now option) the expiry timer expires nothing and is not armed again: the expiry follows advanceTime()', async () => {
+      const token = await startWithReceiver({ now: () => Date.parse('2030-01-01T00:00:00Z'), paymentSessionTtlMs: 50 });
+      await create(token);
+      await s2.waitForDeliveries();
+      s2.advanceTime(50); // the first session expires: only the second one's timer is new below
+      await s2.waitForDeliveries();
+      const before = timers();
+      const trxId = await create(token);
+      await s2.waitForDeliveries();
+      await sleep(200);
+      expect(timers()).toBeLessThanOrEqual(before);
+      expect(s2.payment(trxId)!.status).toBe('PENDING');
+      s2.advanceTime(50);
+      await s2.waitForDeliveries();
+      expect(receiver.types).toEqual(['payment.created', 'payment.expired', 'payment.created', 'payment.expired']);
+    });
+
+    it('stop() disarms the expiry timers (nothing expires while stopped) and start() arms them again', async () => {
+      const token = await startWithReceiver({ paymentSessionTtlMs: 200 });
+      const trxId = await create(token);
+      await s2.waitForDeliveries();
+      await s2.stop();
+      await sleep(400);
+      expect(s2.events.map((e) => e.eventType)).toEqual(['payment.created']);
+      await s2.start();
+      await waitFor('payment.expired delivered', () => receiver.types.length === 2, 5_000);
+      expect(delivered()).toEqual([
+        ['payment.created', trxId],
+        ['payment.expired', trxId],
+      ]);
+    });
+
+    it('a session settled before its TTL leaves no expiry timer behind', async () => {
+      s2 = new PaymentServiceSimulator({ merchants: [SANDBOX], paymentSessionTtlMs: 60 * 60_000 });
+      await s2.start();
+      const token = await simToken(s2);
+      await create(token); // sockets and the client's timers in place: only the expiry timer is new below
+      const before = timers();
+      const trxId = await create(token);
+      await waitFor('the expiry timer is armed', () => timers() > before, 2_000);
+      s2.completePayment(trxId, 'SUCCESS');
+      await waitFor('the expiry timer is gone', () => timers() <= before, 2_000);
     });
   });
 

@@ -422,6 +422,27 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect((sim.events[0]!.data as Record<string, unknown>).note).toBe('as sent');
   });
 
+  // the spec has no split.created: a test's own one shows the split family keyed by trxId like the simulator's split.settled
+  it.each([
+    ['payout', 'payoutUid'],
+    ['subaccount_payout', 'payoutUid'],
+    ['split', 'trxId'],
+  ])('sendEvent out of order: a held %s.created is released by the same resource\'s next event, not another one\'s', async (family, idField) => {
+    await setup();
+    sim.setDeliveryFaults({ outOfOrder: true });
+    sim.sendEvent(1, `${family}.created`, { [idField]: 'uid_1' });
+    sim.sendEvent(1, `${family}.settled`, { [idField]: 'uid_2' }); // another resource of the family
+    await waitUntil(() => receiver.types.length === 1);
+    expect(sim.deliveries[0]!.state).toBe('held');
+    sim.sendEvent(1, `${family}.succeeded`, { [idField]: 'uid_1' });
+    await waitUntil(() => receiver.types.length === 3);
+    expect(receiver.received.map((r) => [r.body.eventType, r.body.data[idField]])).toEqual([
+      [`${family}.settled`, 'uid_2'],
+      [`${family}.succeeded`, 'uid_1'],
+      [`${family}.created`, 'uid_1'],
+    ]);
+  });
+
   it('deliveryLog and events are copies: a snapshot neither changes later nor changes the simulator', async () => {
     await setup();
     await createPayment({ custom: 'sim:succeed' });
