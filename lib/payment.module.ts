@@ -7,6 +7,7 @@ import {
 } from './payment.module-definition.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
 import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**
@@ -44,7 +45,7 @@ export class PaymentModule extends ConfigurablePaymentModule {
       provideInjectionTokensFrom: useClass ? [{ provide: useClass, useClass }] : undefined,
       useFactory: (factory: Partial<PaymentOptionsFactory> | undefined) => {
         if (typeof factory?.createPaymentOptions !== 'function') {
-          throw new PaymentConfigurationError([`${name} given as ${how} has no createPaymentOptions() method (implement PaymentOptionsFactory)`], options.account);
+          throw new PaymentConfigurationError([`${name} given as ${how} has no createPaymentOptions() method (implement PaymentOptionsFactory)`], options.account ?? DEFAULT_PAYMENT_ACCOUNT);
         }
         return factory.createPaymentOptions();
       },
@@ -53,5 +54,6 @@ export class PaymentModule extends ConfigurablePaymentModule {
 }
 
 function throwOnExtrasProblems(problems: string[], account: unknown): void {
-  if (problems.length > 0) throw new PaymentConfigurationError(problems, typeof account === 'string' ? account : undefined);
+  // no account named: the default account's; an account that is no string names none (it is refused later)
+  if (problems.length > 0) throw new PaymentConfigurationError(problems, account === undefined ? DEFAULT_PAYMENT_ACCOUNT : typeof account === 'string' ? account : undefined);
 }

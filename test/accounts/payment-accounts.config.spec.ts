@@ -135,6 +135,17 @@ describe('named account configuration', () => {
     expect(error.message).not.toContain('never-print-me');
   });
 
+  it('names the default account too: beside named accounts, its boot error says whose it is', async () => {
+    restore = withEnv({});
+    const error = await bootError([
+      PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com', readEnv: false }),
+      PaymentModule.forRootAsync({ readEnv: false, useFactory: () => ({ clientId: 'x', clientSecret: 'never-print-me' }) }),
+    ]);
+    expect(error.account).toBe('default');
+    expect(error.message).toMatch(/^PaymentModule configuration of the default account is invalid \(1 problem\):\n  - option 'baseUrl' is required/);
+    expect(error.message).not.toContain('never-print-me');
+  });
+
   it('names the default variable too when a shared setting may come from it (the one the operator set)', async () => {
     restore = withEnv({ PAYMENT_EU_BASE_URL: 'https://eu.example.com', PAYMENT_REDIS_URL: 'redis://h:99999' });
     const error = await bootError([PaymentModule.forRoot({ account: 'eu' })]);

@@ -145,6 +145,9 @@ describe('PaymentModule configuration', () => {
       // before: a bare "is not iterable" TypeError, and webhookRoute: 'false' kept the route
       expect(error).toBeInstanceOf(PaymentConfigurationError);
       expect([...(error as PaymentConfigurationError).problems].sort()).toEqual([...expected].sort());
+      // no account given: the default account's, and the message says so
+      expect((error as PaymentConfigurationError).account).toBe('default');
+      expect((error as Error).message).toContain('PaymentModule configuration of the default account is invalid');
     }
   });
 
@@ -278,6 +281,8 @@ describe('PaymentModule configuration', () => {
     expect(error.problems.map((p) => p.split(' ')[0])).toEqual(
       ['PAYMENT_BASE_URL', 'PAYMENT_ENVIRONMENT', 'PAYMENT_CLIENT_ID'],
     );
+    expect(error.account).toBe('default');
+    expect(error.message).toMatch(/^PaymentModule configuration of the default account is invalid \(3 problems\):\n  - PAYMENT_BASE_URL /);
     expect(error.message).not.toContain('never-print-me');
   });
 });
