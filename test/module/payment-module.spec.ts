@@ -1,4 +1,7 @@
 import 'reflect-metadata';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LazyModuleLoader } from '@nestjs/core';
@@ -77,6 +80,31 @@ describe('PaymentModule configuration', () => {
     });
     expect(options.baseUrl).toBe('https://async.example.com');
     expect(options.clientId).toBe('from-env');
+  });
+
+  it('forRootAsync() with credentials read from secrets files: their trailing newline is not part of them', async () => {
+    restore = withEnv({});
+    const dir = mkdtempSync(join(tmpdir(), 'payment-secrets-'));
+    try {
+      writeFileSync(join(dir, 'client_id'), 'client-from-file\n');
+      writeFileSync(join(dir, 'client_secret'), 'cs_from_file\n');
+      const options = await resolvedFrom({
+        imports: [
+          PaymentModule.forRootAsync({
+            useFactory: (): PaymentModuleOptions => ({
+              baseUrl: 'https://pay.example.com',
+              clientId: readFileSync(join(dir, 'client_id'), 'utf8'),
+              clientSecret: readFileSync(join(dir, 'client_secret'), 'utf8'),
+            }),
+          }),
+        ],
+      });
+      // before: 'cs_from_file\n' went to the token call, which the service refused as wrong credentials
+      expect(options.clientId).toBe('client-from-file');
+      expect(options.clientSecret).toBe('cs_from_file');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('forRootAsync() with useClass, and readEnv: false ignores the environment', async () => {

@@ -273,6 +273,15 @@ describe('resolvePaymentOptions', () => {
     expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [' '] })).problems.join('\n')).toMatch(/webhookSecret.*non-empty/);
   });
 
+  it('clientId and clientSecret given as options are trimmed like the env values and webhook secrets; a blank one is a boot error naming the key', () => {
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: ' id\n', clientSecret: `${SECRET}\r\n` });
+    expect(options).toMatchObject({ clientId: 'id', clientSecret: SECRET });
+    const error = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: 'id', clientSecret: ' \n' }, { clientSecret: SECRET }),
+    );
+    expect(error.problems).toEqual(["option 'clientSecret' (env PAYMENT_CLIENT_SECRET) must be a non-empty string"]);
+  });
+
   it('webhookRetentionMs under twice the replay window is a boot error: a copy of a signed delivery would run again once forgotten', () => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookRetentionMs: 1_000, webhookLeaseMs: 1_000 }));
     expect(error.problems).toEqual([expect.stringMatching(/webhookRetentionMs.* must be at least twice webhookToleranceSeconds \(600000 ms\)/)]);
