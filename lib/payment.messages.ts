@@ -5,8 +5,9 @@ import { DEFAULT_PAYMENT_ACCOUNT } from './payment.constants.js';
  * call sites pass only non-secret facts; none of them ever receives a secret value.
  */
 export const PaymentMessages = {
+  // the default account is named too: beside named accounts an error without a name points nowhere
   invalidConfiguration: (problems: string[], account?: string) =>
-    `PaymentModule configuration${account !== undefined && account !== DEFAULT_PAYMENT_ACCOUNT ? ` of account '${account}'` : ''} is invalid ` +
+    `PaymentModule configuration${account === undefined ? '' : account === DEFAULT_PAYMENT_ACCOUNT ? ' of the default account' : ` of account '${account}'`} is invalid ` +
     `(${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
     problems.map((p) => `  - ${p}`).join('\n'),
   asyncOptionsMissingFactory: () =>

@@ -109,9 +109,9 @@ export interface PaymentModuleOptions {
    * @default '/sandbox/api/v1' in sandbox, '/api/v1' in live
    */
   apiBasePath?: string;
-  /** Env: `PAYMENT_CLIENT_ID`. Required to call the API. */
+  /** Env: `PAYMENT_CLIENT_ID`. Required to call the API. Trimmed. */
   clientId?: string;
-  /** Env: `PAYMENT_CLIENT_SECRET`. Required to call the API. Never logged. */
+  /** Env: `PAYMENT_CLIENT_SECRET`. Required to call the API. Trimmed; never logged. */
   clientSecret?: string;
   /**
    * Webhook signing secret(s). Several are accepted during a rotation. The webhook

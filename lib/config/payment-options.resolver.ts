@@ -54,8 +54,8 @@ export function resolvePaymentOptions(
     baseUrl: pick('baseUrl'),
     environment: orDefault('environment'),
     apiBasePath: pick('apiBasePath'),
-    clientId: pick('clientId'),
-    clientSecret: pick('clientSecret'),
+    clientId: trimmed(pick('clientId')),
+    clientSecret: trimmed(pick('clientSecret')),
     webhookSecret: splitSecrets(pick('webhookSecret')) ?? [],
     webhookPath: pick('webhookPath') ?? defaultWebhookPath(account),
     webhookToleranceSeconds: orDefault('webhookToleranceSeconds'),
@@ -150,6 +150,14 @@ export function resolvePaymentOptions(
 /** `payments/webhook` for the default account, `payments/<account>/webhook` for a named one. */
 function defaultWebhookPath(account: string): string {
   return account === DEFAULT_PAYMENT_ACCOUNT ? PAYMENT_OPTION_DEFAULTS.webhookPath : `payments/${account}/webhook`;
+}
+
+/**
+ * A credential read from a secrets file keeps its newline, and the token call then fails with
+ * wrong credentials: trimmed as the env values and webhook secrets are (a blank one is refused).
+ */
+function trimmed(value: unknown): unknown {
+  return typeof value === 'string' ? value.trim() : value;
 }
 
 function splitSecrets(value: unknown): unknown {

@@ -6,7 +6,7 @@ import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 import { checkUnknownKeys } from './payment-option-keys.validation.js';
-import { misplacedPasswordTail } from './redact-url.js';
+import { misplacedPasswordTail, undecodableRedisUrlPart } from './redact-url.js';
 
 /** What validation needs beside the merged options. */
 export interface PaymentOptionsValidationContext {
@@ -101,15 +101,19 @@ function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe
     problems.push(`${describe(key)} must be a parsable redis:// or rediss:// URL (check the port and percent-encode special characters)`);
     return;
   }
+  const parsed = new URL(url);
   // a password with an unencoded '/', '?' or '#' ends the user info early: its tail becomes a path or query
-  switch (misplacedPasswordTail(new URL(url))) {
+  switch (misplacedPasswordTail(parsed)) {
     case 'path':
       problems.push(`${describe(key)} has a path that is not a db number: percent-encode '/' in the password (%2F)`);
-      break;
+      return;
     case 'query':
       problems.push(`${describe(key)} has an '@' after a '?' or '#': percent-encode '?' and '#' in the password (%3F, %23), or the rest of it is read as a query`);
-      break;
+      return;
   }
+  // ioredis decodes these: a bare '%' would fail the boot with 'URI malformed', naming neither account nor key
+  const undecodable = undecodableRedisUrlPart(parsed);
+  if (undecodable) problems.push(`${describe(key)} has a '%' not followed by two hex digits in its ${undecodable}: percent-encode '%' as %25`);
 }
 
 /** Each limit is a whole number of requests per minute, at least 1: a limit of 0 would queue calls forever. */

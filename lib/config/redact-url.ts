@@ -55,6 +55,35 @@ export function misplacedPasswordTail(parsed: URL): 'path' | 'query' | undefined
 }
 
 /**
+ * The part of a parsed Redis URL that ioredis cannot percent-decode (a `%` not followed by two
+ * hex digits): `'user name'`, `'password'` or a credential query parameter (`query parameter
+ * 'password'`). ioredis decodes the user info with `decodeURIComponent` and throws `URI
+ * malformed` at boot; a query value would be decoded leniently, so `%41` and a bare `%` mean
+ * different things there. `undefined` when all of them decode. Never returns a value.
+ */
+export function undecodableRedisUrlPart(parsed: URL): string | undefined {
+  if (!decodes(parsed.username)) return 'user name';
+  if (!decodes(parsed.password)) return 'password';
+  // the raw query: URLSearchParams has already decoded (leniently) what searchParams holds
+  for (const pair of parsed.search.slice(1).split('&')) {
+    const eq = pair.indexOf('=');
+    if (eq < 0) continue;
+    const key = new URLSearchParams(pair).keys().next().value ?? '';
+    if (SECRET_QUERY_PARAM.test(key) && !decodes(pair.slice(eq + 1).replace(/\+/g, ' '))) return `query parameter '${key}'`;
+  }
+  return undefined;
+}
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * `text` with every secret of `url` removed: the whole URL (replaced by its redacted
  * form) and its password, raw and percent-decoded (for messages of libraries that
  * echo the parsed parts).

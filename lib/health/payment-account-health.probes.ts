@@ -36,13 +36,25 @@ export function webhookStoreProbe(
   };
 }
 
-/** The on-demand `authentication` probe of an account: a token can be obtained from the service. */
-export function authenticationProbe(account: string, client: Pick<PaymentGatewayService, 'checkAuthentication'>): PaymentHealthProbe {
+/**
+ * The on-demand `authentication` probe of an account: a token can be obtained from the service.
+ * An account without clientId and clientSecret (webhook-only, a valid setup) calls nothing: it is
+ * up with `configured: false`, not down for good, and the detail shows nothing was checked.
+ */
+export function authenticationProbe(
+  account: string,
+  client: Pick<PaymentGatewayService, 'checkAuthentication'>,
+  options: Pick<ResolvedPaymentOptions, 'clientId'>,
+): PaymentHealthProbe {
+  const configured = options.clientId !== undefined;
   return {
     account,
     component: 'authentication',
     onDemand: true,
-    check: () => client.checkAuthentication(),
+    ...(configured ? {} : { details: { configured: false } }),
+    check: async () => {
+      if (configured) await client.checkAuthentication();
+    },
   };
 }
 
@@ -56,6 +68,6 @@ export class PaymentAccountHealthProbes {
     accounts: PaymentAccountRegistry,
   ) {
     accounts.attachProbe(options.account, webhookStoreProbe(options.account, store, options));
-    accounts.attachProbe(options.account, authenticationProbe(options.account, client));
+    accounts.attachProbe(options.account, authenticationProbe(options.account, client, options));
   }
 }

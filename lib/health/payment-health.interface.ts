@@ -30,7 +30,8 @@ export interface PaymentHealthCheckOptions {
   accounts?: readonly string[];
   /**
    * Checks that only run when named here. `'authentication'`: a token can be obtained from the
-   * service (`PaymentGatewayService.checkAuthentication()`; no call while a cached token is valid).
+   * service (`PaymentGatewayService.checkAuthentication()`; no call while a cached token is valid); an
+   * account without credentials is up with `configured: false`.
    * @default [] (the webhook event stores only)
    */
   include?: readonly string[];

@@ -9,6 +9,7 @@ import { PaymentConfigurationError } from '../../lib/config/payment-configuratio
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 
 function withEnv(values: Record<string, string>): () => void {
   const saved = new Map<string, string | undefined>();
@@ -134,10 +135,39 @@ describe('named account configuration', () => {
     expect(error.message).not.toContain('never-print-me');
   });
 
+  it('names the default account too: beside named accounts, its boot error says whose it is', async () => {
+    restore = withEnv({});
+    const error = await bootError([
+      PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com', readEnv: false }),
+      PaymentModule.forRootAsync({ readEnv: false, useFactory: () => ({ clientId: 'x', clientSecret: 'never-print-me' }) }),
+    ]);
+    expect(error.account).toBe('default');
+    expect(error.message).toMatch(/^PaymentModule configuration of the default account is invalid \(1 problem\):\n  - option 'baseUrl' is required/);
+    expect(error.message).not.toContain('never-print-me');
+  });
+
   it('names the default variable too when a shared setting may come from it (the one the operator set)', async () => {
     restore = withEnv({ PAYMENT_EU_BASE_URL: 'https://eu.example.com', PAYMENT_REDIS_URL: 'redis://h:99999' });
     const error = await bootError([PaymentModule.forRoot({ account: 'eu' })]);
     expect(error.problems).toEqual([expect.stringMatching(/^PAYMENT_EU_REDIS_URL \(or PAYMENT_REDIS_URL\) \(option 'redisUrl'\)/)]);
+  });
+
+  it("a bare '%' in a Redis URL's password is a boot error naming the account and the key, not ioredis' 'URI malformed'", async () => {
+    restore = withEnv({});
+    const url = 'redis://:s3cr3t%zz@127.0.0.1:6390/0';
+    const store = new MemoryWebhookEventStore();
+    for (const [key, options] of [
+      ['redisUrl', { redisUrl: url }],
+      // the queue's URL too (ioredis' error blamed the store there)
+      ['queueRedisUrl', { store, processing: 'queue', queueRedisUrl: url }],
+    ] as const) {
+      const error = await bootError([PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com', readEnv: false, ...options })]);
+      expect(error.account).toBe('eu');
+      expect(error.message).toContain("account 'eu'");
+      expect(error.problems).toEqual([`option '${key}' has a '%' not followed by two hex digits in its password: percent-encode '%' as %25`]);
+      expect(error.message).not.toContain('s3cr3t');
+    }
+    await store.close();
   });
 
   it('refuses a duplicate account name, two names reading the same variables, and two accounts on one path', async () => {

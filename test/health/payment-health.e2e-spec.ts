@@ -254,6 +254,17 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
     });
 
+    it('is up with configured: false for an account without credentials (webhook-only), asking for no token; an account beside it is checked', async () => {
+      // before: down for good, 'clientId and clientSecret ... are required', for a valid setup
+      w = await healthApp({ baseUrl: sim.url, readEnv: false }, [PaymentModule.forRoot({ account: 'eu', ...client(SANDBOX_CLIENT.clientSecret), readEnv: false })]);
+      sim.clearRequests();
+      const answer = await getHealth(w, 'health/auth');
+      expect(answer.status).toBe(200);
+      expect(answer.body.info.payments.accounts.default.authentication).toEqual({ status: 'up', configured: false, latencyMs: expect.any(Number) });
+      expect(answer.body.info.payments.accounts.eu.authentication).toEqual({ status: 'up', latencyMs: expect.any(Number) });
+      expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
+    });
+
     it('is down with the code when the credentials are wrong, without the secret; GET /health alone stays up', async () => {
       const wrongSecret = 'definitely-not-the-sandbox-secret';
       w = await healthApp(client(wrongSecret));

@@ -1,4 +1,7 @@
 import 'reflect-metadata';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LazyModuleLoader } from '@nestjs/core';
@@ -79,6 +82,31 @@ describe('PaymentModule configuration', () => {
     expect(options.clientId).toBe('from-env');
   });
 
+  it('forRootAsync() with credentials read from secrets files: their trailing newline is not part of them', async () => {
+    restore = withEnv({});
+    const dir = mkdtempSync(join(tmpdir(), 'payment-secrets-'));
+    try {
+      writeFileSync(join(dir, 'client_id'), 'client-from-file\n');
+      writeFileSync(join(dir, 'client_secret'), 'cs_from_file\n');
+      const options = await resolvedFrom({
+        imports: [
+          PaymentModule.forRootAsync({
+            useFactory: (): PaymentModuleOptions => ({
+              baseUrl: 'https://pay.example.com',
+              clientId: readFileSync(join(dir, 'client_id'), 'utf8'),
+              clientSecret: readFileSync(join(dir, 'client_secret'), 'utf8'),
+            }),
+          }),
+        ],
+      });
+      // before: 'cs_from_file\n' went to the token call, which the service refused as wrong credentials
+      expect(options.clientId).toBe('client-from-file');
+      expect(options.clientSecret).toBe('cs_from_file');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('forRootAsync() with useClass, and readEnv: false ignores the environment', async () => {
     restore = withEnv({ PAYMENT_ENVIRONMENT: 'live' });
     @Injectable()
@@ -145,6 +173,9 @@ describe('PaymentModule configuration', () => {
       // before: a bare "is not iterable" TypeError, and webhookRoute: 'false' kept the route
       expect(error).toBeInstanceOf(PaymentConfigurationError);
       expect([...(error as PaymentConfigurationError).problems].sort()).toEqual([...expected].sort());
+      // no account given: the default account's, and the message says so
+      expect((error as PaymentConfigurationError).account).toBe('default');
+      expect((error as Error).message).toContain('PaymentModule configuration of the default account is invalid');
     }
   });
 
@@ -278,6 +309,8 @@ describe('PaymentModule configuration', () => {
     expect(error.problems.map((p) => p.split(' ')[0])).toEqual(
       ['PAYMENT_BASE_URL', 'PAYMENT_ENVIRONMENT', 'PAYMENT_CLIENT_ID'],
     );
+    expect(error.account).toBe('default');
+    expect(error.message).toMatch(/^PaymentModule configuration of the default account is invalid \(3 problems\):\n  - PAYMENT_BASE_URL /);
     expect(error.message).not.toContain('never-print-me');
   });
 });

@@ -273,6 +273,15 @@ describe('resolvePaymentOptions', () => {
     expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [' '] })).problems.join('\n')).toMatch(/webhookSecret.*non-empty/);
   });
 
+  it('clientId and clientSecret given as options are trimmed like the env values and webhook secrets; a blank one is a boot error naming the key', () => {
+    const options = resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: ' id\n', clientSecret: `${SECRET}\r\n` });
+    expect(options).toMatchObject({ clientId: 'id', clientSecret: SECRET });
+    const error = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: 'id', clientSecret: ' \n' }, { clientSecret: SECRET }),
+    );
+    expect(error.problems).toEqual(["option 'clientSecret' (env PAYMENT_CLIENT_SECRET) must be a non-empty string"]);
+  });
+
   it('webhookRetentionMs under twice the replay window is a boot error: a copy of a signed delivery would run again once forgotten', () => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookRetentionMs: 1_000, webhookLeaseMs: 1_000 }));
     expect(error.problems).toEqual([expect.stringMatching(/webhookRetentionMs.* must be at least twice webhookToleranceSeconds \(600000 ms\)/)]);
@@ -396,6 +405,23 @@ describe('Redis URLs are redacted by parsing', () => {
     expect(`${slash.message}\n${inspect(slash)}`).not.toContain('cd-Zq9');
     // encoded, the same password is fine
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: 'redis://user:123%3Fx%3Ds3cretpw@127.0.0.1:6390' }).redisUrl).toContain('%3F');
+  });
+
+  it("a '%' ioredis cannot decode (user name, password, a credential query parameter) is a boot error naming the variable, not the value", () => {
+    const env = (url: string) => readPaymentEnv((name) => (name === 'PAYMENT_REDIS_URL' ? url : undefined));
+    for (const [url, part] of [
+      ['redis://:s3cr3t%zz@127.0.0.1:6390/0', 'password'],
+      ['redis://s3cr3t%:pw@127.0.0.1:6390/0', 'user name'],
+      ['redis://127.0.0.1:6390/0?db=1&password=s3cr3t%zz', "query parameter 'password'"],
+    ]) {
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, env(url)));
+      expect(error.problems).toEqual([`PAYMENT_REDIS_URL (option 'redisUrl') has a '%' not followed by two hex digits in its ${part}: percent-encode '%' as %25`]);
+      expect(`${error.message}\n${JSON.stringify(error)}\n${inspect(error)}`).not.toContain('s3cr3t');
+    }
+    // encoded as %25 it is fine, and so is a '%' in a query parameter that is no credential
+    for (const url of ['redis://:s3cr3t%25zz@127.0.0.1:6390/0', 'redis://127.0.0.1:6390/0?password=s3cr3t%25zz&name=50%']) {
+      expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', redisUrl: url }).redisUrl).toBe(url);
+    }
   });
 
   it('a Redis URL that does not parse is a boot error that does not print it', () => {

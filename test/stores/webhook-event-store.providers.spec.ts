@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS } from '../../lib/payment.constants.js';
@@ -8,7 +8,10 @@ import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.sto
 import { WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
 import { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
 import { createWebhookEventStore, createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
-import { getWebhookEventStoreToken } from '../../lib/accounts/payment-account.tokens.js';
+import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from '../../lib/accounts/payment-account.tokens.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentModule } from '../../lib/payment.module.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 
@@ -88,5 +91,67 @@ describe('webhook event store providers', () => {
   it('creates a new store per module instance', () => {
     const resolved = options({});
     expect(createWebhookEventStore(resolved)).not.toBe(createWebhookEventStore(resolved));
+  });
+});
+
+describe('a host store given through forRootAsync()', () => {
+  const APP_WEBHOOK_STORE = 'APP_WEBHOOK_STORE';
+  const hostStore = new MemoryWebhookEventStore();
+  @Module({
+    providers: [{ provide: APP_WEBHOOK_STORE, useValue: hostStore }, { provide: WebhookEventStore, useValue: hostStore }],
+    exports: [APP_WEBHOOK_STORE, WebhookEventStore],
+  })
+  class StoreModule {}
+  const useFactory = (store: WebhookEventStore) => ({ baseUrl: 'https://pay.example.com', store });
+
+  function refusal(build: () => unknown): PaymentConfigurationError {
+    try {
+      build();
+    } catch (error) {
+      if (error instanceof PaymentConfigurationError) return error;
+      throw error;
+    }
+    throw new Error('expected a PaymentConfigurationError');
+  }
+
+  it("is refused at forRootAsync() under the account's own store token (before: a boot crash, 'Cannot convert a Symbol value to a string')", () => {
+    for (const inject of [[WebhookEventStore], [{ token: WebhookEventStore, optional: true }]]) {
+      const error = refusal(() => PaymentModule.forRootAsync({ imports: [StoreModule], inject, useFactory, readEnv: false }));
+      expect(error.account).toBe('default');
+      expect(error.problems).toEqual([
+        "forRootAsync() inject lists WebhookEventStore, the token under which this module provides the account's webhook event store, " +
+          "built from what the factory returns (a cycle): provide your store under a token of your own ({ provide: 'APP_WEBHOOK_STORE', useFactory: ... }), " +
+          "inject that and return it as 'store'",
+      ]);
+    }
+    // a named account's own store token likewise
+    const eu = refusal(() => PaymentModule.forRootAsync({ account: 'eu', inject: [getWebhookEventStoreToken('eu')], useFactory }));
+    expect(eu.account).toBe('eu');
+    expect(eu.problems).toEqual([expect.stringMatching(/^forRootAsync\(\) inject lists 'nestjs-payment-gateway:eu:WebhookEventStore', the token under which/)]);
+  });
+
+  it("refuses the account's client and options tokens too: both are built from what the factory returns", () => {
+    const error = refusal(() => PaymentModule.forRootAsync({ inject: [PaymentGatewayService, getPaymentOptionsToken()], useFactory: () => ({}) }));
+    expect(error.problems).toEqual([
+      expect.stringMatching(/^forRootAsync\(\) inject lists PaymentGatewayService, .* the account's PaymentGatewayService, .*: inject what it is built from instead$/),
+      expect.stringMatching(/^forRootAsync\(\) inject lists 'nestjs-payment-gateway:default:options', .* the account's resolved options, /),
+    ]);
+    expect(refusal(() => PaymentModule.forRootAsync({ account: 'eu', inject: [getPaymentGatewayToken('eu')], useFactory: () => ({}) })).account).toBe('eu');
+  });
+
+  it("works under a token of the host's own, and another account's tokens stay injectable", async () => {
+    const ref = await Test.createTestingModule({
+      imports: [
+        PaymentModule.forRootAsync({ imports: [StoreModule], inject: [APP_WEBHOOK_STORE], useFactory, readEnv: false }),
+        // the WebhookEventStore symbol is the default account's, not this one's: no cycle
+        PaymentModule.forRootAsync({ account: 'eu', imports: [StoreModule], inject: [WebhookEventStore], useFactory, readEnv: false }),
+      ],
+    }).compile();
+    try {
+      expect(ref.get(WebhookEventStore)).toBe(hostStore);
+      expect(ref.get(getWebhookEventStoreToken('eu'))).toBe(hostStore);
+    } finally {
+      await ref.close();
+    }
   });
 });
