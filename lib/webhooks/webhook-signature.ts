@@ -97,7 +97,7 @@ function expectedDigestOf(rawBody: Buffer | string, secret: string, timestampTex
 
 /**
  * Parses `t=<unix>,v1=<hex>[,v1=<hex>...]`. Unknown schemes (`v0=`, `v2=`) are ignored so
- * the sender can add one later. Linear scan, no regular expression.
+ * the sender can add one later. Linear scan of its parts, no pattern over the whole header.
  */
 export function parseWebhookSignatureHeader(header: string | readonly string[] | undefined): ParsedWebhookSignatureHeader {
   // A header sent twice arrives as an array in some stacks; joined, two `t` make it malformed.
@@ -152,11 +152,10 @@ export function parseWebhookSignatureHeader(header: string | readonly string[] |
   return { timestampText, timestamp: Number(timestampText), signatures };
 }
 
-/** The canonical header's `t` (its length checked apart); a pattern, not a `charCodeAt` loop (see verifyCanonical). */
-const TIMESTAMP_DIGITS = /^[0-9]+$/;
-
 /** Where the canonical path decodes the header's `v1`; verification is synchronous, so one suffices. */
 const headerDigest = Buffer.alloc(DIGEST_BYTES);
+/** The canonical header's signatures: `headerDigest` alone, without an array per delivery. */
+const CANONICAL_SIGNATURES: readonly Buffer[] = [headerDigest];
 
 /**
  * The index of the comma when `header` is exactly `t=<1-12 digits>,v1=<64 hex digits>` (the
@@ -172,42 +171,11 @@ function canonicalHeaderComma(header: string): number {
     header.length !== comma + 4 + DIGEST_HEX_LENGTH ||
     !header.startsWith('t=') ||
     !header.startsWith('v1=', comma + 1) ||
-    !TIMESTAMP_DIGITS.test(header.slice(2, comma))
+    !isDigits(header.slice(2, comma), MAX_TIMESTAMP_DIGITS)
   ) {
     return -1;
   }
   return headerDigest.write(header.slice(comma + 4), 0, DIGEST_BYTES, 'hex') === DIGEST_BYTES ? comma : -1;
-}
-
-/**
- * Verification of the canonical header: its `v1` (decoded into `headerDigest`) compared with
- * each expected digest in constant time, every secret, no early exit, so timing says nothing
- * about which secret matched. Buffers rather than `charCodeAt` loops over the hex text: those
- * lose V8's fast path for good once any loaded package subclasses `String` (ioredis 6 does),
- * which made verification a third slower in a host that uses ioredis.
- */
-function verifyCanonical(
-  rawBody: Buffer | string,
-  header: string,
-  comma: number,
-  secrets: string | readonly string[],
-  count: number,
-  toleranceSeconds: number,
-  options: VerifyWebhookSignatureOptions,
-): WebhookSignatureVerification {
-  const timestampText = header.slice(2, comma);
-  let secretIndex = -1;
-  for (let i = 0; i < count; i++) {
-    const expected = expectedDigestOf(rawBody, typeof secrets === 'string' ? secrets : secrets[i]!, timestampText);
-    if (timingSafeEqual(expected, headerDigest) && secretIndex === -1) secretIndex = i;
-  }
-  expectedDigest.fill(0);
-  if (secretIndex === -1) {
-    throw new WebhookSignatureMismatchError();
-  }
-  const timestamp = Number(timestampText);
-  assertWithinTolerance(timestamp, toleranceSeconds, options);
-  return { timestamp, secretIndex };
 }
 
 /** Refuses a genuine signature whose `t` is further from now than the tolerance (a replay, or a skewed clock). */
@@ -219,13 +187,40 @@ function assertWithinTolerance(timestamp: number, toleranceSeconds: number, opti
   }
 }
 
+const DIGITS = /^[0-9]+$/;
+
+/**
+ * A pattern, not a `charCodeAt` loop: such loops lose V8's fast path for good once any loaded
+ * package subclasses `String` (ioredis 6 does), and a host using ioredis paid a third more per
+ * verification. The canonical path decodes hex with `Buffer.write` for the same reason.
+ */
 function isDigits(value: string, maxLength: number): boolean {
-  if (value.length === 0 || value.length > maxLength) return false;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
+  return value.length <= maxLength && DIGITS.test(value);
+}
+
+/**
+ * The index of the first secret whose digest of `<t>.<body>` equals one of `signatures`, or -1.
+ * Every secret and every signature is compared (no early exit), so timing says nothing about
+ * which one matched.
+ */
+function matchingSecretIndex(
+  rawBody: Buffer | string,
+  secrets: string | readonly string[],
+  count: number,
+  timestampText: string,
+  signatures: readonly Buffer[],
+): number {
+  let secretIndex = -1;
+  for (let i = 0; i < count; i++) {
+    const expected = expectedDigestOf(rawBody, typeof secrets === 'string' ? secrets : secrets[i]!, timestampText);
+    for (let j = 0; j < signatures.length; j++) {
+      if (timingSafeEqual(expected, signatures[j]!) && secretIndex === -1) {
+        secretIndex = i;
+      }
+    }
   }
-  return true;
+  expectedDigest.fill(0);
+  return secretIndex;
 }
 
 /**
@@ -259,28 +254,21 @@ export function verifyWebhookSignature(
   if (!(toleranceSeconds >= 0)) {
     throw new TypeError('toleranceSeconds must be a number >= 0');
   }
-  if (typeof header === 'string') {
-    const comma = canonicalHeaderComma(header);
-    if (comma !== -1) return verifyCanonical(rawBody, header, comma, secretList ?? (secrets as string), count, toleranceSeconds, options);
+  // The form the service sends is read without the general parser's parts and arrays.
+  const comma = typeof header === 'string' ? canonicalHeaderComma(header) : -1;
+  let timestampText: string;
+  let signatures: readonly Buffer[];
+  if (comma !== -1) {
+    timestampText = (header as string).slice(2, comma);
+    signatures = CANONICAL_SIGNATURES;
+  } else {
+    ({ timestampText, signatures } = parseWebhookSignatureHeader(header));
   }
-  const parsed = parseWebhookSignatureHeader(header);
-  const signatures = parsed.signatures;
-
-  let secretIndex = -1;
-  for (let i = 0; i < count; i++) {
-    const expected = expectedDigestOf(rawBody, (secretList === undefined ? secrets : secretList[i]) as string, parsed.timestampText);
-    // Every candidate is compared (no early exit) so timing says nothing about which one matched.
-    for (let j = 0; j < signatures.length; j++) {
-      if (timingSafeEqual(expected, signatures[j]!) && secretIndex === -1) {
-        secretIndex = i;
-      }
-    }
-  }
-  expectedDigest.fill(0);
+  const secretIndex = matchingSecretIndex(rawBody, secretList ?? (secrets as string), count, timestampText, signatures);
   if (secretIndex === -1) {
     throw new WebhookSignatureMismatchError();
   }
-
-  assertWithinTolerance(parsed.timestamp, toleranceSeconds, options);
-  return { timestamp: parsed.timestamp, secretIndex };
+  const timestamp = Number(timestampText);
+  assertWithinTolerance(timestamp, toleranceSeconds, options);
+  return { timestamp, secretIndex };
 }
