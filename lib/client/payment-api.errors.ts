@@ -96,6 +96,12 @@ function messageWithAccount(message: string, account: string | undefined): strin
   return message.startsWith(prefix) ? message : prefix + message;
 }
 
+/** `error`'s message without the account prefix `messageWithAccount` gave it, for a message that adds it once. @internal */
+export function messageWithoutAccount(error: PaymentApiError): string {
+  const prefix = `account '${error.account}': `;
+  return error.account !== undefined && error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+}
+
 /** Base class of every error this client throws. @publicApi */
 export class PaymentApiError extends Error {
   readonly code: string;

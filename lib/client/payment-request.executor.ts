@@ -129,7 +129,7 @@ export class PaymentRequestExecutor {
       // before the wait could expire in the queue.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
-      const release = await (call.signal === undefined ? acquiring : acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed)));
+      const release = await acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       let sending = false;
       try {

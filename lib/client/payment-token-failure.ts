@@ -1,4 +1,4 @@
-import { PaymentApiError, type PaymentApiErrorDetails, PaymentNetworkError, PaymentValidationError } from './payment-api.errors.js';
+import { messageWithoutAccount, PaymentApiError, type PaymentApiErrorDetails, PaymentNetworkError, PaymentValidationError } from './payment-api.errors.js';
 import type { ServiceCall } from './payment-request.executor.js';
 
 /**
@@ -10,7 +10,7 @@ import type { ServiceCall } from './payment-request.executor.js';
  * branch as on the token call's error, which is the `cause`.
  */
 export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, mayHaveActed: boolean, account: string): PaymentApiError {
-  const failed = `getting an access token failed (${withoutAccountPrefix(error)})`;
+  const failed = `getting an access token failed (${messageWithoutAccount(error)})`;
   const details: PaymentApiErrorDetails & { mayHaveReachedService: boolean } = {
     code: error.code,
     httpStatus: error.httpStatus,
@@ -31,10 +31,4 @@ export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, ma
   else rebuilt = new (error.constructor as new (details: PaymentApiErrorDetails) => PaymentApiError)(details);
   Object.defineProperty(rebuilt, 'cause', { value: error, enumerable: false, writable: true, configurable: true });
   return rebuilt;
-}
-
-/** The token error's message without its `account '…': ` prefix: the call's error adds it once. */
-function withoutAccountPrefix(error: PaymentApiError): string {
-  const prefix = `account '${error.account}': `;
-  return error.account !== undefined && error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
 }
