@@ -6,7 +6,7 @@ import {
   type PaymentOptionsFactory,
 } from './payment.module-definition.js';
 import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
-import { paymentAccountOwnTokens } from './accounts/payment-account.tokens.js';
+import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { isRecord } from './common/is-record.util.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
 import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
@@ -35,7 +35,8 @@ export class PaymentModule extends ConfigurablePaymentModule {
     }
     // what the builder would drop silently: an option beside the factory, a misspelt extra
     throwOnExtrasProblems([...asyncOptionKeyProblems(options), ...moduleExtrasProblems(options)], options.account);
-    throwOnOwnTokensInjected(options.inject, resolvePaymentAccountName(options.account));
+    const account = resolvePaymentAccountName(options.account);
+    throwOnOwnTokensInjected(options.inject, account);
     const { useClass, useExisting, ...rest } = options;
     const factoryToken = useClass ?? useExisting;
     if (factoryToken === undefined) return super.forRootAsync(options);
@@ -49,7 +50,7 @@ export class PaymentModule extends ConfigurablePaymentModule {
       provideInjectionTokensFrom: useClass ? [{ provide: useClass, useClass }] : undefined,
       useFactory: (factory: Partial<PaymentOptionsFactory> | undefined) => {
         if (typeof factory?.createPaymentOptions !== 'function') {
-          throw new PaymentConfigurationError([`${name} given as ${how} has no createPaymentOptions() method (implement PaymentOptionsFactory)`], options.account ?? DEFAULT_PAYMENT_ACCOUNT);
+          throw new PaymentConfigurationError([`${name} given as ${how} has no createPaymentOptions() method (implement PaymentOptionsFactory)`], account);
         }
         return factory.createPaymentOptions();
       },
@@ -62,8 +63,6 @@ function throwOnExtrasProblems(problems: string[], account: unknown): void {
   if (problems.length > 0) throw new PaymentConfigurationError(problems, account === undefined ? DEFAULT_PAYMENT_ACCOUNT : typeof account === 'string' ? account : undefined);
 }
 
-const OWN_TOKEN_HOLDS = { store: 'webhook event store', client: 'PaymentGatewayService', options: 'resolved options' } as const;
-
 /**
  * An `inject` holding the account's own public token: the module provides that token itself, so
  * the factory would wait for what is built from its result. Nest cannot describe that cycle (it
@@ -71,18 +70,21 @@ const OWN_TOKEN_HOLDS = { store: 'webhook event store', client: 'PaymentGatewayS
  */
 function throwOnOwnTokensInjected(inject: PaymentModuleAsyncOptions['inject'], account: string): void {
   const injected = new Set((inject ?? []).map((entry) => (isRecord(entry) && 'token' in entry ? entry.token : entry)));
-  const problems = Object.entries(paymentAccountOwnTokens(account))
-    .filter(([, token]) => injected.has(token))
-    .map(([kind, token]) => {
+  const builtFrom = 'inject what it is built from instead';
+  const ownTokens = [
+    {
+      token: getWebhookEventStoreToken(account),
+      holds: 'webhook event store',
+      fix: "provide your store under a token of your own ({ provide: 'APP_WEBHOOK_STORE', useFactory: ... }), inject that and return it as 'store'",
+    },
+    { token: getPaymentGatewayToken(account), holds: 'PaymentGatewayService', fix: builtFrom },
+    { token: getPaymentOptionsToken(account), holds: 'resolved options', fix: builtFrom },
+  ];
+  const problems = ownTokens
+    .filter(({ token }) => injected.has(token))
+    .map(({ token, holds, fix }) => {
       const name = typeof token === 'function' ? token.name : typeof token === 'symbol' ? token.description : `'${token}'`;
-      const fix =
-        kind === 'store'
-          ? "provide your store under a token of your own ({ provide: 'APP_WEBHOOK_STORE', useFactory: ... }), inject that and return it as 'store'"
-          : 'inject what it is built from instead';
-      return (
-        `forRootAsync() inject lists ${name}, the token under which this module provides the account's ` +
-        `${OWN_TOKEN_HOLDS[kind as keyof typeof OWN_TOKEN_HOLDS]}, built from what the factory returns (a cycle): ${fix}`
-      );
+      return `forRootAsync() inject lists ${name}, the token under which this module provides the account's ${holds}, built from what the factory returns (a cycle): ${fix}`;
     });
   if (problems.length > 0) throw new PaymentConfigurationError(problems, account);
 }

@@ -34,15 +34,6 @@ export function getWebhookEventStoreToken(account?: string): symbol | string {
 }
 
 /**
- * The public tokens `forRoot()` provides for `account`, by what they hold: a `forRootAsync()`
- * factory of that account cannot inject them, since they are built from the options it returns.
- * @internal
- */
-export function paymentAccountOwnTokens(account: string): Record<'store' | 'client' | 'options', string | symbol | Function> {
-  return { store: getWebhookEventStoreToken(account), client: getPaymentGatewayToken(account), options: getPaymentOptionsToken(account) };
-}
-
-/**
  * Injects an account's `PaymentGatewayService`:
  * `constructor(@InjectPaymentGateway('eu') private readonly eu: PaymentGatewayService) {}`.
  * Without a name it injects the default account's client (same as no decorator).
