@@ -32,8 +32,8 @@ export function createPaymentQueueProviders(): Provider[] {
         if (options.processing !== 'queue') return null;
         const bull = loadBullMq();
         // validation guarantees a URL in queue mode; the queue holds the connection until it closes
-        const { value: queue, client: connection } = connections.acquireFor(options.queueRedisUrl!, options.redisTimeoutMs, (shared) =>
-          new PaymentEventQueue(bull, options, store, shared, () => connections.release(shared)),
+        const { value: queue, client: connection } = connections.acquireFor(options.queueRedisUrl!, options.redisTimeoutMs, (shared, release) =>
+          new PaymentEventQueue(bull, options, store, shared, release),
         );
         accounts.attachQueue(options.account, queue);
         accounts.attachProbe(options.account, queueRedisProbe(options.account, connection, options.queueRedisUrl!, options.redisTimeoutMs, options.redisKeyPrefix));

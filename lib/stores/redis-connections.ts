@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
@@ -9,7 +9,7 @@ interface SharedConnection {
   readonly key: string;
   readonly client: RedisClientLike;
   readonly timeoutMs: number;
-  /** Stores and queues holding it (see `acquire`). */
+  /** Stores and queues holding it (see `acquireFor`). */
   users: number;
 }
 
@@ -24,9 +24,8 @@ interface SharedConnection {
  * finish during shutdown well after this module's own hook ran.
  */
 @Injectable()
-export class PaymentRedisConnections implements OnApplicationShutdown {
+export class PaymentRedisConnections {
   private readonly connections = new Map<string, SharedConnection>();
-  private readonly byClient = new Map<RedisClientLike, SharedConnection>();
 
   /** Number of open connections (one per distinct URL and time-out). */
   get size(): number {
@@ -34,10 +33,28 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
   }
 
   /**
-   * The connection to `url` whose commands fail after `timeoutMs`, opened on first use. The
-   * caller is counted as a user until it calls `release` with it.
+   * `use(client, release)` with the connection to `url` whose commands fail after `timeoutMs`
+   * (opened on first use), and the `release` that lets go of it: what `use` built counts as a
+   * user until then, and the connection closes with its last user. A `use` that throws lets go at once, so
+   * a failed construction never keeps a connection open.
    */
-  acquire(url: string, timeoutMs: number): RedisClientLike {
+  acquireFor<T>(url: string, timeoutMs: number, use: (client: RedisClientLike, release: () => Promise<void>) => T): { value: T; client: RedisClientLike; release: () => Promise<void> } {
+    const entry = this.acquire(url, timeoutMs);
+    let released = false;
+    const release = async (): Promise<void> => {
+      if (released) return; // a user counts once, however often its release runs
+      released = true;
+      await this.release(entry);
+    };
+    try {
+      return { value: use(entry.client, release), client: entry.client, release };
+    } catch (error) {
+      void release();
+      throw error;
+    }
+  }
+
+  private acquire(url: string, timeoutMs: number): SharedConnection {
     // a URL never contains a space, so this key cannot be ambiguous
     const key = `${timeoutMs} ${url}`;
     let entry = this.connections.get(key);
@@ -49,53 +66,21 @@ export class PaymentRedisConnections implements OnApplicationShutdown {
       client.on('error', ignoreError);
       entry = { key, client, timeoutMs, users: 0 };
       this.connections.set(key, entry);
-      this.byClient.set(client, entry);
     }
     entry.users++;
-    return entry.client;
+    return entry;
   }
 
-  /**
-   * `use(client)` with the connection to `url` acquired for it (see `acquire`): a `use` that
-   * throws lets go of it at once, so a failed construction never keeps a connection open.
-   */
-  acquireFor<T>(url: string, timeoutMs: number, use: (client: RedisClientLike) => T): { value: T; client: RedisClientLike } {
-    const client = this.acquire(url, timeoutMs);
-    try {
-      return { value: use(client), client };
-    } catch (error) {
-      void this.release(client);
-      throw error;
-    }
-  }
-
-  /** One user of `client` less; the connection closes with its last user. Safe for a client it does not know. */
-  async release(client: RedisClientLike): Promise<void> {
-    const entry = this.byClient.get(client);
-    if (entry === undefined) return;
+  /** One user of `entry` less; the connection closes with its last user. */
+  private async release(entry: SharedConnection): Promise<void> {
     entry.users--;
     if (entry.users > 0) return;
-    this.forget(entry);
+    this.connections.delete(entry.key);
     await closeRedisClient(entry.client, entry.timeoutMs);
   }
 
   /** How many connections, never their URLs (they hold the passwords). */
   [inspect.custom](depth: number, options: InspectOptions): string {
     return inspectSummary('PaymentRedisConnections', { connections: this.connections.size }, depth, options);
-  }
-
-  /**
-   * Closes the connections nobody holds; those still held close when their last user releases
-   * them (a store of a module Nest shuts down later may still record completions).
-   */
-  async onApplicationShutdown(): Promise<void> {
-    const idle = [...this.connections.values()].filter((entry) => entry.users <= 0);
-    for (const entry of idle) this.forget(entry);
-    await Promise.all(idle.map(({ client, timeoutMs }) => closeRedisClient(client, timeoutMs)));
-  }
-
-  private forget(entry: SharedConnection): void {
-    this.connections.delete(entry.key);
-    this.byClient.delete(entry.client);
   }
 }

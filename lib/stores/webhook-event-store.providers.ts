@@ -43,10 +43,10 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions, connect
     return store;
   }
   // the store holds the shared connection until it is closed itself
-  const { value: store, client } = connections.acquireFor(redisUrl, options.redisTimeoutMs, (shared) => new RedisWebhookEventStore(shared, storeOptions));
+  const { value: store, release } = connections.acquireFor(redisUrl, options.redisTimeoutMs, (shared) => new RedisWebhookEventStore(shared, storeOptions));
   storesCreatedByModule.set(store, async () => {
     await store.close();
-    await connections.release(client);
+    await release();
   });
   return store;
 }
