@@ -15,6 +15,13 @@ import {
 /** What a Redis URL option must look like (parsability is checked apart, with its own message). */
 export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;
 
+/**
+ * Shortest `queueDeadLetterRetentionMs`, and so the shortest retention a dead letter can have:
+ * the trim stops its walk at the first failed job younger than this, whatever it was queued with.
+ * @internal
+ */
+export const MIN_DEAD_LETTER_RETENTION_MS = 1000;
+
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
   // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are;
@@ -152,7 +159,7 @@ export class PaymentOptionsSchema {
   queueBackoffMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
-  @Min(1000, { message: 'must be at least 1000 ms' })
+  @Min(MIN_DEAD_LETTER_RETENTION_MS, { message: `must be at least ${MIN_DEAD_LETTER_RETENTION_MS} ms` })
   @Max(31_622_400_000, { message: 'must be at most 31622400000 ms (366 days)' })
   queueDeadLetterRetentionMs!: number;
 

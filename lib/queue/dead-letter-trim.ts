@@ -1,4 +1,5 @@
 import { withTimeout } from '../common/promise-timeout.util.js';
+import { MIN_DEAD_LETTER_RETENTION_MS } from '../config/payment-options.schema.js';
 import type { RedisClientLike } from '../stores/redis-client.js';
 
 /*
@@ -7,12 +8,6 @@ import type { RedisClientLike } from '../stores/redis-client.js';
  * instance may trim the failed set by its own setting, nor may BullMQ by the `removeOnFail`
  * age of whichever job failed last: jobs are queued with `removeOnFail: false` and removed here.
  */
-
-/**
- * Shortest retention a dead letter can have (the option's minimum): a failed job younger
- * than this has not expired, whatever it was queued with, so a walk stops at the first one.
- */
-export const MIN_DEAD_LETTER_RETENTION_MS = 1000;
 
 /**
  * KEYS: the failed set. ARGV: job key prefix, now (epoch ms), retention of a job that has
