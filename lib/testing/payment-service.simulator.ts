@@ -5,7 +5,7 @@ import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.
 import { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
-import { asDelivered, resourceKeyOf, SimulatorEventPublisher } from './simulator-event.publisher.js';
+import { asDelivered, SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
 import {
   assertDeliveryFaults,
@@ -311,9 +311,9 @@ export class PaymentServiceSimulator {
     assertSendEventArguments(type, data);
     // a copy as delivered: changing `data` or the returned envelope later changes neither the log nor the delivery
     const payload = asDelivered(data);
-    // grouped like the simulator's own events (`payment:<trxId>`), so out-of-order holds release on the resource's next event;
+    // keyed by its resource like the simulator's own events (publish reads the id from `data`);
     // an unknown merchant throws in publish, before anything is logged or delivered
-    const envelope = this.publisher.publish(merchantId, type, payload, resourceKeyOf(type, payload));
+    const envelope = this.publisher.publish(merchantId, type, payload);
     return asDelivered(envelope);
   }
 

@@ -13,8 +13,8 @@ const RESOURCE_ID_FIELDS: Readonly<Record<string, string>> = Object.freeze({
   subaccount_payout: 'payoutUid',
 });
 
-/** The resource key of an event a test sends: `<family>:<id>`, or `<type>:` for a family without a known id field or data without the id. */
-export function resourceKeyOf(type: string, data: Record<string, unknown>): string {
+/** The resource key of an event: `<family>:<id>`, or `<type>:` for a family without a known id field or data without the id. */
+function resourceKeyOf(type: string, data: Record<string, unknown>): string {
   const family = type.split('.', 1)[0]!;
   // own keys only: a family named `constructor` is no resource
   const id = Object.hasOwn(RESOURCE_ID_FIELDS, family) ? data[RESOURCE_ID_FIELDS[family]!] : undefined;
@@ -33,10 +33,10 @@ export class SimulatorEventPublisher {
   ) {}
 
   /**
-   * `resourceKey` names the payment, refund, payout, split or subaccount payout the event is about; the
-   * out-of-order switch holds a resource's early events until its next one.
+   * The event is keyed by the payment, refund, payout, split or subaccount payout it is about (its
+   * id in `data`): the out-of-order switch holds a resource's early events until its next one.
    */
-  publish(merchantId: number, type: string, data: Record<string, unknown>, resourceKey: string): PaymentEventEnvelope {
+  publish(merchantId: number, type: string, data: Record<string, unknown>): PaymentEventEnvelope {
     const merchant = this.state.merchant(merchantId);
     const envelope = buildEvent(type, data, {
       createdAt: this.clock.iso(),
@@ -44,7 +44,7 @@ export class SimulatorEventPublisher {
       environment: merchant.settings.mode === 'live' ? 'production' : 'sandbox',
     }) as PaymentEventEnvelope;
     this.log.push(envelope);
-    this.deliverer.enqueue(envelope, merchantId, resourceKey);
+    this.deliverer.enqueue(envelope, merchantId, resourceKeyOf(type, data));
     return envelope;
   }
 }

@@ -261,7 +261,7 @@ export class SimulatorPaymentsHandler {
   }
 
   private publish(p: SimulatedPayment, type: string): void {
-    this.events.publish(p.merchantId, type, paymentEventData(p), `payment:${p.trxId}`);
+    this.events.publish(p.merchantId, type, paymentEventData(p));
   }
 }
 

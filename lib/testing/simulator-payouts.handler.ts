@@ -123,7 +123,7 @@ export class SimulatorPayoutsHandler {
   }
 
   private publish(p: SimulatedPayout, type: string): void {
-    this.events.publish(p.merchantId, type, payoutEventData(p), `payout:${p.payoutUid}`);
+    this.events.publish(p.merchantId, type, payoutEventData(p));
   }
 }
 

@@ -62,7 +62,7 @@ export class SimulatorRefundsHandler {
     };
     this.state.refunds.set(refund.refundUid, refund);
     if (!failed) p.refundedAmount = formatAmount(parseAmount(p.refundedAmount)! + amount!);
-    this.events.publish(p.merchantId, failed ? 'refund.failed' : 'refund.succeeded', { ...refund }, `refund:${refund.refundUid}`);
+    this.events.publish(p.merchantId, failed ? 'refund.failed' : 'refund.succeeded', { ...refund });
     return success(201, { ...refund });
   }
 

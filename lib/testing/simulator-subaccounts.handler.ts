@@ -62,17 +62,12 @@ export class SimulatorSubaccountsHandler {
   settleSplits(p: SimulatedPayment, merchant: MerchantRecord): void {
     if (p.splits.length === 0) return;
     for (const s of p.splits) merchant.subaccounts.get(s.subaccountId)!.balance += parseAmount(s.amount)!;
-    this.events.publish(
-      p.merchantId,
-      'split.settled',
-      {
-        trxId: p.trxId,
-        merchantId: p.merchantId,
-        currency: p.currency,
-        splits: p.splits.map((s) => ({ subaccountId: s.subaccountId, amount: s.amount })),
-      },
-      `split:${p.trxId}`,
-    );
+    this.events.publish(p.merchantId, 'split.settled', {
+      trxId: p.trxId,
+      merchantId: p.merchantId,
+      currency: p.currency,
+      splits: p.splits.map((s) => ({ subaccountId: s.subaccountId, amount: s.amount })),
+    });
     for (const s of p.splits) {
       const sub = merchant.subaccounts.get(s.subaccountId)!;
       if (!sub.autoPayout) continue;
@@ -86,16 +81,15 @@ export class SimulatorSubaccountsHandler {
         merchantId: p.merchantId,
       };
       this.state.subaccountPayouts.set(payout.payoutUid, payout);
-      const resourceKey = `subaccount_payout:${payout.payoutUid}`;
-      this.events.publish(p.merchantId, 'subaccount_payout.created', { ...payout }, resourceKey);
+      this.events.publish(p.merchantId, 'subaccount_payout.created', { ...payout });
       if (sub.failPayouts) {
         payout.status = 'FAILED';
         payout.failureReason = 'Subaccount destination rejected the transfer';
-        this.events.publish(p.merchantId, 'subaccount_payout.failed', { ...payout }, resourceKey);
+        this.events.publish(p.merchantId, 'subaccount_payout.failed', { ...payout });
       } else {
         payout.status = 'SUCCESS';
         sub.balance -= parseAmount(s.amount)!;
-        this.events.publish(p.merchantId, 'subaccount_payout.succeeded', { ...payout }, resourceKey);
+        this.events.publish(p.merchantId, 'subaccount_payout.succeeded', { ...payout });
       }
     }
   }
