@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { inspect, type InspectOptions } from 'node:util';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
+import { PendingWork } from '../common/pending-work.util.js';
 import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure } from './payment-api.errors.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 
@@ -46,7 +47,7 @@ export class PaymentHttpClient {
   private readonly httpsAgent: https.Agent;
   private readonly axios: AxiosInstance;
   /** Attempts on the wire: `close()` lets them end (each within its time-out) before closing the sockets. */
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new PendingWork();
 
   constructor(
     private readonly apiBaseUrl: string,
@@ -78,9 +79,7 @@ export class PaymentHttpClient {
 
   send(attempt: HttpAttempt): Promise<HttpAnswer> {
     const sending = this.sendOnce(attempt);
-    const done = (): void => void this.inFlight.delete(settled);
-    const settled: Promise<void> = sending.then(done, done);
-    this.inFlight.add(settled);
+    this.inFlight.track(sending);
     return sending;
   }
 
@@ -133,7 +132,7 @@ export class PaymentHttpClient {
    * the service acted on it. Callers stop new attempts first.
    */
   async close(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
+    await this.inFlight.settled();
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }

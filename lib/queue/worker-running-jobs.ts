@@ -1,3 +1,5 @@
+import { PendingWork } from '../common/pending-work.util.js';
+
 /** A job a worker runs, until BullMQ has recorded its outcome. */
 interface InFlightJob {
   recorded: Promise<void>;
@@ -13,7 +15,7 @@ interface InFlightJob {
  */
 export class WorkerRunningJobs {
   private readonly inFlight = new Map<string, InFlightJob>();
-  private readonly handling = new Set<Promise<void>>();
+  private readonly handling = new PendingWork();
 
   /** @param forgetAfterMs how long after its processor settled a job whose outcome was never recorded is forgotten */
   constructor(private readonly forgetAfterMs: number) {}
@@ -62,12 +64,7 @@ export class WorkerRunningJobs {
 
   /** Counts `work` as running until it settles: shutdown waits for it. */
   track(work: Promise<unknown>): void {
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.handling.add(settled);
-    void settled.then(() => this.handling.delete(settled));
+    this.handling.track(work);
   }
 
   /** Resolves `true` once nothing runs, `false` at `deadline` (epoch ms) if something still does. */
@@ -85,7 +82,7 @@ export class WorkerRunningJobs {
     });
     // a job fetched just before the pause may start after the first look
     while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
-      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling];
+      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling.promises()];
       await Promise.race([Promise.all(running), expired]);
     }
     clearTimeout(timer);
