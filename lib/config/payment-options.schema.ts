@@ -22,6 +22,17 @@ export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;
  */
 export const MIN_DEAD_LETTER_RETENTION_MS = 1000;
 
+/**
+ * Bounds of the settings `PaymentWebhookIdempotencyInterceptor` shares with the module's options
+ * (its `leaseMs`, `retentionMs`, `shutdownTimeoutMs`): one source for both checks.
+ * @internal
+ */
+export const WEBHOOK_LEASE_MS_RANGE = { min: 100, max: 86_400_000 } as const;
+/** @internal */
+export const WEBHOOK_RETENTION_MS_RANGE = { min: 1000, max: 31_622_400_000 } as const;
+/** @internal */
+export const WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE = { min: 0, max: 600_000 } as const;
+
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
   // no user:password@ part: the base URL is printed (toJSON, inspect, errors), credentials never are;
@@ -112,18 +123,18 @@ export class PaymentOptionsSchema {
   redisTimeoutMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
-  @Min(100, { message: 'must be at least 100 ms' })
-  @Max(86_400_000, { message: 'must be at most 86400000 ms (one day)' })
+  @Min(WEBHOOK_LEASE_MS_RANGE.min, { message: `must be at least ${WEBHOOK_LEASE_MS_RANGE.min} ms` })
+  @Max(WEBHOOK_LEASE_MS_RANGE.max, { message: `must be at most ${WEBHOOK_LEASE_MS_RANGE.max} ms (one day)` })
   webhookLeaseMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
-  @Min(1000, { message: 'must be at least 1000 ms' })
-  @Max(31_622_400_000, { message: 'must be at most 31622400000 ms (366 days)' })
+  @Min(WEBHOOK_RETENTION_MS_RANGE.min, { message: `must be at least ${WEBHOOK_RETENTION_MS_RANGE.min} ms` })
+  @Max(WEBHOOK_RETENTION_MS_RANGE.max, { message: `must be at most ${WEBHOOK_RETENTION_MS_RANGE.max} ms (366 days)` })
   webhookRetentionMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
-  @Min(0, { message: 'must be 0 or more' })
-  @Max(600_000, { message: 'must be at most 600000 ms' })
+  @Min(WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.min, { message: `must be ${WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.min} or more` })
+  @Max(WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.max, { message: `must be at most ${WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.max} ms` })
   webhookShutdownTimeoutMs!: number;
 
   @IsInt({ message: 'must be a whole number' })

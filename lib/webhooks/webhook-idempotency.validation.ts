@@ -1,13 +1,14 @@
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { WEBHOOK_LEASE_MS_RANGE, WEBHOOK_RETENTION_MS_RANGE, WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE } from '../config/payment-options.schema.js';
 import type { WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 
 /** Whole numbers within the module's own bounds for the same settings (`webhookLeaseMs`, ...). */
 const WHOLE_NUMBER_BOUNDS: ReadonlyArray<[keyof WebhookIdempotencyOptions, number, number, string]> = [
-  ['leaseMs', 100, 86_400_000, 'ms'],
-  ['retentionMs', 1000, 31_622_400_000, 'ms'],
+  ['leaseMs', WEBHOOK_LEASE_MS_RANGE.min, WEBHOOK_LEASE_MS_RANGE.max, 'ms'],
+  ['retentionMs', WEBHOOK_RETENTION_MS_RANGE.min, WEBHOOK_RETENTION_MS_RANGE.max, 'ms'],
   ['completeAttempts', 1, Number.MAX_SAFE_INTEGER, ''],
   ['maxLeaseRenewalMs', 0, Number.MAX_SAFE_INTEGER, 'ms'],
-  ['shutdownTimeoutMs', 0, 600_000, 'ms'],
+  ['shutdownTimeoutMs', WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.min, WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE.max, 'ms'],
 ];
 
 /**
