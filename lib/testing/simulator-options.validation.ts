@@ -99,9 +99,7 @@ function assertMerchant(merchant: SimulatedMerchant, index: number): void {
     throw new TypeError(`merchant ${merchant.merchantId}: mode must be 'sandbox' or 'live' (not ${JSON.stringify(merchant.mode)})`);
   }
   // `payoutApprovalRequired: 'true'` would be read as false
-  for (const key of ['active', 'payoutApprovalRequired'] as const) {
-    if (merchant[key] !== undefined && typeof merchant[key] !== 'boolean') throw new TypeError(`merchant ${merchant.merchantId}: ${key} must be true or false (not ${show(merchant[key])})`);
-  }
+  for (const key of ['active', 'payoutApprovalRequired'] as const) assertOptionalBoolean(`merchant ${merchant.merchantId}: ${key}`, merchant[key]);
   if (merchant.webhookUrl !== undefined) assertWebhookUrl(merchant.webhookUrl);
   if (merchant.subaccounts === undefined) return;
   if (!Array.isArray(merchant.subaccounts)) throw new TypeError(`merchant ${merchant.merchantId}: subaccounts must be an array`);
@@ -110,9 +108,7 @@ function assertMerchant(merchant: SimulatedMerchant, index: number): void {
     if (!isRecord(subaccount as unknown)) throw new TypeError(`${sub} must be an object (not ${show(subaccount)})`);
     assertKnownKeys(`${sub}: key`, subaccount, SUBACCOUNT_KEYS);
     if (typeof subaccount.subaccountId !== 'string' || subaccount.subaccountId === '') throw new TypeError(`${sub}: subaccountId must be a non-empty string`);
-    for (const key of ['autoPayout', 'failPayouts'] as const) {
-      if (subaccount[key] !== undefined && typeof subaccount[key] !== 'boolean') throw new TypeError(`${sub}: ${key} must be true or false (not ${show(subaccount[key])})`);
-    }
+    for (const key of ['autoPayout', 'failPayouts'] as const) assertOptionalBoolean(`${sub}: ${key}`, subaccount[key]);
   });
 }
 
@@ -150,7 +146,7 @@ export function assertFault(fault: SimulatorFault): void {
   if (fault.path !== undefined && typeof fault.path !== 'string' && !(fault.path instanceof RegExp)) {
     throw new TypeError(`fault.path must be a string or a RegExp (not ${show(fault.path)})`);
   }
-  if (fault.afterHandling !== undefined && typeof fault.afterHandling !== 'boolean') throw new TypeError(`fault.afterHandling must be true or false (not ${show(fault.afterHandling)})`);
+  assertOptionalBoolean('fault.afterHandling', fault.afterHandling);
   if (fault.trickleMs !== undefined && (!Number.isInteger(fault.trickleMs) || fault.trickleMs < 0 || fault.kind !== 'trickle')) {
     throw new RangeError(`fault.trickleMs must be a whole number of ms, 0 or more, on a 'trickle' fault (not ${fault.trickleMs} on '${fault.kind}')`);
   }
@@ -192,6 +188,11 @@ export function assertSendEventArguments(type: unknown, data: unknown): void {
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */
 export function assertText(what: string, value: unknown): void {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${what} must be a non-empty string (not ${show(value)})`);
+}
+
+/** A switch left out, or `true`/`false`: a string such as `'false'` would be read as set. */
+function assertOptionalBoolean(what: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`${what} must be true or false (not ${show(value)})`);
 }
 
 function assertKnownKeys(what: string, value: object, known: Record<string, true>): void {
