@@ -1,4 +1,4 @@
-import { createHmac, type Hmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type Hmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import {
   WebhookSecretNotConfiguredError,
@@ -79,7 +79,25 @@ const MAX_SIGNATURE_SECONDS = 99_999_999_999;
 
 function hmac(rawBody: Buffer | string, secret: string, timestampText: string): Hmac {
   // The body is hashed as received, never copied into a concatenation.
-  return createHmac('sha256', secret).update(`${timestampText}.`).update(rawBody);
+  return createHmac('sha256', secretKeyOf(secret)).update(`${timestampText}.`).update(rawBody);
+}
+
+/** Most secrets whose key is kept; a caller cycling through more only refills the cache. */
+const MAX_CACHED_SECRET_KEYS = 32;
+/**
+ * The key of each secret seen: a string key is encoded into a new key on every `createHmac`,
+ * a few per cent of a 2 KiB verification. A `KeyObject` never prints its bytes.
+ */
+const secretKeys = new Map<string, KeyObject>();
+
+function secretKeyOf(secret: string): KeyObject {
+  let key = secretKeys.get(secret);
+  if (key === undefined) {
+    if (secretKeys.size === MAX_CACHED_SECRET_KEYS) secretKeys.clear();
+    key = createSecretKey(secret, 'utf8');
+    secretKeys.set(secret, key);
+  }
+  return key;
 }
 
 /** Where verification writes each expected digest; verification is synchronous, so one suffices. */
