@@ -306,9 +306,14 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     return template.split(placeholder).join(encodeURIComponent(value));
   }
 
-  /** `readServiceRecord` with this client's `responseFields`. */
+  /**
+   * `readServiceRecord` with this client's `responseFields`. A body without `data` is read for
+   * ids (they tell the caller not to send again), never for a status: its `status` is the
+   * envelope's own (`'success'`), not the record's.
+   */
   private readRecord(answer: ServiceAnswer, idField: Exclude<PaymentResponseField, 'status'>, knownId?: string) {
-    return readServiceRecord(answer.data, this.fields, idField, knownId);
+    const enveloped = envelopeData(answer.body) !== undefined;
+    return readServiceRecord(answer.data, this.fields, idField, knownId, enveloped);
   }
 
   /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */

@@ -42,13 +42,14 @@ export function readServiceRecord(
   fields: PaymentResponseFields,
   idField: Exclude<PaymentResponseField, 'status'>,
   knownId?: string,
+  readStatus = true,
 ): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
   const data = recordOf(answerData);
   const record: Record<string, unknown> = { ...data };
   const id = readResponseField(data, fields[idField]) ?? knownId;
   if (id !== undefined) record[idField] = id;
   else delete record[idField];
-  const status = readResponseField(data, fields.status, false);
+  const status = readStatus ? readResponseField(data, fields.status, false) : undefined;
   if (status !== undefined) record.status = status;
   else delete record.status;
   return { record, id, status };

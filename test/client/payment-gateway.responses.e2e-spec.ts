@@ -148,6 +148,18 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(await client.getPayout('pyo_1')).toMatchObject({ payoutUid: 'pyo_1', status: 'SUCCESS' });
     });
 
+    it('an answer without data gives its ids but not the envelope status as the record status', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: { status: 'success', refund_uid: 'rfd_flat' } });
+      stub.answer('GET', '/payout/pyo_1', { status: 200, body: { status: 'success', message: 'found' } });
+      const refund = await client.refundPayment('trx_9');
+      expect(refund).toMatchObject({ refundUid: 'rfd_flat', trxId: 'trx_9', httpStatus: 201, raw: { status: 'success', refund_uid: 'rfd_flat' } });
+      expect('status' in refund).toBe(false);
+      const payout = await client.getPayout('pyo_1');
+      expect(payout).toMatchObject({ payoutUid: 'pyo_1', message: 'found' });
+      expect('status' in payout).toBe(false);
+    });
+
     it('a numeric id is read as text', async () => {
       await start();
       stub.answer('POST', '/payment/create', success({ trx_id: 40017, token: 'sess_2', status: 'PENDING' }));
