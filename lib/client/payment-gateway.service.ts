@@ -44,6 +44,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   private readonly http: PaymentHttpClient;
   private readonly executor: PaymentRequestExecutor;
   private readonly fields: PaymentResponseFields;
+  /** The status fields of an answer without `data`: the envelope's own `status` left out. */
+  private readonly flatStatusFields: readonly string[];
 
   constructor(
     @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
@@ -52,6 +54,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     @Optional() @Inject(PaymentIpRateLimits) ipRateLimits?: PaymentIpRateLimits,
   ) {
     this.fields = options.responseFields;
+    this.flatStatusFields = this.fields.status.filter((name) => name !== 'status');
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);
     this.executor = new PaymentRequestExecutor(
       options,
@@ -307,13 +310,13 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   }
 
   /**
-   * `readServiceRecord` with this client's `responseFields`. A body without `data` is read for
-   * ids (they tell the caller not to send again), never for a status: its `status` is the
+   * `readServiceRecord` with this client's `responseFields`. A body without `data` is read as
+   * the record (its ids tell the caller not to send again), except its `status`: that is the
    * envelope's own (`'success'`), not the record's.
    */
   private readRecord(answer: ServiceAnswer, idField: Exclude<PaymentResponseField, 'status'>, knownId?: string) {
-    const enveloped = envelopeData(answer.body) !== undefined;
-    return readServiceRecord(answer.data, this.fields, idField, knownId, enveloped);
+    const statusFields = envelopeData(answer.body) !== undefined ? this.fields.status : this.flatStatusFields;
+    return readServiceRecord(answer.data, this.fields, idField, knownId, statusFields);
   }
 
   /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */

@@ -42,14 +42,14 @@ export function readServiceRecord(
   fields: PaymentResponseFields,
   idField: Exclude<PaymentResponseField, 'status'>,
   knownId?: string,
-  readStatus = true,
+  statusFields: readonly string[] = fields.status,
 ): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
   const data = recordOf(answerData);
   const record: Record<string, unknown> = { ...data };
   const id = readResponseField(data, fields[idField]) ?? knownId;
   if (id !== undefined) record[idField] = id;
   else delete record[idField];
-  const status = readStatus ? readResponseField(data, fields.status, false) : undefined;
+  const status = readResponseField(data, statusFields, false);
   if (status !== undefined) record.status = status;
   else delete record.status;
   return { record, id, status };

@@ -160,6 +160,12 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect('status' in payout).toBe(false);
     });
 
+    it('an answer without data still gives a status from another field responseFields.status names', async () => {
+      await start({ responseFields: { status: ['refund_status', 'status'] } });
+      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: { status: 'success', refund_uid: 'rfd_flat', refund_status: 'FAILED' } });
+      expect(await client.refundPayment('trx_9')).toMatchObject({ refundUid: 'rfd_flat', status: 'FAILED' });
+    });
+
     it('a numeric id is read as text', async () => {
       await start();
       stub.answer('POST', '/payment/create', success({ trx_id: 40017, token: 'sess_2', status: 'PENDING' }));
