@@ -19,7 +19,9 @@ import type { SimulatedRefund } from './simulator.types.js';
 
 /**
  * `POST /payment/{trx_id}/refund` and `GET /refund/{refund_uid}`. Only `SUCCESS`
- * payments of a provider with API refunds can be refunded, up to what is left.
+ * payments of a provider with API refunds can be refunded, up to what is left. A refund
+ * that succeeds is paid out of the merchant's wallet, which may go below zero (the spec
+ * does not say where refunds come from; a payout after it then finds less to draw on).
  */
 export class SimulatorRefundsHandler {
   constructor(
@@ -61,7 +63,10 @@ export class SimulatorRefundsHandler {
       createdAt: this.clock.iso(),
     };
     this.state.refunds.set(refund.refundUid, refund);
-    if (!failed) p.refundedAmount = formatAmount(parseAmount(p.refundedAmount)! + amount!);
+    if (!failed) {
+      p.refundedAmount = formatAmount(parseAmount(p.refundedAmount)! + amount!);
+      this.state.merchant(p.merchantId).wallet -= amount!;
+    }
     this.events.publish(p.merchantId, failed ? 'refund.failed' : 'refund.succeeded', { ...refund });
     return success(201, { ...refund });
   }

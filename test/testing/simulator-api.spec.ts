@@ -406,6 +406,21 @@ describe('PaymentServiceSimulator API', () => {
       expect(r.body.data).toMatchObject({ status: 'FAILED', failureReason: 'bank said no' });
       expect(sim.events.at(-1)).toMatchObject({ eventType: 'refund.failed', data: { failureReason: 'bank said no' } });
     });
+
+    it('a refund that succeeds is taken out of the wallet (below zero if need be), a failed one is not', async () => {
+      const token = await simToken(sim);
+      const trxId = await paid(token); // wallet 100 + 10
+      await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: { amount: '4' } });
+      expect(sim.walletBalance(1)).toBe('106.00000000');
+      sim.scriptNextRefundFailure('bank said no');
+      await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: { amount: '1' } });
+      expect(sim.walletBalance(1)).toBe('106.00000000');
+      sim.setWalletBalance(1, '2');
+      await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: {} });
+      expect(sim.walletBalance(1)).toBe('-4.00000000');
+      const payout = await simCall(sim, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD', recipient: { account_number: '1' } } });
+      expectError(payout, 422, 'PAY_3001');
+    });
   });
 
   describe('payouts', () => {
