@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookUnknownAccountError } from './payment-webhook.errors.js';
 import type { PaymentWebhookAck } from './payment-webhook.processor.js';
@@ -25,6 +26,11 @@ import type { PaymentWebhookRequest } from './payment-webhook.request.js';
  */
 @Injectable()
 export class PaymentWebhookReceiver {
+  private readonly logger = new Logger('PaymentWebhooks');
+  /** Counts and logs deliveries for a name no account has; `(unknown)` is no account name, so never a real one. */
+  private readonly unknownAccounts = new WebhookDeliveryTelemetry('(unknown)', this.logger);
+  private unknownAccountLogged = false;
+
   constructor(private readonly accounts: PaymentAccountRegistry) {}
 
   /**
@@ -35,13 +41,33 @@ export class PaymentWebhookReceiver {
    */
   receive(request: PaymentWebhookRequest, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentWebhookAck> {
     if (!this.accounts.has(account)) {
-      // the name may come from the URL: a 404 like any unknown path, never the list of accounts
-      return Promise.reject(new PaymentWebhookHttpException(new WebhookUnknownAccountError(String(account))));
+      return Promise.reject(this.unknownAccount(account, performance.now()));
     }
     const webhooks = this.accounts.require(account).webhooks;
     if (webhooks === undefined) {
       return Promise.reject(new Error(`Account '${account}' has no webhook processor (the module is not initialised yet)`));
     }
     return webhooks.process(request);
+  }
+
+  /**
+   * The 404 for a name no `forRoot()` registers: like any unknown path, its answer never lists
+   * the accounts (the name may come from the URL). Counted and logged as every refusal is; the
+   * first one at `error` with the registered names, since a host calling `receive()` with a
+   * wrong name or none (only named accounts) gets every delivery refused and, after the
+   * service's retries, abandoned; later ones at `debug` (anyone can send them).
+   */
+  private unknownAccount(account: string, startedAt: number): PaymentWebhookHttpException {
+    const answer = this.unknownAccounts.rejected(new PaymentWebhookHttpException(new WebhookUnknownAccountError(String(account))), startedAt);
+    if (!this.unknownAccountLogged) {
+      this.unknownAccountLogged = true;
+      const name = account === DEFAULT_PAYMENT_ACCOUNT ? 'without an account name (the default account)' : `for account ${JSON.stringify(String(account)).slice(0, 80)}`;
+      this.logger.error(
+        `PaymentWebhookReceiver.receive() was called ${name}, which no PaymentModule.forRoot() registers ` +
+          `(registered: ${this.accounts.names().join(', ') || 'none'}): the delivery was answered 404 WEBHOOK_UNKNOWN_ACCOUNT. ` +
+          'Pass the name of the account whose secret signs these deliveries; later ones are logged at debug',
+      );
+    }
+    return answer;
   }
 }

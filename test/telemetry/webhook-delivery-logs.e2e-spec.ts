@@ -1,5 +1,7 @@
 import 'reflect-metadata';
-import { ConsoleLogger } from '@nestjs/common';
+import { ConsoleLogger, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
+import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
@@ -42,6 +44,18 @@ async function printed(fn: () => Promise<void>): Promise<string> {
     process.stderr.write = err;
   }
   return chunks.join('');
+}
+
+/** A host route that names the account from its path. */
+@Controller('hooks')
+class AccountPathWebhookController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  @Post(':account')
+  @HttpCode(200)
+  receive(@Req() request: PaymentWebhookRequest, @Param('account') account: string) {
+    return this.receiver.receive(request, account);
+  }
 }
 
 describe('webhook delivery log lines', () => {
@@ -96,6 +110,27 @@ describe('webhook delivery log lines', () => {
     }
     expect(deliveries(logger).map((l) => l.level)).toEqual(['error', 'debug', 'debug']);
     expect(deliveries(logger)[0]!.message).toMatch(/^Webhook delivery rejected, answered 500 WEBHOOK_SECRET_NOT_CONFIGURED: account=default; /);
+  });
+
+  it('a host route naming an account no forRoot() registers: counted, said once at error with the registered names, then at debug', async () => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', controllers: [AccountPathWebhookController] });
+    for (const name of ['eu', 'attacker-chosen', 'eu']) {
+      expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}` })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
+    }
+    const lines = logger.lines.filter((l) => l.context === 'PaymentWebhooks' && l.level !== 'log');
+    expect(lines.filter((l) => l.level === 'error')).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/receive\(\) was called for account "eu", which no PaymentModule.forRoot\(\) registers \(registered: default\)/) }),
+    ]);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual(
+      Array(3).fill(['debug', expect.stringMatching(/^Webhook delivery rejected, answered 404 WEBHOOK_UNKNOWN_ACCOUNT: account=\(unknown\); /)]),
+    );
+    // the unknown names are never metric values
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'rejected', code: 'WEBHOOK_UNKNOWN_ACCOUNT', account: '(unknown)', value: 3 },
+    ]);
   });
 
   it('a handler failure logs one error line with eventId, eventType, code and account', async () => {
