@@ -12,4 +12,8 @@ export const PaymentMessages = {
     problems.map((p) => `  - ${p}`).join('\n'),
   asyncOptionsMissingFactory: () =>
     'PaymentModule.forRootAsync() needs one of useFactory, useClass or useExisting.',
+  bareModuleImport: () =>
+    'imports: [PaymentModule] without forRoot() provides nothing (no webhook route, no PaymentGatewayService; ' +
+    '@OnPaymentEvent handlers run only for accounts a forRoot() registers): import PaymentModule.forRoot() or ' +
+    'forRootAsync() once (isGlobal: true makes it visible to every module), and remove this import',
 } as const;

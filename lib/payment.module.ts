@@ -1,4 +1,4 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Inject, Logger, Module, Optional } from '@nestjs/common';
 import {
   ConfigurablePaymentModule,
   type PaymentModuleAsyncOptions,
@@ -10,7 +10,7 @@ import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreTok
 import { isRecord } from './common/is-record.util.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
 import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
-import { DEFAULT_PAYMENT_ACCOUNT } from './payment.constants.js';
+import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_MODULE_OPTIONS } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**
@@ -22,6 +22,16 @@ import { PaymentMessages } from './payment.messages.js';
  */
 @Module({})
 export class PaymentModule extends ConfigurablePaymentModule {
+  /**
+   * `options` is there in a `forRoot()` / `forRootAsync()` module only (never exported, so
+   * never visible to another module): without it this is a bare `imports: [PaymentModule]`,
+   * which provides nothing, so no route, no client and handlers that never run.
+   */
+  constructor(@Optional() @Inject(PAYMENT_MODULE_OPTIONS) options?: unknown) {
+    super();
+    if (options === undefined) new Logger('PaymentModule').warn(PaymentMessages.bareModuleImport());
+  }
+
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
     // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
     options ??= {};

@@ -6,6 +6,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LazyModuleLoader } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import {
   PaymentConfigurationError,
   PaymentModule,
@@ -299,6 +300,23 @@ describe('PaymentModule configuration', () => {
     const fromFeature = ref.select(FeatureModule).get(getPaymentOptionsToken());
     expect(fromFeature.baseUrl).toBe('https://pay.example.com');
     await ref.close();
+  });
+
+  it('a bare imports: [PaymentModule] (without forRoot) is said once at boot; a forRoot() import says nothing', async () => {
+    restore = withEnv({});
+    @Module({ imports: [PaymentModule] })
+    class FeatureModule {}
+    const boot = async (imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>) => {
+      const logger = new CollectingLogger();
+      const ref = await Test.createTestingModule({ imports }).setLogger(logger).compile();
+      await ref.close();
+      return logger.lines.filter((l) => l.context === 'PaymentModule' && l.level === 'warn').map((l) => l.message);
+    };
+    expect(await boot([FeatureModule])).toEqual([expect.stringMatching(/^imports: \[PaymentModule\] without forRoot\(\) provides nothing/)]);
+    // beside a global forRoot() too: the import still adds nothing
+    expect(await boot([PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', isGlobal: true }), FeatureModule])).toHaveLength(1);
+    expect(await boot([PaymentModule.forRoot({ baseUrl: 'https://pay.example.com' })])).toEqual([]);
+    expect(await boot([PaymentModule.forRootAsync({ account: 'eu', useFactory: () => ({ baseUrl: 'https://eu.example.com' }) })])).toEqual([]);
   });
 
   it('stops the app at boot with one error naming every bad key', async () => {
