@@ -1,4 +1,4 @@
-import type { Provider, Type } from '@nestjs/common';
+import { Logger, type Provider, type Type } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
@@ -73,7 +73,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     PaymentAccountHealthProbes,
     // queue mode (null providers when the account processes inline)
     ...createPaymentQueueProviders(),
-    ...(route?.providers ?? []),
+    ...(route?.providers ?? routeExtrasWithoutRoute(account, extras)),
   ];
   const exports: PaymentAccountDefinition['exports'] = [optionsToken, clientToken, getWebhookEventStoreToken(account)];
   if (account === DEFAULT_PAYMENT_ACCOUNT) {
@@ -90,4 +90,24 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     exports.push(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS);
   }
   return { controllers: route ? [route.controller] : [], providers, exports };
+}
+
+/**
+ * With `webhookRoute: false` the route extras apply to nothing: someone moving to a route of
+ * their own who leaves `webhookDecorators: [Public()]` here would find every delivery refused
+ * by their guard. Said at boot (a provider, so once per app and through the app's logger).
+ */
+function routeExtrasWithoutRoute(account: string, extras: PaymentModuleExtras): Provider[] {
+  const given = (['webhookDecorators', 'webhookClassDecorators', 'webhookImports'] as const).filter((key) => (extras[key]?.length ?? 0) > 0);
+  if (given.length === 0) return [];
+  return [
+    {
+      provide: Symbol('nestjs-payment-gateway:route-extras-without-route'),
+      useFactory: () =>
+        new Logger('PaymentWebhooks').warn(
+          `Account '${account}': ${given.join(' and ')} apply to the module's webhook route, which webhookRoute: false turns off, so they apply ` +
+            'to nothing: put the decorators on the method of your own route that calls PaymentWebhookReceiver.receive()',
+        ),
+    },
+  ];
 }

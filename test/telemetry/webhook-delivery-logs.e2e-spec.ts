@@ -133,6 +133,19 @@ describe('webhook delivery log lines', () => {
     ]);
   });
 
+  it('route decorators given with webhookRoute: false are said to apply to nothing, once at boot; none on the module route', async () => {
+    const decorate: MethodDecorator = () => undefined;
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', payment: { webhookRoute: false, webhookDecorators: [decorate] } });
+    expect(logger.lines.filter((l) => l.level === 'warn' && l.context === 'PaymentWebhooks').map((l) => l.message)).toEqual([
+      expect.stringMatching(/^Account 'default': webhookDecorators apply to the module's webhook route, which webhookRoute: false turns off/),
+    ]);
+    await w.close();
+    const quiet = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger: quiet, payment: { webhookDecorators: [decorate] } });
+    expect(quiet.lines.filter((l) => l.level === 'warn')).toEqual([]);
+  });
+
   it('a handler failure logs one error line with eventId, eventType, code and account', async () => {
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger });
