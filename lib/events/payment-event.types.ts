@@ -191,12 +191,20 @@ export const PAYMENT_EVENT_MODULE_FIELDS: readonly (keyof PaymentEventExtras)[] 
 
 /**
  * A delivered event whose `data` is typed by its `eventType`. A union of types
- * gives a union of events, so `switch (event.eventType)` narrows `data`.
+ * gives a union of events, so `switch (event.eventType)` narrows `data`. A pattern
+ * gives what its handler receives: `PaymentEvent<'payment.*'>` is every payment event,
+ * `PaymentEvent<'*'>` any event (`PaymentEventForPattern`). A type this version does not
+ * know is an event with untyped `data`.
  * @publicApi
  */
 export type PaymentEvent<T extends PaymentEventType | string = PaymentEventType> = T extends unknown
-  ? PaymentEventEnvelope<T, PaymentEventDataOf<T>> & PaymentEventExtras
+  ? T extends PaymentEventWildcard | '*'
+    ? PaymentEventForPattern<T>
+    : TypedPaymentEvent<T>
   : never;
+
+/** The event of each type in `T` (a type, not a pattern): what `PaymentEvent` gives for types. */
+type TypedPaymentEvent<T extends string> = T extends unknown ? PaymentEventEnvelope<T, PaymentEventDataOf<T>> & PaymentEventExtras : never;
 
 /** An event whose type this version does not know (a future type). Reaches `'*'` handlers only. @publicApi */
 export type UnknownPaymentEvent = PaymentEventEnvelope<string, Record<string, unknown>> & PaymentEventExtras;
@@ -213,7 +221,7 @@ export type PaymentEventTypesMatching<P extends PaymentEventPattern> = P extends
 
 /** The event a handler of pattern(s) `P` receives. `'*'` also receives unknown types. @publicApi */
 export type PaymentEventForPattern<P extends PaymentEventPattern> = [Extract<P, '*'>] extends [never]
-  ? PaymentEvent<PaymentEventTypesMatching<P>>
+  ? TypedPaymentEvent<PaymentEventTypesMatching<P>>
   : AnyPaymentEvent;
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set(PAYMENT_EVENT_TYPES);
@@ -237,6 +245,6 @@ export function paymentEventFamilyOf(type: string): string | undefined {
 export function isPaymentEventOfType<T extends PaymentEventType>(
   event: AnyPaymentEvent,
   type: T | readonly T[],
-): event is PaymentEvent<T> {
+): event is TypedPaymentEvent<T> {
   return typeof type === 'string' ? event.eventType === type : (type as readonly string[]).includes(event.eventType);
 }

@@ -40,6 +40,11 @@ expectType<Equal<PaymentEvent<'payment.succeeded'>['data']['amount'], string>>()
 expectType<Equal<PaymentEvent<'refund.failed'>['data']['failureReason'], string | undefined>>();
 expectType<Equal<PaymentEvent<'payout.succeeded'>['data']['payoutUid'], string>>();
 expectType<Equal<PaymentEvent<'payment.succeeded'>['canonicalStatus'], string | undefined>>();
+// a pattern as the type argument is what its handler receives
+expectType<Equal<PaymentEvent<'payment.*'>, PaymentEvent<PaymentFamily>>>();
+expectType<Equal<PaymentEvent<'payment.*'>, PaymentEventForPattern<'payment.*'>>>();
+expectType<Equal<PaymentEvent<'*'>, AnyPaymentEvent>>();
+expectType<Equal<PaymentEvent<'refund.*' | 'payout.failed'>, PaymentEvent<'refund.succeeded' | 'refund.failed' | 'payout.failed'>>>();
 
 export class CompilingHandlers {
   @OnPaymentEvent('payment.succeeded')
@@ -71,6 +76,17 @@ export class CompilingHandlers {
   family(event: PaymentEvent<PaymentFamily>): void {
     const amount: string = event.data.amount;
     void amount;
+  }
+
+  @OnPaymentEvent('payment.*')
+  familyByPattern(event: PaymentEvent<'payment.*'>): void {
+    const amount: string = event.data.amount;
+    void amount;
+  }
+
+  @OnPaymentEvent('*')
+  everythingByPattern(event: PaymentEvent<'*'>): void {
+    void event.eventId;
   }
 
   @OnPaymentEvent('*')
@@ -121,6 +137,12 @@ export class RejectedHandlers {
   // @ts-expect-error the parameter must be an event
   @OnPaymentEvent('payment.succeeded')
   notAnEvent(event: string): void {
+    void event;
+  }
+
+  // @ts-expect-error a misspelt type argument: its event is not the one delivered
+  @OnPaymentEvent('payment.succeeded')
+  typoInParameter(event: PaymentEvent<'payment.succeded'>): void {
     void event;
   }
 
