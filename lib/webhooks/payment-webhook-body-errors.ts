@@ -125,11 +125,18 @@ const PARSER_STATUSES = new Set([400, 413, 415]);
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
-/** The webhook body of a Fastify parser refusal; its code is `WEBHOOK_INVALID_JSON` for JSON errors, else by status. */
+/** The Express parser error type of the same refusal, so both adapters answer with the same words. */
+const EXPRESS_TYPE_OF_FASTIFY_STATUS: Readonly<Record<number, string>> = { 413: 'entity.too.large' };
+
+/**
+ * The webhook body of a Fastify parser refusal: the one Express gets for the same refusal
+ * (`WEBHOOK_INVALID_JSON` for JSON errors), in the module's words, never Fastify's (its JSON
+ * error quotes the unverified body).
+ */
 function fastifyParserBody(status: number, message: unknown): PaymentWebhookErrorBody {
-  const text = typeof message === 'string' ? message : undefined;
-  const code = status === 400 && text !== undefined && /json/i.test(text) ? PaymentWebhookErrorCode.INVALID_JSON : webhookErrorCodeForStatus(status);
-  return { statusCode: status, code, message: text ?? 'Bad request' };
+  if (status === 415) return { statusCode: 415, code: PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE, message: 'The webhook body must be sent as application/json' };
+  const json = status === 400 && typeof message === 'string' && /json/i.test(message);
+  return bodyParserErrorBody({ type: json ? 'entity.parse.failed' : EXPRESS_TYPE_OF_FASTIFY_STATUS[status], status })!;
 }
 
 function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
