@@ -8,6 +8,7 @@ import {
   type LoggerService,
   Module,
   type ModuleMetadata,
+  Param,
   Post,
   type Provider,
   Req,
@@ -50,6 +51,18 @@ export class HostWebhookController {
   @HttpCode(200)
   receive(@Req() request: PaymentWebhookRequest) {
     return this.receiver.receive(request);
+  }
+}
+
+/** A host route per account name, taken from the URL: `POST /hooks/:account`. */
+@Controller('hooks')
+export class PerAccountWebhookController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  @Post(':account')
+  @HttpCode(200)
+  receive(@Req() request: PaymentWebhookRequest, @Param('account') account: string) {
+    return this.receiver.receive(request, account);
   }
 }
 

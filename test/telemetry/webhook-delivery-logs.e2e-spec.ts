@@ -1,13 +1,11 @@
 import 'reflect-metadata';
-import { ConsoleLogger, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
-import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
-import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
+import { ConsoleLogger } from '@nestjs/common';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
 import { waitFor } from '../support/wait.js';
-import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 /** Lines of the webhook pipeline about deliveries. */
 function deliveries(logger: CollectingLogger): LogLine[] {
@@ -44,18 +42,6 @@ async function printed(fn: () => Promise<void>): Promise<string> {
     process.stderr.write = err;
   }
   return chunks.join('');
-}
-
-/** A host route that names the account from its path. */
-@Controller('hooks')
-class AccountPathWebhookController {
-  constructor(private readonly receiver: PaymentWebhookReceiver) {}
-
-  @Post(':account')
-  @HttpCode(200)
-  receive(@Req() request: PaymentWebhookRequest, @Param('account') account: string) {
-    return this.receiver.receive(request, account);
-  }
 }
 
 describe('webhook delivery log lines', () => {
@@ -115,7 +101,7 @@ describe('webhook delivery log lines', () => {
   it('a host route naming an account no forRoot() registers: counted, said once at error with the registered names, then at debug', async () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
-    w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', controllers: [AccountPathWebhookController] });
+    w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', controllers: [PerAccountWebhookController] });
     for (const name of ['eu', 'attacker-chosen', 'eu']) {
       expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}` })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
     }

@@ -17,7 +17,6 @@ import {
   Injectable,
   Module,
   type NestInterceptor,
-  Param,
   Post,
   Req,
   SetMetadata,
@@ -39,7 +38,7 @@ import { WebhookHandlerFailedError } from '../../lib/webhooks/payment-webhook.er
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
 import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { startChildApp } from '../support/child-app.js';
-import { ADAPTERS, envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
+import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
 // What a host app typically has: a JWT-style global guard with a @Public() escape hatch.
 const IS_PUBLIC = 'host:is-public';
@@ -124,18 +123,6 @@ class StampingInterceptor implements NestInterceptor {
         return body;
       }),
     );
-  }
-}
-
-/** A host route per account name, taken from the URL. */
-@Controller('hooks')
-class PerAccountWebhookController {
-  constructor(private readonly receiver: PaymentWebhookReceiver) {}
-
-  @Post(':account')
-  @HttpCode(200)
-  receive(@Req() request: PaymentWebhookRequest, @Param('account') account: string) {
-    return this.receiver.receive(request, account);
   }
 }
 
