@@ -171,8 +171,9 @@ export class PaymentRequestExecutor {
       }
       if (!failure) throw new Error('unreachable: no answer and no failure');
 
-      // A rejected token means the service did nothing: safe for every policy.
-      if (token && !renewedToken && (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)) {
+      // A token refused with 401/403 means the service did nothing: safe for every policy. The
+      // code alone is not enough: a 5xx carrying it says nothing of what the service did.
+      if (token && !renewedToken && isTokenRefusal(failure)) {
         renewedToken = true;
         this.tokens.invalidate(token);
         token = undefined;
@@ -330,4 +331,13 @@ function dataOf(body: unknown): unknown {
     return (body as { data: unknown }).data;
   }
   return body;
+}
+
+/** A 401/403 naming the bearer token (expired, or matching no session): the call was not carried out. */
+function isTokenRefusal(failure: PaymentApiError): boolean {
+  return (
+    (failure.httpStatus === 401 || failure.httpStatus === 403) &&
+    !failure.mayHaveReachedService &&
+    (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)
+  );
 }

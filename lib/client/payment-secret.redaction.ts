@@ -12,7 +12,10 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   // longer one into pieces that then match nothing and stay readable around the marker
   const ordered = [...secrets].filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
-    const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), JSON.stringify(secret).slice(1, -1)]);
+    const json = JSON.stringify(secret).slice(1, -1);
+    // also as PHP's json_encode writes it (a common service stack): "/" as "\/", non-ASCII as \uXXXX
+    const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), json, php]);
     for (const form of forms) out = secret.length < SHORT_SECRET_LENGTH ? redactWord(out, form) : out.split(form).join(REDACTED);
   }
   return out;

@@ -86,6 +86,27 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
     expect(h.sim.refunds).toHaveLength(1);
   });
 
+  it.each([
+    ['a refund', 500, 'PAY_1003'],
+    ['a refund', 502, 'PAY_1002'],
+    ['a payout', 503, 'PAY_1003'],
+  ])('%s the service carried out, answered %s with the token code %s, is not sent again with a new token', async (kind, status, code) => {
+    h = await startClientHarness();
+    let call: Promise<unknown>;
+    if (kind === 'a refund') {
+      h.sim.scriptNextPayment('succeed');
+      const payment = await h.client.createPayment({ amount: '10', currency: 'USD' });
+      h.sim.injectFault({ path: /\/refund$/, kind: 'status', status, code, afterHandling: true });
+      call = h.client.refundPayment(payment.trxId!, { amount: '4' });
+    } else {
+      h.sim.injectFault({ path: '/payout', method: 'POST', kind: 'status', status, code, afterHandling: true });
+      call = h.client.createPayout({ amount: '4', currency: 'USD', recipient: { account_number: '0123456789' } });
+    }
+    // a 5xx says nothing of what the service did: only a 401/403 token refusal proves it did nothing
+    expect(await rejectionOf(call)).toMatchObject({ code, httpStatus: status, mayHaveReachedService: true });
+    expect(h.sim.refunds.length + h.sim.payouts.length).toBe(1);
+  });
+
   it('retries a rejected token only once', async () => {
     h = await startClientHarness();
     h.sim.injectFault({ path: '/payments/gateways', kind: 'status', code: 'PAY_1003', times: 5 });

@@ -9,6 +9,13 @@ describe('redactSecrets', () => {
     expect(out).toBe(`bad: ${Array(4).fill('[redacted]').join(' | ')}`);
   });
 
+  it('removes a secret echoed as PHP json_encode writes it: "/" as "\\/", non-ASCII as \\uXXXX', () => {
+    const secret = 'Zk9/aB+c/Qw€y12==';
+    const php = JSON.stringify(secret).slice(1, -1).replace(/\//g, '\\/').replace('€', '\\u20ac');
+    expect(php).toBe('Zk9\\/aB+c\\/Qw\\u20acy12==');
+    expect(redactSecrets(`{"client_secret":"${php}"}`, [secret])).toBe('{"client_secret":"[redacted]"}');
+  });
+
   it('removes a secret of one to three characters where it stands alone, and leaves words that contain it', () => {
     expect(redactSecrets('bad secret k9Z', ['k9Z'])).toBe('bad secret [redacted]');
     expect(redactSecrets('client_id=shop&client_secret=s3&x=1', ['s3'])).toBe('client_id=shop&client_secret=[redacted]&x=1');
