@@ -63,8 +63,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     {
       provide: clientToken,
       inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PAYMENT_CLIENT_RUNTIME, optional: true }, PaymentIpRateLimits],
-      useFactory: (options: ResolvedPaymentOptions, runtime: Partial<PaymentClientRuntime> | undefined, ipRateLimits: PaymentIpRateLimits) =>
-        new PaymentGatewayService(options, runtime, ipRateLimits),
+      useFactory: (options: ResolvedPaymentOptions, runtime: Partial<PaymentClientRuntime> | undefined, ipRateLimits: PaymentIpRateLimits) => {
+        warnIfLiveOverPlainHttp(options);
+        return new PaymentGatewayService(options, runtime, ipRateLimits);
+      },
     },
     { provide: PAYMENT_ACCOUNT_CLIENT, useExisting: clientToken },
     ...createWebhookEventStoreProviders(account),
@@ -110,4 +112,22 @@ function routeExtrasWithoutRoute(account: string, extras: PaymentModuleExtras): 
         ),
     },
   ];
+}
+
+/** Hosts a plain `http://` base URL may name without a warning: the request never leaves the machine. */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * A live account whose base URL is `http://` to another machine sends its client secret and bearer
+ * tokens unencrypted. Said at boot rather than refused: a TLS-terminating egress proxy or sidecar
+ * is a real setup, and only the host knows it has one.
+ */
+function warnIfLiveOverPlainHttp(options: ResolvedPaymentOptions): void {
+  if (options.environment !== 'live') return;
+  const url = new URL(options.apiBaseUrl);
+  if (url.protocol !== 'http:' || LOOPBACK_HOSTS.has(url.hostname) || url.hostname.endsWith('.localhost')) return;
+  new Logger('PaymentGatewayService').warn(
+    `Account '${options.account}' is live but its base URL is plain http:// (${url.host}): the client secret and bearer tokens ` +
+      'travel unencrypted unless something on the way (an egress proxy, a sidecar) adds TLS; use https://',
+  );
 }

@@ -319,6 +319,22 @@ describe('PaymentModule configuration', () => {
     expect(await boot([PaymentModule.forRootAsync({ account: 'eu', useFactory: () => ({ baseUrl: 'https://eu.example.com' }) })])).toEqual([]);
   });
 
+  it('a live account on a plain http:// base URL to another machine is warned about at boot; https and loopback are not', async () => {
+    restore = withEnv({});
+    const warnings = async (baseUrl: string, environment: 'live' | 'sandbox' = 'live') => {
+      const logger = new CollectingLogger();
+      const ref = await Test.createTestingModule({ imports: [PaymentModule.forRoot({ baseUrl, environment })] }).setLogger(logger).compile();
+      await ref.close();
+      return logger.lines.filter((l) => l.level === 'warn' && l.context === 'PaymentGatewayService').map((l) => l.message);
+    };
+    expect(await warnings('http://pay.example.com')).toEqual([
+      expect.stringMatching(/^Account 'default' is live but its base URL is plain http:\/\/ \(pay\.example\.com\): the client secret and bearer tokens travel unencrypted/),
+    ]);
+    expect(await warnings('https://pay.example.com')).toEqual([]);
+    expect(await warnings('http://127.0.0.1:9')).toEqual([]);
+    expect(await warnings('http://pay.example.com', 'sandbox')).toEqual([]);
+  });
+
   it('stops the app at boot with one error naming every bad key', async () => {
     restore = withEnv({ PAYMENT_ENVIRONMENT: 'staging', PAYMENT_CLIENT_SECRET: 'never-print-me' });
     const boot = Test.createTestingModule({ imports: [PaymentModule.forRoot()] }).compile();
