@@ -21,6 +21,7 @@ import {
   PAYMENT_MODULE_OPTIONS,
   PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
 } from './payment.constants.js';
+import { loadBullMq } from './queue/bullmq.loader.js';
 import { createPaymentQueueProviders } from './queue/payment-queue.providers.js';
 import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
 import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
@@ -55,6 +56,8 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
         const env = readEnv ? readPaymentEnv(read, account) : {};
         // undefined only from a forRootAsync() factory (forRoot() always passes an object): refused, not read as "no options"
         const resolved = resolvePaymentOptions(options as PaymentModuleOptions, env, account, { readEnv });
+        // before the store needs ioredis: one error naming every missing package, not one per boot
+        if (resolved.processing === 'queue') loadBullMq();
         accounts.register(resolved);
         return resolved;
       },

@@ -28,11 +28,12 @@ export interface ChildApp {
  * Starts `fixture` (a .ts path relative to the repo root) with `env` (and PATH; no inherited
  * NODE_OPTIONS); resolves once it printed the line `READY` or `READY <port>`. A child that exits or
  * does not get ready within `timeoutMs` is killed and the promise rejects with its output.
+ * `cwd` is the child's working directory (where optional peers are looked for, among others).
  * The default time-out stays below jest's 30 s per test.
  */
-export async function startChildApp(fixture: string, env: Record<string, string>, timeoutMs = 25_000): Promise<ChildApp> {
+export async function startChildApp(fixture: string, env: Record<string, string>, timeoutMs = 25_000, cwd = ROOT): Promise<ChildApp> {
   const proc = spawn(process.execPath, ['--import', join(ROOT, 'test/support/reliability-ts-register.mjs'), join(ROOT, fixture)], {
-    cwd: ROOT,
+    cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH, NODE_OPTIONS: '', ...env },
   });

@@ -1,0 +1,51 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { startChildApp } from '../support/child-app.js';
+
+const ROOT = process.cwd();
+
+/**
+ * An app outside the project (its directory has no node_modules above it), so the optional
+ * peers ioredis and bullmq cannot be found from it, as in a host that installed neither. Its
+ * own imports name the project's files by absolute path.
+ */
+function appWithoutOptionalPeers(dir: string): string {
+  const from = (path: string) => JSON.stringify(join(ROOT, path));
+  const file = join(dir, 'queue-app.ts');
+  writeFileSync(
+    file,
+    [
+      `import ${from('node_modules/reflect-metadata/Reflect.js')};`,
+      `import { Module } from ${from('node_modules/@nestjs/common/index.js')};`,
+      `import { NestFactory } from ${from('node_modules/@nestjs/core/index.js')};`,
+      `import { PaymentModule } from ${from('lib/payment.module.ts')};`,
+      `@Module({ imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: 'whsec_x', processing: 'queue', redisUrl: 'redis://127.0.0.1:1' })] })`,
+      'class AppModule {}',
+      'await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });',
+      "process.stdout.write('READY\\n');",
+    ].join('\n'),
+  );
+  return relative(ROOT, file);
+}
+
+describe('queue mode without its optional peers', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'payment-no-peers-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('fails at boot with one error naming both packages to install, not first ioredis then bullmq', async () => {
+    const failure = await startChildApp(appWithoutOptionalPeers(dir), {}, 25_000, dir).then(
+      async (app) => {
+        await app.stop();
+        return 'the app booted';
+      },
+      (error: Error) => error.message,
+    );
+    expect(failure).toContain('BullMqMissingError');
+    expect(failure).toContain('(missing: ioredis, bullmq)');
+    expect(failure).not.toContain('RedisClientMissingError');
+  });
+});
