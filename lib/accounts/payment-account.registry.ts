@@ -107,7 +107,7 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap {
   requireQueue(name: string): PaymentEventQueue {
     const queue = this.accounts.get(name)?.queue;
     if (queue === undefined) {
-      const names = [...this.accounts.values()].filter((a) => a.queue !== undefined).map((a) => a.name);
+      const names = this.queueAccountNames();
       throw new PaymentConfigurationError(
         [
           `account '${name}' has no event queue: dead letters exist only for accounts with processing: 'queue' ` +
@@ -117,6 +117,11 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap {
       );
     }
     return queue;
+  }
+
+  /** The accounts with `processing: 'queue'` (those that have dead letters). */
+  queueAccountNames(): string[] {
+    return [...this.accounts.values()].filter((a) => a.queue !== undefined).map((a) => a.name);
   }
 
   has(name: string): boolean {

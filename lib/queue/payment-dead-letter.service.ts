@@ -14,15 +14,21 @@ const MAX_LIST_LIMIT = 1000;
  * Inject it anywhere `PaymentModule` is imported, e.g. behind an admin route or from a REPL
  * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method takes the account
  * last (default: the default account); an account without `processing: 'queue'` is a
- * `PaymentConfigurationError`. Methods reject with the Redis client's error when Redis
- * cannot be reached.
+ * `PaymentConfigurationError`. `list` and `get` reject with a `PaymentQueueUnavailableError`
+ * when Redis cannot be reached within `redisTimeoutMs`; `replay` and `discard` with the error
+ * of the command that failed.
  * @publicApi
  */
 @Injectable()
 export class PaymentDeadLetterService {
   private readonly logger = new Logger('PaymentQueue');
 
-  constructor(private readonly accounts: PaymentAccountRegistry) {}
+  constructor(private readonly registry: PaymentAccountRegistry) {}
+
+  /** The accounts with `processing: 'queue'`: those the other methods take (e.g. to check a name an admin route was given). */
+  accounts(): string[] {
+    return this.registry.queueAccountNames();
+  }
 
   /** Dead letters of one account, newest first. */
   async list(options: PaymentDeadLetterListOptions = {}): Promise<PaymentDeadLetter[]> {
@@ -32,8 +38,8 @@ export class PaymentDeadLetterService {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new RangeError(`PaymentDeadLetterService.list: limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
     }
-    const queue = this.accounts.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
-    const jobs = await queue.queue.getFailed(offset, offset + limit - 1);
+    const queue = this.registry.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
+    const jobs = await queue.boundedRead(() => queue.queue.getFailed(offset, offset + limit - 1));
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))
       .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs));
@@ -41,9 +47,9 @@ export class PaymentDeadLetterService {
 
   /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
   async get(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentDeadLetter | undefined> {
-    const queue = this.accounts.requireQueue(account);
+    const queue = this.registry.requireQueue(account);
     assertEventId(eventId);
-    const job = await queue.findDeadLetter(eventId);
+    const job = await queue.boundedRead(() => queue.findDeadLetter(eventId));
     return job === undefined ? undefined : toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs);
   }
 
@@ -54,7 +60,7 @@ export class PaymentDeadLetterService {
    * discarded or removed after its retention).
    */
   async replay(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    const queue = this.accounts.requireQueue(account);
+    const queue = this.registry.requireQueue(account);
     assertEventId(eventId);
     const replayed = await queue.replayDeadLetter(eventId);
     if (replayed) this.logger.log(`Dead letter ${eventId} (account ${account}) replayed: back in the queue`);
@@ -63,7 +69,7 @@ export class PaymentDeadLetterService {
 
   /** Drops the dead letter of `eventId` without running it; `false` when there is none. */
   async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
-    const queue = this.accounts.requireQueue(account);
+    const queue = this.registry.requireQueue(account);
     assertEventId(eventId);
     return queue.withDeadLetterLock(eventId, () => this.discardNow(queue, eventId));
   }

@@ -23,7 +23,7 @@ import {
   toPaymentEventJobData,
 } from './payment-event-job.js';
 import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
-import { WebhookQueueUnavailableError } from './payment-queue.errors.js';
+import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 import { trimExpiredDeadLetters } from './dead-letter-trim.js';
 
@@ -219,6 +219,20 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
       }
     }
     return { received: true, queued: true };
+  }
+
+  /**
+   * A dead-letter read, bounded by `redisTimeoutMs`: BullMQ's reads wait for its connection
+   * without a limit, so an admin route would hang while Redis is down or refuses the password.
+   */
+  async boundedRead<T>(read: () => Promise<T>): Promise<T> {
+    const ms = this.options.redisTimeoutMs;
+    try {
+      if (this.#connection.status !== 'ready') await this.untilConnected();
+      return await withTimeout(read(), ms, () => new Error(`Redis did not answer within ${ms} ms`));
+    } catch (error) {
+      throw new PaymentQueueUnavailableError(this.account, this.describe(error));
+    }
   }
 
   /**

@@ -19,6 +19,25 @@ export class WebhookQueueUnavailableError extends PaymentWebhookError {
 }
 
 /**
+ * A `PaymentDeadLetterService` read (`list`, `get`) found the account's queue Redis unreachable
+ * (down, refusing the password) or silent within `redisTimeoutMs`. Its message says why,
+ * without the Redis password.
+ * @publicApi
+ */
+export class PaymentQueueUnavailableError extends Error {
+  override readonly name = 'PaymentQueueUnavailableError';
+  readonly code = 'QUEUE_UNAVAILABLE';
+
+  constructor(
+    /** The account whose queue could not be read. */
+    readonly account: string,
+    reason: string,
+  ) {
+    super(`The event queue of account ${account} is unavailable: ${reason}`);
+  }
+}
+
+/**
  * An account uses `processing: 'queue'` but the optional peer `bullmq` (or `ioredis`,
  * which bullmq 6 needs) is not installed. Thrown at boot.
  * @publicApi

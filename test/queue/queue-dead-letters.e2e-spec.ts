@@ -209,6 +209,8 @@ describe('queue mode: dead letters', () => {
     await expect(q.deadLetters.list({ offset: -1 })).rejects.toThrow(RangeError);
     await expect(q.deadLetters.get('')).rejects.toThrow(TypeError);
     await expect(q.deadLetters.get(a.id, 'nope')).rejects.toThrow(PaymentConfigurationError);
+    // the names an admin route can check first
+    expect(q.deadLetters.accounts()).toEqual(['default', 'eu']);
   });
 
   it('removes a dead letter past its retention; a new copy of its event then runs (it was a silent no-op)', async () => {

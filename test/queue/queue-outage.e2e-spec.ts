@@ -109,3 +109,44 @@ describe('queue mode: a Redis outage while a handler finishes', () => {
     }
   });
 });
+
+describe('queue mode: dead letters while Redis cannot be reached', () => {
+  let redis: TestRedisServer;
+  let app: QueueApp | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedisServer({ requirePass: 'dl-S3cret-pass' });
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  /** How `fn` settles, and how long it took. */
+  async function settled(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+    const started = Date.now();
+    const error = await fn().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return { error, ms: Date.now() - started };
+  }
+
+  it.each([
+    ['a refused password', () => redis.url.replace('redis://', 'redis://:wrong-pass@'), /WRONGPASS|NOAUTH|invalid/i],
+    ['Redis down since boot', () => 'redis://127.0.0.1:1', /not connected|ECONNREFUSED/i],
+  ])('with %s, list() and get() reject with PaymentQueueUnavailableError within redisTimeoutMs, no password in it', async (_label, url, reason) => {
+    app = await startQueueApp(url(), { payment: { redisTimeoutMs: 500, queueWorker: false } });
+    for (const read of [() => app!.deadLetters.list(), () => app!.deadLetters.get('evt_1')]) {
+      const { error, ms } = await settled(read);
+      expect(error).toMatchObject({ name: 'PaymentQueueUnavailableError', code: 'QUEUE_UNAVAILABLE', account: 'default' });
+      expect((error as Error).message).toMatch(reason);
+      expect((error as Error).message).not.toContain('pass@');
+      expect((error as Error).message).not.toContain('wrong-pass');
+      expect(ms).toBeLessThan(5_000);
+    }
+  });
+});
