@@ -1,6 +1,12 @@
 import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
-import { type RedisClientLike, REDIS_HEALTH_KEY_TTL_MS, REDIS_HEALTH_WRITE_SCRIPT, untilFirstConnected } from '../stores/redis-client.js';
+import {
+  notConnectedReason,
+  type RedisClientLike,
+  REDIS_HEALTH_KEY_TTL_MS,
+  REDIS_HEALTH_WRITE_SCRIPT,
+  untilFirstConnected,
+} from '../stores/redis-client.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 
 const queueUnavailable = (message: string): Error => Object.assign(new Error(message), { code: PaymentWebhookErrorCode.QUEUE_UNAVAILABLE });
@@ -27,7 +33,7 @@ export function queueRedisProbe(
     check: async () => {
       // like the store's probe and BullMQ itself, the first connection is waited for
       await untilFirstConnected(connection, timeoutMs);
-      if (connection.status !== 'ready') throw queueUnavailable(`Redis is not connected (status: ${connection.status})`);
+      if (connection.status !== 'ready') throw queueUnavailable(notConnectedReason(connection, describe));
       try {
         await connection.eval(REDIS_HEALTH_WRITE_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
       } catch (error) {

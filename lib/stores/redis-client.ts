@@ -46,6 +46,25 @@ export interface RedisClientLike {
   removeListener(event: string, listener: (...args: any[]) => void): unknown;
 }
 
+/** The latest connection error of each client the module made, until it is ready again. */
+const lastConnectionErrors = new WeakMap<RedisClientLike, unknown>();
+
+function trackConnectionErrors(client: RedisClientLike): RedisClientLike {
+  client.on('error', (error: unknown) => lastConnectionErrors.set(client, error));
+  client.on('ready', () => lastConnectionErrors.delete(client));
+  return client;
+}
+
+/**
+ * `Redis is not connected (status: …)`, with why when the module made the client and it failed
+ * to connect (a refused password, a refused connection): without it a health check or an admin
+ * call only says "reconnecting". `describe` removes the URL's secrets from the reason.
+ */
+export function notConnectedReason(client: RedisClientLike, describe: (error: unknown) => string): string {
+  const error = lastConnectionErrors.get(client);
+  return `Redis is not connected (status: ${client.status})${error === undefined ? '' : `: ${describe(error)}`}`;
+}
+
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
@@ -57,7 +76,7 @@ type RedisConstructor = new (url: string, options: Record<string, unknown>) => R
 export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_REDIS_OPERATION_TIMEOUT_MS): RedisClientLike {
   const Redis = loadRedisConstructor();
   try {
-    return new Redis(url, {
+    return trackConnectionErrors(new Redis(url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: timeoutMs,
@@ -66,7 +85,7 @@ export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAU
       // a socket that does not close when told to is destroyed after this (ioredis keeps the
       // process alive meanwhile, 2 s by default, even for a socket that died in an outage)
       disconnectTimeout: REDIS_CLOSE_GRACE_MS,
-    });
+    }));
   } catch (error) {
     // not passed on as the cause: URL parse errors carry the whole URL (`input`), password included
     throw new TypeError(`RedisWebhookEventStore: cannot use the Redis URL ${redactRedisUrl(url)}: ${redisErrorDescriber(url)(error)}`);

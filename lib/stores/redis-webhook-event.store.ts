@@ -7,6 +7,7 @@ import {
   closeRedisClient,
   createFailFastRedisClient,
   DEFAULT_REDIS_OPERATION_TIMEOUT_MS,
+  notConnectedReason,
   type RedisClientLike,
   REDIS_HEALTH_KEY_TTL_MS,
   REDIS_HEALTH_WRITE_SCRIPT,
@@ -219,7 +220,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     const status = this.#client.status;
     if (status === 'ready') return;
     if (this.#everReady || (status !== 'wait' && status !== 'connecting' && status !== 'connect')) {
-      throw new WebhookStoreUnavailableError(`Redis is not connected (status: ${status})`);
+      throw new WebhookStoreUnavailableError(notConnectedReason(this.#client, this.#describe));
     }
     // one shared wait per client, however many calls arrive before the first connection
     const wait = await untilFirstConnected(this.#client, this.#timeoutMs);
@@ -271,6 +272,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #onError = (error: unknown): void => {
     if (this.#outageLogged || this.#closed) return;
     this.#outageLogged = true;
-    this.#logger.warn(`Redis unavailable, webhooks will be answered 503 until it returns: ${this.#describe(error)}`);
+    this.#logger.warn(`Redis unavailable: what needs the webhook event store (deliveries, queued events) waits or is refused until it returns: ${this.#describe(error)}`);
   };
 }

@@ -196,6 +196,25 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
     expect(JSON.stringify(down.body)).not.toContain(password);
   });
 
+  it('says why Redis is not connected: a refused password (store and queue) is named, never the password', async () => {
+    const redis = await startRedisServer({ requirePass: 'the-right-pa55word' });
+    try {
+      const url = redis.url.replace('redis://', 'redis://:a-wrong-pa55word@');
+      w = await healthApp({ processing: 'queue', queueWorker: false, redisUrl: url, queueRedisUrl: url });
+      // the refusals arrive after boot: asked until both probes have one to tell
+      let down = await getHealth(w);
+      for (let i = 0; i < 50 && !/WRONGPASS[^]*WRONGPASS/.test(JSON.stringify(down.body)); i++) down = await getHealth(w);
+      expect(down.status).toBe(503);
+      expect(down.body.error.payments.accounts.default).toMatchObject({
+        store: { status: 'down', reason: expect.stringMatching(/WRONGPASS/) },
+        queue: { status: 'down', reason: expect.stringMatching(/^Redis is not connected \(status: \w+\): .*WRONGPASS/) },
+      });
+      expect(JSON.stringify(down.body)).not.toContain('pa55word');
+    } finally {
+      await redis.stop();
+    }
+  });
+
   it('in queue mode with a Redis of its own for the queue, reports the queue down while that Redis is (store up)', async () => {
     const redis = await startRedisServer();
     try {
