@@ -255,9 +255,10 @@ export class PaymentServiceSimulator {
     this.faults.inject(fault);
   }
 
-  /** Drops every fault not yet used. */
+  /** Drops every fault not yet used and turns the delivery faults (`setDeliveryFaults`) off. */
   clearFaults(): void {
     this.faults.clear();
+    this.deliverer.faults = {};
   }
 
   /** Fate of the next created payment(s) without a more specific script (FIFO). */
@@ -317,7 +318,7 @@ export class PaymentServiceSimulator {
     return asDelivered(envelope);
   }
 
-  /** Webhook fault switches (merged into the current ones). */
+  /** Webhook fault switches, merged into the current ones (`{ duplicate: false }` turns one off; `clearFaults()` all). */
   setDeliveryFaults(faults: SimulatorDeliveryFaults): void {
     assertDeliveryFaults(faults);
     this.deliverer.faults = { ...this.deliverer.faults, ...faults };

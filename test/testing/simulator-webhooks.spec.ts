@@ -59,6 +59,19 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(sim.deliveries.map((d) => d.state)).toEqual(['delivered', 'delivered']);
   });
 
+  it('delivery faults merge call by call, and clearFaults() turns them all off between phases', async () => {
+    await setup();
+    sim.setDeliveryFaults({ duplicate: true });
+    sim.setDeliveryFaults({}); // merged: still duplicating
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created', 'payment.created']);
+    sim.clearFaults();
+    await createPayment();
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.created', 'payment.created', 'payment.created']);
+  });
+
   it('keeps signature timestamps on real time when the simulator clock is advanced', async () => {
     await setup();
     sim.advanceTime(3_600_000);
