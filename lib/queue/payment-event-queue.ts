@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
@@ -25,6 +23,7 @@ import {
 import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
 import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
+import { withDeadLetterLock } from './dead-letter-lock.js';
 import { trimExpiredDeadLetters } from './dead-letter-trim.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
@@ -33,16 +32,6 @@ const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
 const DEAD_LETTER_TRIM_BATCH = 500;
 /** Calls per trim (50,000 dead letters); the rest wait for the next trim. */
 const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
-/**
- * A replay or discard takes a few round trips; its lock lapses after this if its holder died,
- * or after five Redis time-outs where those are longer: a lock must outlive a slow action.
- */
-const DEAD_LETTER_LOCK_MS = 30_000;
-const DEAD_LETTER_LOCK_REDIS_TIMEOUTS = 5;
-/** How long a replay or discard waits for another one of the same dead letter. */
-const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
-const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
-const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 /** What `JOB_STATE_SCRIPT` says about the job a delivery's add met. */
 const enum MetJob {
   /** New, or one whose state leaves nothing to do (waiting with attempts to spare, finished). */
@@ -133,30 +122,11 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     return paymentEventJobId(this.account, eventId);
   }
 
-  /**
-   * Runs `action` (a replay or discard of `eventId`'s dead letter) holding a lock in the queue's
-   * Redis: each checks that the job is failed and then acts, and interleaved, in any two
-   * instances, a discard could remove the job a replay had just put back in the queue (the
-   * event gone while replay said `true`).
-   */
-  async withDeadLetterLock<T>(eventId: string, action: () => Promise<T>): Promise<T> {
-    const key = `${this.options.redisKeyPrefix}${this.account}:dead-letter-lock:${eventId}`;
-    const token = randomUUID();
-    const deadline = Date.now() + DEAD_LETTER_LOCK_WAIT_MS;
-    await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
-    const lockMs = Math.max(DEAD_LETTER_LOCK_MS, DEAD_LETTER_LOCK_REDIS_TIMEOUTS * this.options.redisTimeoutMs);
-    while ((await this.#connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, lockMs)) !== 'OK') {
-      if (Date.now() > deadline) {
-        throw new Error(`Another replay or discard of dead letter ${eventId} (account ${this.account}) is still under way; try again`);
-      }
-      await sleep(20);
-    }
-    try {
-      return await action();
-    } finally {
-      await this.#connection.eval(RELEASE_LOCK_SCRIPT, 1, key, token).catch(() => undefined); // else it lapses
-    }
+  /** Runs a replay or discard of `eventId`'s dead letter under its lock (see `dead-letter-lock.ts`). */
+  withDeadLetterLock<T>(eventId: string, action: () => Promise<T>): Promise<T> {
+    return withDeadLetterLock(this.#connection, this.options, eventId, action);
   }
+
 
   /**
    * Answers a verified delivery: `{ received, duplicate }` when the event store says it was
