@@ -331,7 +331,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     return new PaymentServerError({
       account: this.options.account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
-      message: `${method} ${path} succeeded but the answer has no ${expected}`,
+      message: `${method} ${path} succeeded but the answer does not hold ${expected}`,
       method,
       path,
     });

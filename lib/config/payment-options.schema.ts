@@ -141,7 +141,7 @@ export class PaymentOptionsSchema {
   @Min(1, { message: 'must be at least 1' })
   memoryStoreMaxEntries!: number;
 
-  @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })
+  @IsBoolean({ message: "must be true or false (true/false, 1/0, yes/no or on/off in the environment)" })
   reconcile!: boolean;
 
   @IsIn(['inline', 'queue'], { message: "must be 'inline' or 'queue'" })
@@ -151,7 +151,7 @@ export class PaymentOptionsSchema {
   @Matches(REDIS_URL_PATTERN, { message: 'must be a redis:// or rediss:// URL' })
   queueRedisUrl?: string;
 
-  @IsBoolean({ message: "must be true or false ('true'/'false', '1'/'0' in the environment)" })
+  @IsBoolean({ message: "must be true or false (true/false, 1/0, yes/no or on/off in the environment)" })
   queueWorker!: boolean;
 
   @IsInt({ message: 'must be a whole number' })

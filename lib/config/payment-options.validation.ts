@@ -237,7 +237,9 @@ export function validatePaymentOptions(
   // secret": it would hide the env's secret and, silently, the route.
   const givenSecret = context.givenWebhookSecret;
   if ((typeof givenSecret === 'string' || Array.isArray(givenSecret)) && schema.webhookSecret.length === 0) {
-    const instead = context.readEnv === false ? 'leave it out' : `leave it out (${paymentEnvSources('webhookSecret', account)} then applies)`;
+    const fromOption = (explicit as Record<string, unknown>).webhookSecret != null;
+    const envName = paymentEnvSources('webhookSecret', account);
+    const instead = !fromOption ? `unset ${envName} or give it a secret` : context.readEnv === false ? 'leave it out' : `leave it out (${envName} then applies)`;
     problems.push(`${describe('webhookSecret')} names no secret (it is empty, or only commas and spaces): ${instead}, or set webhookRoute: false for no route`);
   }
   // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes

@@ -257,7 +257,7 @@ describe('resolvePaymentOptions', () => {
     }
     // from the environment: the route vanished without a word
     const fromEnv = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret: ' , ' }));
-    expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret/)]);
+    expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret .*: unset PAYMENT_WEBHOOK_SECRET or give it a secret, /)]);
     // a JSON list or a quoted value became secrets with brackets and quotes in them: every signature failed
     for (const webhookSecret of ['["whsec_a","whsec_b"]', '"whsec_a"', "'whsec_a'", '{"primary":"whsec_a"}']) {
       const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
