@@ -272,10 +272,14 @@ export class PaymentGatewayService implements OnApplicationShutdown {
 
   /**
    * For health checks: resolves once the client holds a valid access token, asking for one only
-   * when none is cached (probes stay within the token limit); rejects with the token call's error.
+   * when none is cached, with one attempt and no retries (probes stay within the token limit);
+   * rejects with the token call's error. `signal` gives up the wait for a rate-limit slot.
    */
-  async checkAuthentication(): Promise<void> {
-    await this.executor.ensureToken();
+  async checkAuthentication(options?: PaymentCallOptions): Promise<void> {
+    const check = new InputChecker(this.options.account);
+    const signal = check.callOptions(options);
+    check.throwIfInvalid('checkAuthentication');
+    await this.executor.checkToken(signal);
   }
 
   /**

@@ -80,7 +80,7 @@ export class PaymentRequestExecutor {
   ) {
     this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, undefined, perIp);
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
-    this.tokens = new PaymentTokenManager((signal) => this.requestToken(signal), runtime.clock, options.tokenResponse);
+    this.tokens = new PaymentTokenManager((signal, once) => this.requestToken(signal, once), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
     // every waiting call listens on it (and lets go when it ends): dozens queued for a rate-limit
     // slot are normal, not the leak Node warns about past 10 listeners
@@ -111,8 +111,9 @@ export class PaymentRequestExecutor {
    * Resolves when the client holds a usable access token, asking the service for one only
    * when none is cached; rejects with the token call's error.
    */
-  async ensureToken(): Promise<void> {
-    await this.tokens.getToken();
+  /** A token can be had: cached, or asked for once (no retries), given up with `signal`. */
+  async checkToken(signal?: AbortSignal): Promise<void> {
+    await this.tokens.checkToken(signal);
   }
 
   private async attempts(call: ServiceCall, body: string | undefined, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
@@ -243,7 +244,7 @@ export class PaymentRequestExecutor {
     return mode === 'fresh' ? this.tokens.getFreshToken(signal) : this.tokens.getToken();
   }
 
-  private async requestToken(signal?: AbortSignal) {
+  private async requestToken(signal?: AbortSignal, once = false) {
     const { clientId, clientSecret, tokenRequest } = this.options;
     if (!clientId || !clientSecret) {
       throw new PaymentClientConfigurationError({
@@ -260,7 +261,7 @@ export class PaymentRequestExecutor {
       encoding: tokenRequest.encoding,
       auth: 'none',
       limit: 'token',
-      retry: 'token',
+      retry: once ? 'none' : 'token',
       operation: 'token',
       signal,
     });

@@ -9,12 +9,15 @@ import { PaymentErrorCode, PaymentNetworkError, PaymentRateLimitError, type Paym
  * - `unsafe`: refunds, payouts, anything not idempotent; only when the service surely
  *   did not act: 429 and failures before the request was sent.
  * - `token`: the token call; harmless to repeat.
+ * - `none`: one attempt (the health check's token call: a probe repeated every few seconds
+ *   must not spend the token limit on retries).
  */
-export type RetryPolicy = 'safe' | 'keyed' | 'unsafe' | 'token';
+export type RetryPolicy = 'safe' | 'keyed' | 'unsafe' | 'token' | 'none';
 
 /** Whether `error` may be retried under `policy` (the retry count is the caller's). */
 export function isRetryable(policy: RetryPolicy, error: PaymentApiError): boolean {
   const status = error.httpStatus;
+  if (policy === 'none') return false;
   if (error instanceof PaymentRateLimitError) return true;
   if (error instanceof PaymentNetworkError) {
     return policy === 'unsafe' ? !error.mayHaveReachedService : true;

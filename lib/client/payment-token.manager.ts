@@ -33,7 +33,7 @@ export class PaymentTokenManager {
   readonly #recent: string[] = [];
 
   constructor(
-    private readonly requestToken: (signal?: AbortSignal) => Promise<IssuedToken>,
+    private readonly requestToken: (signal?: AbortSignal, once?: boolean) => Promise<IssuedToken>,
     private readonly clock: PaymentClock,
     private readonly options: Pick<PaymentTokenResponseOptions, 'refreshMarginSeconds'>,
   ) {}
@@ -51,6 +51,15 @@ export class PaymentTokenManager {
    */
   getFreshToken(signal?: AbortSignal): Promise<string> {
     return this.fetch(signal);
+  }
+
+  /**
+   * For the health check: the cached token, the request already under way, or one request of
+   * its own with a single attempt, given up with `signal` (while it waits for its slot).
+   */
+  checkToken(signal?: AbortSignal): Promise<string> {
+    if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
+    return this.#inFlight ?? this.fetch(signal, true);
   }
 
   /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */
@@ -76,10 +85,10 @@ export class PaymentTokenManager {
     return inspectSummary('PaymentTokenManager', this.toJSON(), depth, options);
   }
 
-  private async fetch(signal?: AbortSignal): Promise<string> {
+  private async fetch(signal?: AbortSignal, once?: boolean): Promise<string> {
     // Stamp before the call: the service's 10 minutes start no later than this.
     const requestedAt = this.clock.now();
-    const issued = await this.requestToken(signal);
+    const issued = await this.requestToken(signal, once);
     const lifetimeMs = issued.expiresInSeconds * 1000;
     // A margin as long as the lifetime would make every token unusable at once.
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);

@@ -69,8 +69,13 @@ export class PaymentHealthIndicator {
 
 async function runProbe(probe: PaymentHealthProbe, timeoutMs: number): Promise<PaymentHealthComponentState> {
   const startedAt = performance.now();
+  // a probe given up must let go of what it waits for (a rate-limit slot), not hold it for later callers
+  const givenUp = new AbortController();
   try {
-    const details = await withTimeout(probe.check(), timeoutMs, () => new Error(`${probe.component} check did not finish within ${timeoutMs} ms`));
+    const details = await withTimeout(probe.check(givenUp.signal), timeoutMs, () => {
+      givenUp.abort();
+      return new Error(`${probe.component} check did not finish within ${timeoutMs} ms`);
+    });
     return { status: 'up', ...probe.details, ...(details ?? {}), latencyMs: Math.round(performance.now() - startedAt) };
   } catch (error) {
     // no secret in it: the module's Redis store words its errors without the URL's password

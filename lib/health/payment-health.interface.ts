@@ -53,6 +53,9 @@ export interface PaymentHealthProbe {
   onDemand?: boolean;
   /** Details shown up or down (e.g. `kind`, a redacted `url`); never a secret. */
   details?: Readonly<Record<string, unknown>>;
-  /** Resolves (optionally with more details) when the dependency works; rejects when it does not. */
-  check(): Promise<Record<string, unknown> | void>;
+  /**
+   * Resolves (optionally with more details) when the dependency works; rejects when it does not.
+   * `signal` aborts when the health check stops waiting (its `timeoutMs`).
+   */
+  check(signal?: AbortSignal): Promise<Record<string, unknown> | void>;
 }

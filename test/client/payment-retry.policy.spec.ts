@@ -32,6 +32,7 @@ describe('isRetryable', () => {
     token: ['PAY_5001', 'HTTP_503', 'HTTP_500', 'PAY_5003', '429', 'sent?', 'not sent'],
     keyed: ['PAY_5001', 'PAY_5002', 'HTTP_503', '429', 'sent?', 'not sent'],
     unsafe: ['429', 'not sent'],
+    none: [],
   };
   it.each(Object.keys(expected) as RetryPolicy[])('%s', (policy) => {
     const retried = Object.entries(errors)

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Redis } from 'ioredis';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { PaymentHealthIndicator } from '../../lib/health/payment-health.indicator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
@@ -293,6 +294,28 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       expect(down.body.error.payments.reason).toMatch(/^default\/authentication: /);
       expect(down.body.error.payments.accounts.default.authentication).toEqual({ status: 'down', code: 'PAY_1004', reason: expect.any(String) });
       expect(JSON.stringify(down.body)).not.toContain(wrongSecret);
+    });
+
+    it('a failing check asks for one token without retries, then says the same for 30 s: probes leave the token limit to the app', async () => {
+      // before: each probe made up to four token calls, the limit (10 a minute) ran out, later
+      // probes timed out instead of naming the cause, and the app's own payments waited for a slot
+      w = await healthApp(client(SANDBOX_CLIENT.clientSecret));
+      sim.clearRequests();
+      sim.injectFault({ path: '/authentication/token', kind: 'status', status: 503, times: 100 });
+      try {
+        for (let i = 0; i < 12; i++) {
+          const down = await getHealth(w, 'health/auth');
+          expect(down.status).toBe(503);
+          expect(down.body.error.payments.accounts.default.authentication).toMatchObject({ status: 'down', code: 'SERVICE_UNAVAILABLE' });
+        }
+        expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
+      } finally {
+        sim.clearFaults();
+      }
+      // the app's own call is not held up by the probes: the token limit still has room
+      const started = Date.now();
+      await w.app.get(PaymentGatewayService).listGateways();
+      expect(Date.now() - started).toBeLessThan(2_000);
     });
   });
 });
