@@ -179,7 +179,7 @@ export class PaymentRequestExecutor {
         this.tokens.invalidate(token);
         token = undefined;
         this.logger.warn?.(`${call.method} ${call.path} (account ${this.options.account}): token rejected (${failure.code}); retrying once with a new token`);
-        observed?.retrying(failure.code, 0);
+        observed?.retrying(failure.code, 0, failure.httpStatus);
         continue;
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
@@ -196,7 +196,7 @@ export class PaymentRequestExecutor {
       // a signal that fired while the attempt was on the wire ends the call before a retry is
       // counted: a clock of the app's own may not check it, and would keep a timer of up to maxRetryAfterMs
       this.throwIfAborted(call, previous, mayHaveActed);
-      observed?.retrying(failure.code, delayMs);
+      observed?.retrying(failure.code, delayMs, failure.httpStatus);
       this.logger.warn?.(
         `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );

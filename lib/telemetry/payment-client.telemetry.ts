@@ -1,4 +1,4 @@
-import { type Attributes, context, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
@@ -85,10 +85,10 @@ export class PaymentClientCallTelemetry {
     }
   }
 
-  /** The attempt failed with `code` and is repeated after `delayMs`. */
-  retrying(code: string, delayMs: number): void {
+  /** The attempt failed with `code` (its answer's `httpStatus`, if any) and is repeated after `delayMs`. */
+  retrying(code: string, delayMs: number, httpStatus?: number): void {
     this.retries++;
-    const known = metricCode(code);
+    const known = metricCode(code, httpStatus);
     try {
       this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
       this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
@@ -122,9 +122,19 @@ export class PaymentClientCallTelemetry {
     } catch (failure) {
       telemetryFailed(failure);
     }
-    // The client's errors carry no token or secret: their text is redacted when built.
-    if (code !== undefined) endSpan(span, error);
-    else endSpan(span);
+    if (code !== undefined) {
+      // The code and status only, never the error's text: the service's message may echo the
+      // request's fields (a recipient's account number), and secrets are not all it could hold.
+      const name = error instanceof Error ? error.name : 'Error';
+      const message = httpStatus === undefined ? code : `${code} (HTTP ${httpStatus})`;
+      try {
+        span.recordException({ name, message });
+        span.setStatus({ code: SpanStatusCode.ERROR, message });
+      } catch (failure) {
+        telemetryFailed(failure);
+      }
+    }
+    endSpan(span);
   }
 }
 
@@ -135,11 +145,13 @@ const KNOWN_CODE_PATTERN = /^(PAY_\d{4}|HTTP_\d{3})$/;
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || code === '') return UNEXPECTED_ERROR_CODE;
-  return metricCode(code);
+  return metricCode(code, statusOf(error));
 }
 
-function metricCode(code: string): string {
-  return KNOWN_CODES.has(code) || KNOWN_CODE_PATTERN.test(code) ? code : 'other';
+/** `code` when known; else the answer's status as `HTTP_<status>` (a bounded set), else `other`. */
+function metricCode(code: string, httpStatus?: number): string {
+  if (KNOWN_CODES.has(code) || KNOWN_CODE_PATTERN.test(code)) return code;
+  return httpStatus !== undefined && Number.isInteger(httpStatus) && httpStatus >= 100 && httpStatus <= 599 ? `HTTP_${httpStatus}` : 'other';
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -156,16 +156,41 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     );
   });
 
-  it('counts codes the spec does not know as other: an answer cannot add a series per request', async () => {
+  it('counts codes the spec does not know by their HTTP status: an answer cannot add a series per request', async () => {
     otel = await registerTestOtel();
-    h = await startClientHarness({ maxRetries: 0 });
+    h = await startClientHarness({ maxRetries: 1, retryBaseDelayMs: 1 });
     for (const code of ['WAF_BLOCK_4f1c', 'WAF_BLOCK_9a2e', 'PAY_9999']) {
       h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 400, code });
       await rejectionOf(h.client.listGateways());
     }
-    const points = counterPoints(await otel.collect(), PaymentMetricName.CLIENT_REQUESTS).filter((p) => p.outcome === 'error');
-    expect(points.map((p) => [p.code, p.value])).toEqual(expect.arrayContaining([['other', 2], ['PAY_9999', 1]]));
+    // a retried 503 with the service's own code: counted by status, not lost in 'other'
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 503, code: 'SERVICE_UNAVAILABLE' });
+    await h.client.listGateways();
+    const all = await otel.collect();
+    const points = counterPoints(all, PaymentMetricName.CLIENT_REQUESTS).filter((p) => p.outcome === 'error');
+    expect(points.map((p) => [p.code, p.value])).toEqual(expect.arrayContaining([['HTTP_400', 2], ['PAY_9999', 1]]));
     expect(points).toHaveLength(2);
+    expect(counterPoints(all, PaymentMetricName.CLIENT_RETRIES)).toEqual([{ operation: 'list_gateways', code: 'HTTP_503', account: 'default', value: 1 }]);
+  });
+
+  it("records a failed call on its span by code and status only, never the service's message (it may echo request fields)", async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    h.sim.injectFault({
+      method: 'POST',
+      path: '/payout',
+      kind: 'rewrite',
+      rewrite: (_body, _status, request) => ({
+        status: 400,
+        body: { status: 'error', code: 'PAY_4000', message: `invalid recipient ${JSON.stringify((request.body as { recipient: unknown }).recipient)}`, errors: {}, data: [] },
+      }),
+    });
+    const error = await rejectionOf(h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: 'ACCT-998877' } }));
+    expect(error.message).toContain('invalid recipient'); // the caller still gets the service's words
+    const span = otel.spans().find((s) => s.name === 'payment client create_payout')!;
+    expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'PAY_4000 (HTTP 400)' });
+    expect(span.events.map((e) => [e.name, e.attributes?.['exception.message']])).toEqual([['exception', 'PAY_4000 (HTTP 400)']]);
+    expect(telemetryTexts(await otel.collect(), otel.spans()).filter((text) => text.includes('ACCT-998877'))).toEqual([]);
   });
 
   it('names the account of a named forRoot() in every data point and span', async () => {
