@@ -200,8 +200,15 @@ export class WebhookInvalidEnvelopeError extends PaymentWebhookError {
 /** The idempotency key function returned nothing usable (400). */
 export class WebhookIdempotencyKeyMissingError extends PaymentWebhookError {
   override readonly name = 'WebhookIdempotencyKeyMissingError';
-  constructor() {
-    super(PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING, 400, 'The request carries no idempotency key');
+  /** @param unusable the key found is no usable key (too long, not well-formed Unicode); never echoed: unverified input */
+  constructor(unusable = false) {
+    super(
+      PaymentWebhookErrorCode.IDEMPOTENCY_KEY_MISSING,
+      400,
+      unusable
+        ? "The request's idempotency key is not usable: too long, or not well-formed Unicode"
+        : 'The request carries no idempotency key',
+    );
   }
 }
 

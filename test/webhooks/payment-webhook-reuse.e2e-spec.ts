@@ -175,6 +175,21 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(effects).toEqual([]);
   });
 
+  it('a key two different signed bodies would share is refused 400, never answered as a duplicate', async () => {
+    const partner = (raw: Buffer | string) => postWebhook(w.url, raw, { path: 'partner/callback' });
+    // bytes that are not UTF-8 (0xff, 0xfe): the adapter's parse turns both into U+FFFD
+    for (const byte of [0xff, 0xfe]) {
+      const raw = Buffer.concat([Buffer.from('{"id":"k-'), Buffer.from([byte]), Buffer.from('"}')]);
+      expect(await partner(raw)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+    }
+    // lone surrogates ("\ud800", "\udbff") are one byte string in a Redis key; an over-long key is refused too
+    for (const raw of ['{"id":"k-\\ud800"}', '{"id":"k-\\udbff"}', JSON.stringify({ id: 'k'.repeat(513) })]) {
+      expect(await partner(raw)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING', message: expect.stringMatching(/not usable/) } });
+    }
+    expect(effects).toEqual([]);
+    expect(await partner(JSON.stringify({ id: 'k'.repeat(512) }))).toMatchObject({ status: 200, json: { ok: true } });
+  });
+
   it('a subclass of the guard can replace one step (the secrets)', async () => {
     const body = { id: 'v-1' };
     expect(await postWebhook(w.url, body, { path: 'vault/hook', secret: 'whsec_from_vault' })).toMatchObject({ status: 200 });
