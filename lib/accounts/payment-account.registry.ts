@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvNames } from '../config/payment-env.js';
@@ -66,9 +66,25 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap {
         );
       }
     }
+    this.warnIfSecretShared(name, options.webhookSecrets);
     const account: RegisteredPaymentAccount = { name, options, probes: [] };
     this.accounts.set(name, account);
     return account;
+  }
+
+  /**
+   * Two accounts that accept one secret take each other's deliveries: one signed for an account
+   * passes the other's route and runs that account's handlers. Said, not refused: only the host
+   * knows whether the two are one merchant on purpose.
+   */
+  private warnIfSecretShared(name: string, secrets: readonly string[]): void {
+    for (const other of this.accounts.values()) {
+      if (!other.options.webhookSecrets.some((secret) => secrets.includes(secret))) continue;
+      new Logger('PaymentWebhooks').warn(
+        `Accounts '${other.name}' and '${name}' accept the same webhook secret: a delivery signed for one passes the other's route ` +
+          "too and runs that account's handlers. Give each account the secret the service issued for it",
+      );
+    }
   }
 
   /**

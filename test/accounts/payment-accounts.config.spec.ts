@@ -10,6 +10,7 @@ import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-opt
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 
 function withEnv(values: Record<string, string>): () => void {
   const saved = new Map<string, string | undefined>();
@@ -196,6 +197,28 @@ describe('named account configuration', () => {
     // Express matches paths without case: the default account would take eu's deliveries
     const caseOnly = await bootError([PaymentModule.forRoot({ ...base, webhookPath: 'payments/EU/webhook' }), PaymentModule.forRoot({ ...base, account: 'eu' })]);
     expect(caseOnly.message).toContain("both receive webhooks on '/payments/eu/webhook'");
+  });
+
+  it('warns at boot when two accounts accept the same webhook secret (each would take the other\'s deliveries)', async () => {
+    restore = withEnv({});
+    const warnings = async (euSecret: string) => {
+      const logger = new CollectingLogger();
+      const ref = await Test.createTestingModule({
+        imports: [
+          PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', webhookSecret: 'whsec_default,whsec_old' }),
+          PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', account: 'eu', webhookSecret: euSecret }),
+        ],
+      })
+        .setLogger(logger)
+        .compile();
+      await ref.close();
+      return logger.lines.filter((l) => l.level === 'warn' && l.context === 'PaymentWebhooks').map((l) => l.message);
+    };
+    expect(await warnings('whsec_eu,whsec_old')).toEqual([
+      expect.stringMatching(/^Accounts 'default' and 'eu' accept the same webhook secret: a delivery signed for one passes the other's route/),
+    ]);
+    expect((await warnings('whsec_eu,whsec_old')).join()).not.toContain('whsec_');
+    expect(await warnings('whsec_eu')).toEqual([]);
   });
 
   it("account 'default' is the unnamed account (PAYMENT_* variables, the class token), as every other API names it", async () => {
