@@ -34,11 +34,24 @@ export interface RegisteredPaymentAccount {
 @Injectable()
 export class PaymentAccountRegistry implements OnApplicationBootstrap {
   private readonly accounts = new Map<string, RegisteredPaymentAccount>();
+  /** When each step of shutdown began, at the first account to reach it. */
+  private readonly shutdownStepStarts = new Map<'destroy' | 'shutdown', number>();
   /** Past bootstrap, Nest's router has read the controllers: a route added now would never be served. */
   #started = false;
 
   onApplicationBootstrap(): void {
     this.#started = true;
+  }
+
+  /**
+   * The start of a shutdown step for every account (Nest runs the accounts' hooks one after
+   * another): each account waits for its deliveries until this plus its time-out, so two accounts
+   * take one `webhookShutdownTimeoutMs` per step, not two (past a Kubernetes grace period).
+   */
+  shutdownStepStart(step: 'destroy' | 'shutdown'): number {
+    let start = this.shutdownStepStarts.get(step);
+    if (start === undefined) this.shutdownStepStarts.set(step, (start = Date.now()));
+    return start;
   }
 
   /** Whether the app has bootstrapped (an account registered now is in a lazily loaded module). */

@@ -67,7 +67,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     @Inject(PAYMENT_ACCOUNT_OPTIONS) options: ResolvedPaymentOptions,
     @Inject(PAYMENT_ACCOUNT_STORE) store: WebhookEventStore,
     private readonly dispatcher: PaymentEventDispatcher,
-    accounts: PaymentAccountRegistry,
+    private readonly accounts: PaymentAccountRegistry,
     @Optional() @Inject(PAYMENT_ACCOUNT_QUEUE) private readonly queue?: PaymentEventQueue | null,
   ) {
     this.account = options.account;
@@ -170,7 +170,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * let go in `onApplicationShutdown`, not `onModuleDestroy` (see the README).
    */
   onModuleDestroy(): Promise<void> {
-    return this.deduplicator.finishRunning(this.shutdownTimeoutMs, `account ${this.account}`);
+    return this.deduplicator.finishRunning(this.shutdownWaitMs('destroy'), `account ${this.account}`);
   }
 
   /**
@@ -181,7 +181,12 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * another instance, would run it a second time.
    */
   onApplicationShutdown(): Promise<void> {
-    return this.deduplicator.shutdown(this.shutdownTimeoutMs, `account ${this.account}`);
+    return this.deduplicator.shutdown(this.shutdownWaitMs('shutdown'), `account ${this.account}`);
+  }
+
+  /** What is left of this account's time-out in a shutdown step all accounts share (see `shutdownStepStart`). */
+  private shutdownWaitMs(step: 'destroy' | 'shutdown'): number {
+    return Math.max(0, this.accounts.shutdownStepStart(step) + this.shutdownTimeoutMs - Date.now());
   }
 
   /** `dispatch`, bound once: the deduplicator calls it without a closure per delivery. */

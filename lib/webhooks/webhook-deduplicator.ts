@@ -152,7 +152,7 @@ export class WebhookDeduplicator {
     this.logger.log(`Waiting up to ${timeoutMs} ms for ${running} running webhook delivery(ies) of ${owner}`);
     if (!(await this.whenIdle(timeoutMs))) {
       this.logger.warn(
-        `${this.running} webhook delivery(ies) of ${owner} still running after ${timeoutMs} ms of shutdown; ` +
+        `${this.running} webhook delivery(ies) of ${owner} still running after ${timeoutMs} ms of shutdown${this.describeRunning()}; ` +
           'their claims stop being renewed when shutdown ends, so a later copy of those events may run their handlers again',
       );
     }
@@ -167,6 +167,13 @@ export class WebhookDeduplicator {
   async shutdown(timeoutMs: number, owner: string): Promise<void> {
     await this.finishRunning(timeoutMs, owner);
     this.close();
+  }
+
+  /** The keys (`<account>:event:<eventId>`) of the running deliveries, the first ten: which events may run again. */
+  private describeRunning(): string {
+    const keys = [...this.renewers.values()].flatMap((renewer) => renewer.keys());
+    if (keys.length === 0) return '';
+    return ` (${keys.slice(0, 10).join(', ')}${keys.length > 10 ? `, and ${keys.length - 10} more` : ''})`;
   }
 
   /** Stops lease renewal (module shutdown). */

@@ -71,6 +71,11 @@ export class WebhookLeaseRenewer {
     if (claim !== undefined) this.claims.delete(claim);
   }
 
+  /** The keys of the claims being renewed (the running deliveries), for a shutdown report. */
+  keys(): string[] {
+    return [...this.claims].map((claim) => claim.key);
+  }
+
   /** Claims being renewed right now (tests and health checks). */
   get size(): number {
     return this.claims.size;

@@ -4,6 +4,8 @@ import { type BeforeApplicationShutdown, Controller, HttpCode, Injectable, Post,
 import { Redis } from 'ioredis';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentModule } from '../../lib/payment.module.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { SANDBOX_CLIENT } from '../support/client-simulator.js';
 import { ClientStubServer, success } from '../support/client-stub-server.js';
@@ -262,3 +264,47 @@ class LoadBalancerDrainDelay implements BeforeApplicationShutdown {
     await sleep(1000);
   }
 }
+
+/** Handlers of two accounts that run until the test lets them go. */
+@Injectable()
+class HangingHandlers {
+  release: () => void = () => undefined;
+  private readonly gate = new Promise<void>((resolve) => (this.release = resolve));
+  readonly entered: string[] = [];
+
+  @OnPaymentEvent('payment.succeeded')
+  async onDefault(event: AnyPaymentEvent): Promise<void> {
+    this.entered.push(event.account);
+    await this.gate;
+  }
+}
+
+describe('app.close() with two accounts', () => {
+  it('the accounts share each shutdown step\'s time-out (two accounts do not wait twice as long) and the warning names the events', async () => {
+    const logger = new CollectingLogger();
+    const shutdown = { webhookShutdownTimeoutMs: 1000 };
+    const w = await startWebhookApp({
+      adapter: 'express',
+      logger,
+      payment: shutdown,
+      extraImports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', account: 'eu', webhookSecret: WEBHOOK_SECRET, ...shutdown })],
+      extraProviders: [HangingHandlers],
+    });
+    const handlers = w.app.get(HangingHandlers);
+    const events = [envelope('payment.succeeded'), envelope('payment.succeeded')];
+    try {
+      // both senders hang up, so the HTTP drain does not wait for them: only the module's waits do
+      await deliverAndCut(w.url, events[0]!, waitFor('default entered', () => handlers.entered.includes('default')));
+      await deliverAndCut(w.url, events[1]!, waitFor('eu entered', () => handlers.entered.includes('eu')), 'payments/eu/webhook');
+      const started = Date.now();
+      await w.close();
+      // two steps of 1 s each for both accounts together (was 1 s per account per step: 4 s)
+      expect(Date.now() - started).toBeLessThan(3_500);
+    } finally {
+      handlers.release();
+    }
+    const warnings = logger.lines.filter((l) => l.level === 'warn' && l.message.includes('still running after')).map((l) => l.message).join('\n');
+    expect(warnings).toContain(`default:event:${events[0]!.eventId as string}`);
+    expect(warnings).toContain(`eu:event:${events[1]!.eventId as string}`);
+  });
+});

@@ -74,7 +74,7 @@ describe('WebhookDeduplicator', () => {
       await jest.advanceTimersByTimeAsync(1);
       await finishing;
       expect(logger.messages('warn')).toEqual([
-        expect.stringMatching(/^1 webhook delivery\(ies\) of account test still running after 500 ms of shutdown; .*run their handlers again$/),
+        expect.stringMatching(/^1 webhook delivery\(ies\) of account test still running after 500 ms of shutdown \(evt_hung\); .*run their handlers again$/),
       ]);
       deduplicator.close();
 
