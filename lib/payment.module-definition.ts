@@ -13,19 +13,19 @@ import { PAYMENT_MODULE_OPTIONS } from './payment.constants.js';
  */
 export interface PaymentModuleExtras {
   /** Register the module globally, so feature modules can inject its providers without importing it. @default false */
-  isGlobal?: boolean;
+  isGlobal?: boolean | undefined;
   /**
    * Name of the merchant account this module registers. Omitted: the default account
    * (`PAYMENT_*` variables, injected as `PaymentGatewayService`). Named: `PAYMENT_<NAME>_*`
    * variables, injected with `@InjectPaymentGateway(name)`.
    */
-  account?: string;
+  account?: string | undefined;
   /**
    * Decorators applied to the module's webhook route handler, in the order given (as Nest's
    * `applyDecorators` does); e.g. `[Public(), SkipThrottle()]` so the host's global guards let
    * the service through.
    */
-  webhookDecorators?: MethodDecorator[];
+  webhookDecorators?: MethodDecorator[] | undefined;
   /**
    * Decorators applied to the module's webhook controller class, in the order given, after
    * `webhookDecorators`: for host guards that read metadata from the class only
@@ -33,20 +33,20 @@ export interface PaymentModuleExtras {
    * `ApiExcludeController()`. Each `forRoot()` has its own controller class, so they never
    * reach another account's route. @default []
    */
-  webhookClassDecorators?: ClassDecorator[];
+  webhookClassDecorators?: ClassDecorator[] | undefined;
   /**
    * Modules whose exported providers the guards, interceptors or filters named in
    * `webhookDecorators` or `webhookClassDecorators` inject (they are built in this module, e.g. `UseGuards(ApiKeyGuard)`
    * needing your `AuthModule`'s `AuthService`). Global modules need not be listed. @default []
    */
-  webhookImports?: NonNullable<ModuleMetadata['imports']>;
+  webhookImports?: NonNullable<ModuleMetadata['imports']> | undefined;
   /**
    * `false`: register no route; receive webhooks in your own controller with
    * `PaymentWebhookReceiver`. @default true
    */
-  webhookRoute?: boolean;
+  webhookRoute?: boolean | undefined;
   /** Whether `PAYMENT_*` variables fill what the options leave out. @default true */
-  readEnv?: boolean;
+  readEnv?: boolean | undefined;
 }
 
 /** The factory class of `forRootAsync({ useClass })`. @publicApi */

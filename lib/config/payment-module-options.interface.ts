@@ -100,88 +100,88 @@ export interface PaymentRateLimits {
 /** @publicApi */
 export interface PaymentModuleOptions {
   /** Service base URL, without the `/api/v1` part. Env: `PAYMENT_BASE_URL`. Required. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** Picks `/sandbox/api/v1` or `/api/v1`. Env: `PAYMENT_ENVIRONMENT`. @default 'sandbox' */
-  environment?: PaymentEnvironment;
+  environment?: PaymentEnvironment | undefined;
   /**
    * The API's path under `baseUrl`, for an API version other than v1 (the service shows no
    * version policy). Env: `PAYMENT_API_BASE_PATH`.
    * @default '/sandbox/api/v1' in sandbox, '/api/v1' in live
    */
-  apiBasePath?: string;
+  apiBasePath?: string | undefined;
   /** Env: `PAYMENT_CLIENT_ID`. Required to call the API. Trimmed. */
-  clientId?: string;
+  clientId?: string | undefined;
   /** Env: `PAYMENT_CLIENT_SECRET`. Required to call the API. Trimmed; never logged. */
-  clientSecret?: string;
+  clientSecret?: string | undefined;
   /**
    * Webhook signing secret(s). Several are accepted during a rotation. The webhook
    * route exists only when at least one is set. Env: `PAYMENT_WEBHOOK_SECRET`
    * (comma-separated). A string given here is split on commas too; pass an array to keep
    * a comma inside a secret. Never logged.
    */
-  webhookSecret?: string | string[];
+  webhookSecret?: string | string[] | undefined;
   /** Route of the webhook receiver. Env: `PAYMENT_WEBHOOK_PATH`. @default 'payments/webhook' */
-  webhookPath?: string;
+  webhookPath?: string | undefined;
   /** Accepted clock difference of the signature timestamp. Env: `PAYMENT_WEBHOOK_TOLERANCE_SECONDS`. @default 300 */
-  webhookToleranceSeconds?: number;
+  webhookToleranceSeconds?: number | undefined;
   /** Largest webhook body accepted, in bytes. Env: `PAYMENT_WEBHOOK_MAX_BODY_BYTES`. @default 1048576 */
-  webhookMaxBodyBytes?: number;
+  webhookMaxBodyBytes?: number | undefined;
   /** Time-out of one HTTP request to the service. Env: `PAYMENT_HTTP_TIMEOUT_MS`. @default 15000 */
-  httpTimeoutMs?: number;
+  httpTimeoutMs?: number | undefined;
   /** Retries after the first attempt (where a retry is safe). Env: `PAYMENT_MAX_RETRIES`. @default 3 */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** First backoff delay; doubles each retry, with full jitter. @default 200 */
-  retryBaseDelayMs?: number;
+  retryBaseDelayMs?: number | undefined;
   /** Upper bound of one backoff delay. @default 30000 */
-  retryMaxDelayMs?: number;
+  retryMaxDelayMs?: number | undefined;
   /**
    * Longest `Retry-After` of a 429 that is waited out (in full) before the retry; a longer
    * one throws `PaymentRateLimitError` at once instead of retrying early. @default 120000
    */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Overrides of paths the service does not publish. */
-  endpoints?: Partial<PaymentEndpoints>;
+  endpoints?: Partial<PaymentEndpoints> | undefined;
   /** How to write the token call's body. */
-  tokenRequest?: Partial<PaymentTokenRequestOptions>;
+  tokenRequest?: Partial<PaymentTokenRequestOptions> | undefined;
   /** How to read the token response. */
-  tokenResponse?: Partial<PaymentTokenResponseOptions>;
+  tokenResponse?: Partial<PaymentTokenResponseOptions> | undefined;
   /** Where to read ids and status in success answers. */
-  responseFields?: Partial<PaymentResponseFields>;
+  responseFields?: Partial<PaymentResponseFields> | undefined;
   /** Client-side rate limits; `false` turns the queue off. */
-  rateLimits?: Partial<PaymentRateLimits> | false;
+  rateLimits?: Partial<PaymentRateLimits> | false | undefined;
   /**
    * Redis URL for `RedisWebhookEventStore` (needs `ioredis`). Accounts with the same URL (and
    * `redisTimeoutMs`) share one connection. Env: `PAYMENT_REDIS_URL` (a named account without its own variable uses it too).
    */
-  redisUrl?: string;
+  redisUrl?: string | undefined;
   /**
    * Prefix of every Redis key the store writes, so two apps, or sandbox and live, can share one
    * Redis without seeing each other's event ids; keys are further namespaced by account.
    * Env: `PAYMENT_REDIS_KEY_PREFIX`. @default 'payment-gateway:<environment>:'
    */
-  redisKeyPrefix?: string;
+  redisKeyPrefix?: string | undefined;
   /**
    * Longest wait for Redis on the module's own connections (event store, queue): per command
    * and per connection attempt, and, in queue mode, for the route to have an event in Redis
    * before it answers 503 (the service retries). Env: `PAYMENT_REDIS_TIMEOUT_MS`. @default 2000
    */
-  redisTimeoutMs?: number;
+  redisTimeoutMs?: number | undefined;
   /** A store instance; wins over `redisUrl`. @default MemoryWebhookEventStore */
-  store?: WebhookEventStore;
+  store?: WebhookEventStore | undefined;
   /** How long a delivery may hold an event's claim before another delivery may take it over. Env: `PAYMENT_WEBHOOK_LEASE_MS`. @default 60000 */
-  webhookLeaseMs?: number;
+  webhookLeaseMs?: number | undefined;
   /** How long processed event ids are remembered. Env: `PAYMENT_WEBHOOK_RETENTION_MS`. @default 604800000 (7 days) */
-  webhookRetentionMs?: number;
+  webhookRetentionMs?: number | undefined;
   /**
    * On `app.close()`, how long deliveries whose handlers are still running may take to finish
    * (their claims renewed meanwhile), those whose sender already hung up included. Past it
    * their claims lapse and a later copy may run them again. Env: `PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS`. @default 10000
    */
-  webhookShutdownTimeoutMs?: number;
+  webhookShutdownTimeoutMs?: number | undefined;
   /** Most event ids the memory store keeps (least recent evicted first). @default 100000 */
-  memoryStoreMaxEntries?: number;
+  memoryStoreMaxEntries?: number | undefined;
   /** Read `GET /payment/status` before payment handlers run and attach `canonicalStatus`. Env: `PAYMENT_RECONCILE`. @default false */
-  reconcile?: boolean;
+  reconcile?: boolean | undefined;
   // --- queue mode (BullMQ) ---
   /**
    * `'inline'`: handlers run inside the webhook request, which is answered once they
@@ -189,54 +189,54 @@ export interface PaymentModuleOptions {
    * worker runs the handlers, with quick retries and a dead-letter set (needs the optional
    * peers `bullmq` and `ioredis`). Env: `PAYMENT_PROCESSING`. @default 'inline'
    */
-  processing?: PaymentProcessingMode;
+  processing?: PaymentProcessingMode | undefined;
   /**
    * Redis of the queue. In queue mode without `redisUrl` or `store`, the event store uses
    * it too. Env: `PAYMENT_QUEUE_REDIS_URL`. @default redisUrl
    */
-  queueRedisUrl?: string;
+  queueRedisUrl?: string | undefined;
   /** Run a worker for this account in this instance; `false` on web-only instances. Env: `PAYMENT_QUEUE_WORKER`. @default true */
-  queueWorker?: boolean;
+  queueWorker?: boolean | undefined;
   /** Events one worker handles at the same time. Env: `PAYMENT_QUEUE_CONCURRENCY`. @default 10 */
-  queueConcurrency?: number;
+  queueConcurrency?: number | undefined;
   /** Attempts per event (first run included) before it becomes a dead letter. Env: `PAYMENT_QUEUE_ATTEMPTS`. @default 10 */
-  queueAttempts?: number;
+  queueAttempts?: number | undefined;
   /**
    * Delay before the first retry; it doubles with every further attempt (up to 20 % shorter,
    * at random). With the defaults the last retry comes about 8.5 minutes after the first
    * run. Env: `PAYMENT_QUEUE_BACKOFF_MS`. @default 1000
    */
-  queueBackoffMs?: number;
+  queueBackoffMs?: number | undefined;
   /**
    * How long a dead letter is kept before it is dropped; each event keeps the value it was
    * queued with. Env: `PAYMENT_QUEUE_DEAD_LETTER_RETENTION_MS`. @default 2592000000 (30 days)
    */
-  queueDeadLetterRetentionMs?: number;
+  queueDeadLetterRetentionMs?: number | undefined;
   /**
    * At shutdown, how long running handlers may take to finish, counted from the moment the
    * workers of all the app's accounts stopped taking jobs (together); those still running then
    * are left to another worker. Env: `PAYMENT_QUEUE_SHUTDOWN_TIMEOUT_MS`. @default 10000
    */
-  queueShutdownTimeoutMs?: number;
+  queueShutdownTimeoutMs?: number | undefined;
   /**
    * Longest a worker slot waits for one event's handlers. Past it the attempt fails and the slot
    * serves other events; the handler is not stopped and keeps the event's store claim, so its
    * retry waits (without using attempts) until that run ends or its process stops: never two
    * runs at once. Env: `PAYMENT_QUEUE_JOB_TIMEOUT_MS`. @default 900000 (15 minutes)
    */
-  queueJobTimeoutMs?: number;
+  queueJobTimeoutMs?: number | undefined;
   /**
    * Lock of a running event, renewed every half of it. A worker that died mid-handler has its
    * events taken over after 1 to 1.5 times this (or once its store lease lapsed, whichever is
    * later). Keep it above the longest event-loop stall you expect. Env: `PAYMENT_QUEUE_LOCK_DURATION_MS`. @default 30000
    */
-  queueLockDurationMs?: number;
+  queueLockDurationMs?: number | undefined;
   /**
    * Times an event's worker may die (or be stopped before its handlers finished) and the event
    * still be taken over; one stall more makes it a dead letter. The store claim keeps every
    * take-over single. Env: `PAYMENT_QUEUE_MAX_STALLED_COUNT`. @default 2
    */
-  queueMaxStalledCount?: number;
+  queueMaxStalledCount?: number | undefined;
 }
 
 /** Options after env merge, defaults and validation: what every provider reads. @publicApi */

@@ -479,6 +479,8 @@ describe('TypeScript consumers against the installed typings', () => {
           module: check.module,
           moduleResolution: check.moduleResolution ?? check.module,
           strict: true,
+          // what many strict projects add: an option given `process.env.X` (string | undefined) must still type-check
+          exactOptionalPropertyTypes: true,
           experimentalDecorators: true,
           emitDecoratorMetadata: true,
           skipLibCheck: check.skipLibCheck,
