@@ -272,7 +272,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
 
   /**
    * For health checks: resolves once the client holds a valid access token, asking for one only
-   * when none is cached, with one attempt and no retries (probes stay within the token limit);
+   * when none is cached, with one attempt and no retries, and answering a failure again for 30 s
+   * without a new request unless a token was had since (probes stay within the token limit);
    * rejects with the token call's error. `signal` gives up the wait for a rate-limit slot.
    */
   async checkAuthentication(options?: PaymentCallOptions): Promise<void> {

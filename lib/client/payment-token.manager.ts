@@ -18,6 +18,8 @@ interface CachedToken {
 
 /** How many recent tokens are remembered for redaction of error text. */
 const REMEMBERED_TOKENS = 16;
+/** How long a failed check (`checkToken`) is answered again without a new token request. */
+export const CHECK_FAILURE_HOLD_MS = 30_000;
 
 /**
  * Access tokens (valid 10 minutes). Payment creations always get a token requested for them
@@ -30,6 +32,10 @@ export class PaymentTokenManager {
   // True private fields: tokens are reachable by no property walk, inspect or JSON.
   #cached: CachedToken | undefined;
   #inFlight: Promise<string> | undefined;
+  /** A health check's own token request (one attempt), which `getToken` waits for before asking itself. */
+  #checkInFlight: Promise<string> | undefined;
+  /** The last failed check and until when it is answered again without a new request. */
+  #checkFailed: { error: unknown; until: number } | undefined;
   readonly #recent: string[] = [];
 
   constructor(
@@ -41,8 +47,21 @@ export class PaymentTokenManager {
   /** A token for a read or money movement: cached if still good, else one shared new request. */
   getToken(): Promise<string> {
     if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
-    this.#inFlight ??= this.fetch().finally(() => (this.#inFlight = undefined));
+    this.#inFlight ??= this.fetchAfterCheck().finally(() => (this.#inFlight = undefined));
     return this.#inFlight;
+  }
+
+  /** The check's request when one is under way (one token call, not two); the call's own, with retries, if it failed. */
+  private async fetchAfterCheck(): Promise<string> {
+    const checking = this.#checkInFlight;
+    if (checking !== undefined) {
+      try {
+        return await checking;
+      } catch {
+        // a single attempt, or given up by the check's time-out: this caller asks with its retries
+      }
+    }
+    return this.fetch();
   }
 
   /**
@@ -59,7 +78,20 @@ export class PaymentTokenManager {
    */
   checkToken(signal?: AbortSignal): Promise<string> {
     if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
-    return this.#inFlight ?? this.fetch(signal, true);
+    if (this.#inFlight !== undefined) return this.#inFlight;
+    // a failure is answered again for a while: each request counts against the token limit the app needs
+    if (this.#checkFailed !== undefined && this.clock.now() < this.#checkFailed.until) return Promise.reject(this.#checkFailed.error);
+    this.#checkInFlight ??= this.fetch(signal, true).then(
+      (token) => {
+        this.#checkFailed = undefined;
+        return token;
+      },
+      (error: unknown) => {
+        this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
+        throw error;
+      },
+    ).finally(() => (this.#checkInFlight = undefined));
+    return this.#checkInFlight;
   }
 
   /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */

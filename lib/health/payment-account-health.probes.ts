@@ -47,30 +47,17 @@ export function authenticationProbe(
   options: Pick<ResolvedPaymentOptions, 'clientId'>,
 ): PaymentHealthProbe {
   const configured = options.clientId !== undefined;
-  // the last failure, answered again for a while: each token request counts against the
-  // service's token limit, which the app's own calls need (a readiness probe runs every few seconds)
-  let failed: { error: unknown; until: number } | undefined;
   return {
     account,
     component: 'authentication',
     onDemand: true,
     ...(configured ? {} : { details: { configured: false } }),
     check: async (signal) => {
-      if (!configured) return;
-      if (failed !== undefined && Date.now() < failed.until) throw failed.error;
-      try {
-        await client.checkAuthentication({ signal });
-        failed = undefined;
-      } catch (error) {
-        failed = { error, until: Date.now() + AUTHENTICATION_FAILURE_HOLD_MS };
-        throw error;
-      }
+      // one attempt, a failure answered again for 30 s: a readiness probe leaves the token limit to the app
+      if (configured) await client.checkAuthentication({ signal });
     },
   };
 }
-
-/** How long a failed `authentication` check is reported again without a new token request. */
-export const AUTHENTICATION_FAILURE_HOLD_MS = 30_000;
 
 /** Registers one account's probes when the account's providers are created. */
 @Injectable()

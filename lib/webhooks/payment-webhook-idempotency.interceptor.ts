@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer';
 import {
   type CallHandler,
   type ExecutionContext,
@@ -20,8 +19,8 @@ import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_I
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
-import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
-import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
+import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import {
   ALREADY_PROCESSED,
   DEFAULT_COMPLETE_ATTEMPTS,
@@ -158,10 +157,6 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
     if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX);
-    // a key function reads the adapter's parse, which decodes bytes that are not UTF-8 lossily:
-    // two different signed bodies would give one key, and the second be answered as a duplicate
-    const raw = settings.key ? rawBodyOf(request as PaymentWebhookRequest) : undefined;
-    if (raw !== undefined && !isUtf8(raw)) throw new PaymentWebhookHttpException(new WebhookInvalidJsonError('The webhook body is not valid UTF-8'));
     const id = settings.key ? await settings.key(request, context) : event?.eventId;
     if (typeof id !== 'string' || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());

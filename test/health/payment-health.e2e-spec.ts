@@ -9,6 +9,7 @@ import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { SANDBOX_CLIENT } from '../support/client-simulator.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 /** The README's recipe: `GET /health` with terminus; `/health/auth` also checks the credentials. */
@@ -316,6 +317,20 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       const started = Date.now();
       await w.app.get(PaymentGatewayService).listGateways();
       expect(Date.now() - started).toBeLessThan(2_000);
+      // and the token it got ends the held failure at once
+      expect((await getHealth(w, 'health/auth')).status).toBe(200);
+    });
+
+    it("a check and an app call that both need a token share the check's request", async () => {
+      w = await healthApp(client(SANDBOX_CLIENT.clientSecret));
+      sim.clearRequests();
+      // the check's token request is on its way (its answer slowed down) when the app's call needs one
+      sim.injectFault({ path: '/authentication/token', kind: 'trickle', trickleMs: 500 });
+      const health = getHealth(w, 'health/auth');
+      await waitFor('the check asked for a token', () => sim.requests.some((r) => r.route === '/authentication/token'));
+      await w.app.get(PaymentGatewayService).listGateways();
+      expect((await health).status).toBe(200);
+      expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
     });
   });
 });

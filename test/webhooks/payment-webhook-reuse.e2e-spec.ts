@@ -177,11 +177,6 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
 
   it('a key two different signed bodies would share is refused 400, never answered as a duplicate', async () => {
     const partner = (raw: Buffer | string) => postWebhook(w.url, raw, { path: 'partner/callback' });
-    // bytes that are not UTF-8 (0xff, 0xfe): the adapter's parse turns both into U+FFFD
-    for (const byte of [0xff, 0xfe]) {
-      const raw = Buffer.concat([Buffer.from('{"id":"k-'), Buffer.from([byte]), Buffer.from('"}')]);
-      expect(await partner(raw)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
-    }
     // lone surrogates ("\ud800", "\udbff") are one byte string in a Redis key; an over-long key is refused too
     for (const raw of ['{"id":"k-\\ud800"}', '{"id":"k-\\udbff"}', JSON.stringify({ id: 'k'.repeat(513) })]) {
       expect(await partner(raw)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING', message: expect.stringMatching(/not usable/) } });
