@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvNames } from '../config/payment-env.js';
@@ -32,7 +32,7 @@ export interface RegisteredPaymentAccount {
  * two accounts on one webhook path.
  */
 @Injectable()
-export class PaymentAccountRegistry implements OnApplicationBootstrap {
+export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly accounts = new Map<string, RegisteredPaymentAccount>();
   /** When each step of shutdown began, at the first account to reach it. */
   private readonly shutdownStepStarts = new Map<'destroy' | 'shutdown', number>();
@@ -41,6 +41,11 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     this.#started = true;
+  }
+
+  /** After every account's (Nest runs this shared module's hooks last): a `close()` tried again starts its steps anew. */
+  onApplicationShutdown(): void {
+    this.shutdownStepStarts.clear();
   }
 
   /**
