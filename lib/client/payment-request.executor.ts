@@ -108,10 +108,9 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * Resolves when the client holds a usable access token, asking the service for one only
-   * when none is cached; rejects with the token call's error.
+   * Resolves when the client holds a usable access token: the cached one, or one asked for once
+   * (no retries), given up with `signal`; rejects with the token call's error.
    */
-  /** A token can be had: cached, or asked for once (no retries), given up with `signal`. */
   async checkToken(signal?: AbortSignal): Promise<void> {
     await this.tokens.checkToken(signal);
   }

@@ -46,7 +46,8 @@ export class PaymentTokenManager {
 
   /** A token for a read or money movement: cached if still good, else one shared new request. */
   getToken(): Promise<string> {
-    if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
+    const cached = this.usableToken();
+    if (cached !== undefined) return Promise.resolve(cached);
     this.#inFlight ??= this.fetchAfterCheck().finally(() => (this.#inFlight = undefined));
     return this.#inFlight;
   }
@@ -77,7 +78,8 @@ export class PaymentTokenManager {
    * its own with a single attempt, given up with `signal` (while it waits for its slot).
    */
   checkToken(signal?: AbortSignal): Promise<string> {
-    if (this.#cached && this.clock.now() < this.#cached.reuseUntil) return Promise.resolve(this.#cached.token);
+    const cached = this.usableToken();
+    if (cached !== undefined) return Promise.resolve(cached);
     if (this.#inFlight !== undefined) return this.#inFlight;
     // a failure is answered again for a while: each request counts against the token limit the app needs
     if (this.#checkFailed !== undefined && this.clock.now() < this.#checkFailed.until) return Promise.reject(this.#checkFailed.error);
@@ -92,6 +94,11 @@ export class PaymentTokenManager {
       },
     ).finally(() => (this.#checkInFlight = undefined));
     return this.#checkInFlight;
+  }
+
+  /** The cached token while it may still be used. */
+  private usableToken(): string | undefined {
+    return this.#cached !== undefined && this.clock.now() < this.#cached.reuseUntil ? this.#cached.token : undefined;
   }
 
   /** Drops `token` from the cache after the service rejected it (PAY_1002 / PAY_1003). */

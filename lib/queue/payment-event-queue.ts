@@ -5,7 +5,7 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
+import { notConnectedReason, type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -72,8 +72,6 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private outageLogged = false;
-  /** Why the connection is down, for the outage's log line; cleared once it is back. */
-  private lastConnectionError: unknown;
   private closed = false;
   private trimTimer: NodeJS.Timeout | undefined;
   private trimming = false;
@@ -106,16 +104,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     });
     // without a listener BullMQ prints every connection error; the route reports outages itself
     this.queue.on('error', () => undefined);
-    connection.on('error', this.onConnectionError);
-    connection.on('ready', this.onConnectionReady);
   }
-
-  private readonly onConnectionError = (error: unknown): void => {
-    this.lastConnectionError = error;
-  };
-  private readonly onConnectionReady = (): void => {
-    this.lastConnectionError = undefined;
-  };
 
   /** The job id of `eventId` in this account's queue. */
   jobId(eventId: string): string {
@@ -126,7 +115,6 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   withDeadLetterLock<T>(eventId: string, action: () => Promise<T>): Promise<T> {
     return withDeadLetterLock(this.#connection, this.options, eventId, action);
   }
-
 
   /**
    * Answers a verified delivery: `{ received, duplicate }` when the event store says it was
@@ -279,8 +267,6 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     clearInterval(this.trimTimer);
     if (this.closed) return;
     this.closed = true;
-    this.#connection.removeListener('error', this.onConnectionError);
-    this.#connection.removeListener('ready', this.onConnectionReady);
     try {
       // BullMQ leaves a connection it was given open: released below, after the queue's last command
       await this.queue.close();
@@ -296,12 +282,10 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * last connection error, e.g. a refused password) rather than ioredis' "Stream isn't writeable".
    */
   private async untilConnected(): Promise<void> {
-    const wait = await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
-    const status = this.#connection.status;
-    if (status === 'ready') return;
-    const cause = wait.outcome === 'error' ? wait.cause : this.lastConnectionError;
+    await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
+    if (this.#connection.status === 'ready') return;
     // the reason in the message only: the connection's own error carries its AUTH command
-    throw new Error(`Redis is not connected (status: ${status})${cause === undefined ? '' : `: ${this.describe(cause)}`}`);
+    throw new Error(notConnectedReason(this.#connection, this.describe));
   }
 
   /**
