@@ -1,7 +1,7 @@
 import { HttpException, type HttpServer } from '@nestjs/common';
 import { PAYMENT_WEBHOOK_PARSER_REFUSED } from '../payment.constants.js';
 import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
-import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
+import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 
 /*
@@ -134,7 +134,8 @@ const EXPRESS_TYPE_OF_FASTIFY_STATUS: Readonly<Record<number, string>> = { 413: 
  * error quotes the unverified body).
  */
 function fastifyParserBody(status: number, message: unknown): PaymentWebhookErrorBody {
-  if (status === 415) return { statusCode: 415, code: PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE, message: 'The webhook body must be sent as application/json' };
+  // Fastify's 415 is a content type it has no parser for: the route's own answer to that
+  if (status === 415) return new WebhookUnsupportedMediaTypeError().toResponseBody();
   const json = status === 400 && typeof message === 'string' && /json/i.test(message);
   return bodyParserErrorBody({ type: json ? 'entity.parse.failed' : EXPRESS_TYPE_OF_FASTIFY_STATUS[status], status })!;
 }
