@@ -176,24 +176,25 @@ const headerDigest = Buffer.alloc(DIGEST_BYTES);
 const CANONICAL_SIGNATURES: readonly Buffer[] = [headerDigest];
 
 /**
- * The index of the comma when `header` is exactly `t=<1-12 digits>,v1=<64 hex digits>` (the
- * form the service sends), with its `v1` decoded into `headerDigest`, else -1: anything else
+ * The `t` of `header` when it is exactly `t=<1-12 digits>,v1=<64 hex digits>` (the form the
+ * service sends), with its `v1` decoded into `headerDigest`, else `undefined`: anything else
  * goes through the general parser and gets its precise error. Hex decoding stops at the first
  * character that is not a hex digit (either case), so 32 bytes written means 64 hex digits.
  */
-function canonicalHeaderComma(header: string): number {
+function canonicalHeaderTimestamp(header: string): string | undefined {
   const comma = header.indexOf(',');
   if (
     comma < 3 ||
     comma > 2 + MAX_TIMESTAMP_DIGITS ||
     header.length !== comma + 4 + DIGEST_HEX_LENGTH ||
     !header.startsWith('t=') ||
-    !header.startsWith('v1=', comma + 1) ||
-    !isDigits(header.slice(2, comma), MAX_TIMESTAMP_DIGITS)
+    !header.startsWith('v1=', comma + 1)
   ) {
-    return -1;
+    return undefined;
   }
-  return headerDigest.write(header.slice(comma + 4), 0, DIGEST_BYTES, 'hex') === DIGEST_BYTES ? comma : -1;
+  const timestampText = header.slice(2, comma);
+  if (!isDigits(timestampText, MAX_TIMESTAMP_DIGITS)) return undefined;
+  return headerDigest.write(header.slice(comma + 4), 0, DIGEST_BYTES, 'hex') === DIGEST_BYTES ? timestampText : undefined;
 }
 
 /** Refuses a genuine signature whose `t` is further from now than the tolerance (a replay, or a skewed clock). */
@@ -273,11 +274,11 @@ export function verifyWebhookSignature(
     throw new TypeError('toleranceSeconds must be a number >= 0');
   }
   // The form the service sends is read without the general parser's parts and arrays.
-  const comma = typeof header === 'string' ? canonicalHeaderComma(header) : -1;
+  const canonicalTimestamp = typeof header === 'string' ? canonicalHeaderTimestamp(header) : undefined;
   let timestampText: string;
   let signatures: readonly Buffer[];
-  if (comma !== -1) {
-    timestampText = (header as string).slice(2, comma);
+  if (canonicalTimestamp !== undefined) {
+    timestampText = canonicalTimestamp;
     signatures = CANONICAL_SIGNATURES;
   } else {
     ({ timestampText, signatures } = parseWebhookSignatureHeader(header));
