@@ -343,7 +343,7 @@ export class PaymentServiceSimulator {
     return this.waitForDeliveries(opts);
   }
 
-  /** `console.log(sim)` shows where it listens and which merchants it has, never their secrets. */
+  /** Printed (`util.inspect(sim)`, a console), it shows where it listens and which merchants it has, never their secrets. */
   [inspect.custom](): string {
     const url = this.server.started ? this.server.url : 'not started';
     const merchants = [...this.state.merchants.values()].map((m) => `${m.settings.merchantId} (${m.settings.mode})`);
