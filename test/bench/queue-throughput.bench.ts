@@ -34,10 +34,27 @@ interface Stats {
 
 const cpuOf = (s: Stats) => s.cpuMicros + s.systemMicros;
 
-function startApp(args: string[], redisUrl: string, keyPrefix: string): Promise<{ child: ChildProcess; url?: string }> {
+/** `BENCH_CPU_PROF=<dir>` profiles the acknowledgement benchmark's app (`--cpu-prof`), written when it stops. */
+const profileDir = process.env.BENCH_CPU_PROF;
+
+function startApp(args: string[], redisUrl: string, keyPrefix: string, profileName?: string): Promise<{ child: ChildProcess; url?: string }> {
+  const execArgv = profileDir && profileName ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${profileName}`] : [];
   return forkBenchApp(join(__dirname, 'queue-bench-app.js'), args, {
+    execArgv,
     env: { ...process.env, BENCH_REDIS_URL: redisUrl, BENCH_KEY_PREFIX: keyPrefix },
   });
+}
+
+/** Stops `child`: gently when it is profiled (the profile is written on exit), else at once. */
+async function stopApp(child: ChildProcess): Promise<void> {
+  if (!profileDir || child.exitCode !== null) {
+    child.kill('SIGKILL');
+    return;
+  }
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.send({ type: 'stop' });
+  await Promise.race([exited, sleep(10_000)]);
+  child.kill('SIGKILL');
 }
 
 function ask<T>(child: ChildProcess, type: 'stats' | 'ids'): Promise<T> {
@@ -80,7 +97,7 @@ async function measured(child: ChildProcess, redis: Redis, url: string, path: st
 }
 
 async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisServer, s: QueueBenchSettings): Promise<BenchRow> {
-  const { child, url } = await startApp(['web', adapter], redis.url, `bench-ack-${adapter}:`);
+  const { child, url } = await startApp(['web', adapter], redis.url, `bench-ack-${adapter}:`, `queue-ack-${adapter}.cpuprofile`);
   const probe = new Redis(redis.url, { lazyConnect: true });
   try {
     await probe.connect();
@@ -109,7 +126,7 @@ async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisS
     };
   } finally {
     probe.disconnect();
-    child.kill('SIGKILL');
+    await stopApp(child);
   }
 }
 

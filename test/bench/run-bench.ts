@@ -88,8 +88,8 @@ async function main(): Promise<void> {
       'module, in process (no HTTP), for the per-step profile.',
       '',
       'Run: `npm run bench` (`-- --quick` for short rounds, `-- --only=1,6` to pick benchmarks, `-- --write` to',
-      'refresh this file). `BENCH_CPU_PROF=<dir> npm run bench -- --only=1` writes a `--cpu-prof` profile of the',
-      'webhook app per adapter.',
+      'refresh this file). `BENCH_CPU_PROF=<dir> npm run bench -- --only=1,5` writes a `--cpu-prof` profile of the',
+      'webhook app and of the queue-mode web app per adapter.',
       '',
     ].join('\n');
     writeFileSync(file, text);
