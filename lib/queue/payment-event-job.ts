@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
-import type { AnyPaymentEvent, PaymentEventEnvelope } from '../events/payment-event.types.js';
+import { type AnyPaymentEvent, PAYMENT_EVENT_MODULE_FIELDS, type PaymentEventEnvelope } from '../events/payment-event.types.js';
 import type { QueuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import type { BullJob } from './bullmq.loader.js';
 import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
@@ -29,10 +29,22 @@ export function paymentEventJobId(account: string, eventId: string): string {
   return `evt-${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
 }
 
+/**
+ * The job of a verified event. A signed body's own `account`, `canonicalStatus` or `receivedAt`
+ * is left out: the worker sets those, and a dead letter must show the account and time the
+ * module recorded, not the body's.
+ */
 export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, receivedAt: Date, parent?: QueuedTraceParent): PaymentEventJobData {
-  const data: PaymentEventJobData = { v: 1, account, event, receivedAt: receivedAt.toISOString() };
+  const data: PaymentEventJobData = { v: 1, account, event: withoutModuleFields(event), receivedAt: receivedAt.toISOString() };
   if (parent !== undefined) data.trace = parent;
   return data;
+}
+
+function withoutModuleFields(event: AnyPaymentEvent): PaymentEventEnvelope {
+  if (!PAYMENT_EVENT_MODULE_FIELDS.some((field) => field in event)) return event; // the usual case: no copy
+  const copy: Record<string, unknown> = { ...event };
+  for (const field of PAYMENT_EVENT_MODULE_FIELDS) delete copy[field];
+  return copy as unknown as PaymentEventEnvelope;
 }
 
 /** Makes `parent` the trace parent of the job's next runs (none when `undefined`): a replay's own. */

@@ -67,6 +67,20 @@ describe('queue mode: dead letters', () => {
     expect(q.listener!.received.filter((l) => l.eventId === id)).toEqual([expect.objectContaining({ eventId: id, attempts: 3 })]);
   });
 
+  it("keeps the event as the service signed it, less the fields the module sets (a body's own account, canonicalStatus, receivedAt)", async () => {
+    const event: Record<string, unknown> = { ...envelope('payment.succeeded'), account: 'eu', canonicalStatus: 'FORGED', receivedAt: '1999-01-01T00:00:00Z' };
+    const id = event.eventId as string;
+    q.handlers.failing.add(id);
+    expect(await postWebhook(q.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await waitFor(`${id} is a dead letter`, async () => (await q.deadLetters.get(id)) !== undefined);
+    const letter = (await q.deadLetters.get(id))!;
+    const { account: _a, canonicalStatus: _c, receivedAt: _r, ...signed } = event;
+    expect(letter.account).toBe('default');
+    expect(letter.event).toEqual(signed);
+    await waitFor('the dead-letter event was emitted', () => q.listener!.received.some((l) => l.eventId === id));
+    expect(q.listener!.received.find((l) => l.eventId === id)!.event).toEqual(signed);
+  });
+
   it("a new delivery of a dead letter (the portal's re-trigger) replays it: once, with fresh attempts, not a dead letter any more", async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
