@@ -109,10 +109,24 @@ export class PaymentRequestExecutor {
 
   /**
    * Resolves when the client holds a usable access token: the cached one, or one asked for once
-   * (no retries), given up with `signal`; rejects with the token call's error.
+   * (no retries); rejects with the token call's error, or a `PaymentAbortedError` when `signal`
+   * fired first (a request other checks share goes on for them).
    */
   async checkToken(signal?: AbortSignal): Promise<void> {
-    await this.tokens.checkToken(signal);
+    try {
+      await this.tokens.checkToken(signal);
+    } catch (error) {
+      if (signal?.aborted !== true || error instanceof PaymentAbortedError) throw error;
+      const path = this.options.endpoints.token;
+      throw new PaymentAbortedError({
+        account: this.options.account,
+        code: PaymentClientErrorCode.ABORTED,
+        message: `The token check (POST ${path}) was given up by its signal; a token request other checks share goes on without it`,
+        method: 'POST',
+        path,
+        mayHaveReachedService: false,
+      });
+    }
   }
 
   private async attempts(call: ServiceCall, body: string | undefined, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
@@ -175,6 +189,7 @@ export class PaymentRequestExecutor {
       // code alone is not enough: a 5xx carrying it says nothing of what the service did.
       if (token && !renewedToken && isTokenRefusal(failure)) {
         renewedToken = true;
+        previous = failure; // an abort while the new token is fetched says the call was refused once
         this.tokens.invalidate(token);
         token = undefined;
         this.logger.warn?.(`${call.method} ${call.path} (account ${this.options.account}): token rejected (${failure.code}); retrying once with a new token`);

@@ -3,11 +3,23 @@ import type { PaymentTokenResponseOptions } from '../config/payment-module-optio
 import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
+import { untilAborted } from './payment-call-abort.js';
 
 /** What the token endpoint gave: the token and its lifetime. */
 export interface IssuedToken {
   token: string;
   expiresInSeconds: number;
+}
+
+/** The health checks' shared token request, and who still waits for it. */
+interface SharedCheck {
+  promise: Promise<string>;
+  /** Gives the request up (while it waits for its slot) once no caller waits any more. */
+  controller: AbortController;
+  /** Callers with a signal still waiting. */
+  waiting: number;
+  /** A caller without a signal waits: the request is never given up. */
+  unbounded: boolean;
 }
 
 interface CachedToken {
@@ -33,7 +45,7 @@ export class PaymentTokenManager {
   #cached: CachedToken | undefined;
   #inFlight: Promise<string> | undefined;
   /** A health check's own token request (one attempt), which `getToken` waits for before asking itself. */
-  #checkInFlight: Promise<string> | undefined;
+  #check: SharedCheck | undefined;
   /** The last failed check and until when it is answered again without a new request. */
   #checkFailed: { error: unknown; until: number } | undefined;
   readonly #recent: string[] = [];
@@ -54,10 +66,10 @@ export class PaymentTokenManager {
 
   /** The check's request when one is under way (one token call, not two); the call's own, with retries, if it failed. */
   private async fetchAfterCheck(): Promise<string> {
-    const checking = this.#checkInFlight;
+    const checking = this.#check;
     if (checking !== undefined) {
       try {
-        return await checking;
+        return await checking.promise;
       } catch {
         // a single attempt, or given up by the check's time-out: this caller asks with its retries
       }
@@ -75,25 +87,59 @@ export class PaymentTokenManager {
 
   /**
    * For the health check: the cached token, the request already under way, or one request of
-   * its own with a single attempt, given up with `signal` (while it waits for its slot).
+   * its own with a single attempt. Concurrent checks share that request; each caller gives up
+   * its own wait with its `signal` (rejecting with the signal's reason), and the request is
+   * given up (while it waits for its slot: a token request is never cut on the wire) only once
+   * every caller has. A failure is answered again for `CHECK_FAILURE_HOLD_MS`; a given-up one is not.
    */
   checkToken(signal?: AbortSignal): Promise<string> {
     const cached = this.usableToken();
     if (cached !== undefined) return Promise.resolve(cached);
-    if (this.#inFlight !== undefined) return this.#inFlight;
+    if (this.#inFlight !== undefined) return untilAborted(this.#inFlight, signal);
     // a failure is answered again for a while: each request counts against the token limit the app needs
     if (this.#checkFailed !== undefined && this.clock.now() < this.#checkFailed.until) return Promise.reject(this.#checkFailed.error);
-    this.#checkInFlight ??= this.fetch(signal, true).then(
-      (token) => {
-        this.#checkFailed = undefined;
-        return token;
-      },
-      (error: unknown) => {
-        this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
-        throw error;
-      },
-    ).finally(() => (this.#checkInFlight = undefined));
-    return this.#checkInFlight;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const check = (this.#check ??= this.startCheck());
+    if (signal === undefined) {
+      check.unbounded = true; // a caller that never gives up keeps the request going
+      return check.promise;
+    }
+    check.waiting++;
+    const leave = () => {
+      if (--check.waiting > 0 || check.unbounded) return;
+      if (this.#check === check) this.#check = undefined; // a later check asks anew
+      check.controller.abort(signal.reason);
+    };
+    signal.addEventListener('abort', leave, { once: true });
+    const mine = untilAborted(check.promise, signal);
+    void mine.then(
+      () => signal.removeEventListener('abort', leave),
+      () => signal.removeEventListener('abort', leave),
+    );
+    return mine;
+  }
+
+  private startCheck(): SharedCheck {
+    const controller = new AbortController();
+    const check: SharedCheck = { controller, waiting: 0, unbounded: false, promise: Promise.resolve('') };
+    check.promise = this.fetch(controller.signal, true)
+      .then(
+        (token) => {
+          this.#checkFailed = undefined;
+          return token;
+        },
+        (error: unknown) => {
+          // given up by its callers: not the service's answer, so nothing to hold
+          if (!controller.signal.aborted) this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
+          throw error;
+        },
+      )
+      .finally(() => {
+        if (this.#check === check) this.#check = undefined;
+      });
+    // a caller that gave up no longer awaits it
+    check.promise.catch(() => undefined);
+    return check;
   }
 
   /** The cached token while it may still be used. */

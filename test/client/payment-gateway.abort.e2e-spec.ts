@@ -13,7 +13,7 @@ import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
-import { ClientFakeClock } from '../support/client-fake-clock.js';
+import { ClientFakeClock, flushMicrotasks } from '../support/client-fake-clock.js';
 import { rejectionOf, SANDBOX_CLIENT, SimulatorClock } from '../support/client-simulator.js';
 import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { waitFor } from '../support/wait.js';
@@ -320,5 +320,81 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
     expect(sim.requests).toHaveLength(0);
     // a signal that never fires changes nothing
     expect(await client.listGateways({ signal: new AbortController().signal })).toEqual(expect.any(Array));
+  });
+
+  it('a refund whose token was refused, given up while its new token waits for a slot, says its first attempt was refused', async () => {
+    await start({ rateLimits: { tokenPerMinute: 1 } });
+    const trxId = await succeededPayment();
+    sim.injectFault({ path: REFUND, kind: 'status', code: 'PAY_1003' });
+    const controller = new AbortController();
+    const call = rejectionOf(client.refundPayment(trxId, { amount: '1' }, { signal: controller.signal }));
+    await waitFor('the refund was refused', () => sim.requests.some((r) => REFUND.test(r.route)));
+    controller.abort();
+    const error = await call;
+    expect(error).toBeInstanceOf(PaymentAbortedError);
+    expect(error).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+    expect(error.message).toContain('before its next attempt; the service did not act on it');
+    expect(error.cause).toBeInstanceOf(PaymentAuthenticationError);
+    expect(sim.requests.filter((r) => REFUND.test(r.route))).toHaveLength(1);
+  });
+
+  describe('token checks (checkAuthentication) sharing one request', () => {
+    let stub: ClientStubServer;
+    let fake: ClientFakeClock;
+    let checked: PaymentGatewayService;
+
+    /** A client whose one token slot a minute is taken and whose token is no longer reusable. */
+    async function startWithSlotTaken(): Promise<void> {
+      stub = await new ClientStubServer().start();
+      stub.answer('POST', '/authentication/token', { body: { status: 'success', data: { access_token: 'tok_check_0001', expires_in: 2 } } });
+      stub.answer('GET', '/payments/gateways', success([{ id: 'card' }]));
+      fake = new ClientFakeClock(Date.UTC(2026, 0, 1));
+      const options = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: { tokenPerMinute: 1 } });
+      checked = new PaymentGatewayService(options, { clock: fake, random: () => 0.5 });
+      await checked.listGateways();
+      fake.advance(1_500);
+    }
+
+    afterEach(async () => {
+      checked?.onApplicationShutdown();
+      await stub?.stop();
+    });
+
+    it("one caller's abort ends only its own wait: a check without a signal sharing the request still gets the token", async () => {
+      await startWithSlotTaken();
+      const controller = new AbortController();
+      const givenUp = rejectionOf(checked.checkAuthentication({ signal: controller.signal }));
+      await flushMicrotasks();
+      const patient = checked.checkAuthentication();
+      await flushMicrotasks();
+      controller.abort();
+      const error = await givenUp;
+      expect(error).toBeInstanceOf(PaymentAbortedError);
+      expect(error).toMatchObject({ code: 'ABORTED', mayHaveReachedService: false });
+      expect(error.message).toContain('given up by its signal');
+      fake.advance(60_000); // the token slot comes round
+      await expect(patient).resolves.toBeUndefined();
+      expect(stub.calls('/authentication/token')).toHaveLength(2);
+    });
+
+    it('a request every caller gave up is not sent, and the next check asks again instead of repeating an abort', async () => {
+      await startWithSlotTaken();
+      const a = new AbortController();
+      const b = new AbortController();
+      const first = rejectionOf(checked.checkAuthentication({ signal: a.signal }));
+      const second = rejectionOf(checked.checkAuthentication({ signal: b.signal }));
+      await flushMicrotasks();
+      a.abort();
+      b.abort();
+      expect(await first).toBeInstanceOf(PaymentAbortedError);
+      expect(await second).toBeInstanceOf(PaymentAbortedError);
+      // within the 30 s a failed check is held: asked again, not answered with the abort
+      const next = checked.checkAuthentication();
+      await flushMicrotasks();
+      fake.advance(60_000);
+      await expect(next).resolves.toBeUndefined();
+      // listGateways' token and the next check's: the given-up request never left
+      expect(stub.calls('/authentication/token')).toHaveLength(2);
+    });
   });
 });
