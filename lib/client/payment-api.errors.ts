@@ -221,7 +221,11 @@ export class PaymentClientConfigurationError extends PaymentApiError {}
 /** @publicApi */
 export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | 'connection-reset' | 'other';
 
-/** No HTTP answer: time-out, refused or reset connection, DNS failure. @publicApi */
+/**
+ * No HTTP answer: time-out, refused or reset connection, DNS failure. With `httpStatus` set,
+ * an answer came whose body could not be read (a reset mid-body): the service got the request.
+ * @publicApi
+ */
 export class PaymentNetworkError extends PaymentApiError {
   /**
    * False only when the request surely never reached the service (refused connection,

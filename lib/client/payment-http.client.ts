@@ -103,7 +103,10 @@ export class PaymentHttpClient {
         signal: deadline.signal,
       });
     } catch (error) {
-      throw networkErrorFrom(deadline.signal.aborted ? { code: 'ETIMEDOUT' } : error, attempt.method, attempt.path);
+      if (deadline.signal.aborted) throw networkErrorFrom({ code: 'ETIMEDOUT' }, attempt.method, attempt.path);
+      // the status line came, the body did not (a reset mid-body, a broken gzip stream)
+      const answered = (error as { response?: { status?: unknown } })?.response?.status;
+      throw networkErrorFrom(error, attempt.method, attempt.path, typeof answered === 'number' ? answered : undefined);
     } finally {
       clearTimeout(timer);
     }
@@ -154,7 +157,11 @@ function withQuery(path: string, query: Record<string, string | number | boolean
   return path + search;
 }
 
-function networkErrorFrom(error: unknown, method: string, path: string): PaymentNetworkError {
+/**
+ * The attempt's failure without an answer to read. `answeredStatus` is the status of an answer
+ * whose body could not be read: the request surely reached the service, and a 2xx means it acted.
+ */
+function networkErrorFrom(error: unknown, method: string, path: string, answeredStatus?: number): PaymentNetworkError {
   const code = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : undefined;
   let failure: PaymentNetworkFailure;
   let mayHaveReachedService = true;
@@ -166,6 +173,20 @@ function networkErrorFrom(error: unknown, method: string, path: string): Payment
   if (code && NOT_SENT_CODES.has(code)) mayHaveReachedService = false;
   // a body that failed mid-stream carries its request; one refused up front has none
   if (code && REFUSED_BEFORE_SENDING_CODES.has(code) && !(error as { request?: unknown }).request) mayHaveReachedService = false;
+  if (answeredStatus !== undefined) {
+    const acted = answeredStatus >= 200 && answeredStatus < 300;
+    return new PaymentNetworkError({
+      code: PaymentClientErrorCode.NETWORK_ERROR,
+      message:
+        `${method} ${path} was answered ${answeredStatus}, but its body could not be read (${code ?? 'unknown network error'})` +
+        (acted ? '; the service acted on it' : ''),
+      httpStatus: answeredStatus,
+      method,
+      path,
+      mayHaveReachedService: true,
+      failure,
+    });
+  }
   const what = failure === 'timeout' ? 'timed out' : `failed without an answer (${code ?? 'unknown network error'})`;
   return new PaymentNetworkError({
     code: failure === 'timeout' ? PaymentClientErrorCode.TIMEOUT : PaymentClientErrorCode.NETWORK_ERROR,

@@ -196,6 +196,12 @@ export class PaymentRequestExecutor {
         observed?.retrying(failure.code, 0, failure.httpStatus);
         continue;
       }
+      if (!isRetryable(call.retry, failure) && isUnreadSuccess(failure)) {
+        // The service acted (a refund, a payout): resolve as a 2xx without a body rather than an
+        // error a caller could take for "not done". Calls it is safe to send again retry instead.
+        this.logger.warn?.(`${failure.message} (account ${this.options.account}); resolved without the answer's fields`);
+        return { status: failure.httpStatus, body: undefined, data: undefined };
+      }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
       // a 429's, or a 503's (HTTP gives it there too: the service or a proxy asked for a pause)
       const retryAfterMs = retryAfterMsOf(failure);
@@ -322,6 +328,7 @@ export class PaymentRequestExecutor {
         code: error.code,
         account: this.options.account,
         message: this.redact(error.message, token),
+        httpStatus: error.httpStatus,
         method: error.method,
         path: error.path,
         mayHaveReachedService: error.mayHaveReachedService,
@@ -346,6 +353,11 @@ function dataOf(body: unknown): unknown {
     return (body as { data: unknown }).data;
   }
   return body;
+}
+
+/** A 2xx whose body could not be read (see `PaymentHttpClient`): the service acted on the call. */
+function isUnreadSuccess(failure: PaymentApiError): failure is PaymentNetworkError & { httpStatus: number } {
+  return failure instanceof PaymentNetworkError && failure.httpStatus !== undefined && failure.httpStatus >= 200 && failure.httpStatus < 300;
 }
 
 /** A 401/403 naming the bearer token (expired, or matching no session): the call was not carried out. */

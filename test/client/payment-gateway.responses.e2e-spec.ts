@@ -221,6 +221,31 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
     });
   });
 
+  describe('a 2xx whose body is cut short (the status line and headers came, then a reset)', () => {
+    it('a refund resolves without its fields (the service acted), is sent once, and the warning says why', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { ...success({ refundUid: 'rfd_1', pad: 'x'.repeat(64 * 1024) }, 201), cutBody: true });
+      const { result, error, lines } = await captureLogs(() => client.refundPayment('trx_9', { amount: '1' }));
+      expect(error).toBeUndefined();
+      expect(result).toMatchObject({ httpStatus: 201, raw: undefined });
+      expect((result as { refundUid?: string }).refundUid).toBeUndefined();
+      expect(stub.calls('/payment/trx_9/refund')).toHaveLength(1);
+      expect(lines.find((l) => l.includes('answered 201, but its body could not be read'))).toContain('the service acted on it');
+    });
+
+    it('a status read is retried and gives the next answer; the error after the last retry says the service answered', async () => {
+      await start({ maxRetries: 1 });
+      const cut = { ...success({ status: 'SUCCESS', pad: 'x'.repeat(64 * 1024) }), cutBody: true };
+      stub.answer('GET', '/payment/status', cut, success({ status: 'SUCCESS' }));
+      await expect(client.getPaymentStatus('trx_7')).resolves.toMatchObject({ status: 'SUCCESS' });
+      expect(stub.calls('/payment/status')).toHaveLength(2);
+      stub.answer('GET', '/payment/status', cut);
+      const error = await rejectionOf(client.getPaymentStatus('trx_8'));
+      expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true });
+      expect(error.message).toContain('was answered 200, but its body could not be read');
+    });
+  });
+
   describe('getPaymentStatus', () => {
     it('works with data.status only: the asked id, pending false on 200', async () => {
       await start();

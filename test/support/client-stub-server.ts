@@ -11,6 +11,8 @@ export interface StubAnswer {
   delayMs?: number;
   /** Answer only once this settles: the test decides how long the request stays on the wire. */
   hold?: Promise<unknown>;
+  /** Send the status line, the headers and half the body, then reset the connection. */
+  cutBody?: boolean;
 }
 
 export interface StubRequest {
@@ -91,6 +93,10 @@ export class ClientStubServer {
       'content-length': Buffer.byteLength(payload),
       ...answer.headers,
     });
+    if (answer.cutBody) {
+      res.write(payload.slice(0, Math.floor(payload.length / 2)), () => res.socket?.resetAndDestroy());
+      return;
+    }
     res.end(payload);
   }
 
