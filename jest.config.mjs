@@ -47,7 +47,7 @@ export default {
   // a global option (ignored inside a project): every test may take 30 s
   testTimeout: 30000,
   projects: [
-    { ...base, displayName: 'unit', roots: ['<rootDir>/test', '<rootDir>/lib'], testMatch: ['**/*.spec.ts'], testPathIgnorePatterns: apart },
+    { ...base, displayName: 'unit', roots: ['<rootDir>/test'], testMatch: ['**/*.spec.ts'], testPathIgnorePatterns: apart },
     { ...base, displayName: 'e2e', roots: ['<rootDir>/test'], testMatch: ['**/*.e2e-spec.ts'], testPathIgnorePatterns: apart },
     {
       ...base,

@@ -13,10 +13,11 @@ import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
 /**
  * What every account shares, once per app whatever the number of `PaymentModule.forRoot()`
- * calls: the account registry, the handler registry and the explorer that fills it, and
- * the Redis connections the accounts' stores share, the buckets of the service's per-IP token
- * limit the accounts' clients share, and the public `PaymentWebhookReceiver`;
- * and the public `PaymentDeadLetterService` for queue-mode accounts, and their workers' shutdown. Imported (and re-exported) by each account's module.
+ * calls; imported (and re-exported) by each account's module:
+ * - the account registry, the handler registry and the explorer that fills it;
+ * - the Redis connections of the accounts' stores and queues;
+ * - the buckets of the service's per-IP token limit the accounts' clients share;
+ * - the public `PaymentWebhookReceiver` and `PaymentDeadLetterService`, and the queue workers' shutdown.
  */
 @Module({
   imports: [DiscoveryModule],

@@ -1,5 +1,5 @@
 /*
- * Every injection token and metadata key of the package, in one place. Tokens that depend
+ * Every injection token and metadata key of the package, in one place (and the API base paths). Tokens that depend
  * on an account name are built by the functions in `accounts/payment-account.tokens.ts`;
  * the store's token shares its name with the `WebhookEventStore` interface and lives
  * beside it (the pattern of @nestjs/throttler's storage token).

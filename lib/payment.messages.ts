@@ -1,8 +1,8 @@
 import { DEFAULT_PAYMENT_ACCOUNT } from './payment.constants.js';
 
 /**
- * Human-readable messages of the module, collected in one place. Each is a function so
- * call sites pass only non-secret facts; none of them ever receives a secret value.
+ * Messages shared by `payment.module.ts` and `config/` (the rest are written where they are
+ * used). Each is a function so call sites pass only non-secret facts, never a secret value.
  */
 export const PaymentMessages = {
   // the default account is named too: beside named accounts an error without a name points nowhere

@@ -27,10 +27,10 @@ export const PAYMENT_OPTION_DEFAULTS = {
   webhookShutdownTimeoutMs: 10_000,
   memoryStoreMaxEntries: 100_000,
   reconcile: false,
-  // queue mode: retries within seconds to minutes (1 s doubling, 10 attempts ≈ 8.5 min), not the service's hours
   processing: 'inline',
   queueWorker: true,
   queueConcurrency: 10,
+  // queue mode: retries within seconds to minutes (1 s doubling, 10 attempts ≈ 8.5 min), not the service's hours
   queueAttempts: 10,
   queueBackoffMs: 1000,
   queueDeadLetterRetentionMs: 30 * 24 * 60 * 60 * 1000,

@@ -5,7 +5,7 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { notConnectedReason, type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
+import { notReadyReason, type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -126,11 +126,11 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * @throws PaymentWebhookHttpException 503 `WEBHOOK_QUEUE_UNAVAILABLE` when Redis did not
    *   acknowledge within `redisTimeoutMs`; nothing was accepted.
    */
-  async enqueue(event: AnyPaymentEvent, receivedAt: Date = new Date()): Promise<PaymentWebhookAck> {
+  async enqueue(event: AnyPaymentEvent): Promise<PaymentWebhookAck> {
     const timeoutMs = this.options.redisTimeoutMs;
     let ack: PaymentWebhookAck;
     try {
-      ack = await withTimeout(this.write(event, receivedAt), timeoutMs, () => new Error(`Redis did not take the event within ${timeoutMs} ms`));
+      ack = await withTimeout(this.write(event, new Date()), timeoutMs, () => new Error(`Redis did not take the event within ${timeoutMs} ms`));
     } catch (error) {
       if (error instanceof PaymentWebhookHttpException) throw error; // the write's own answer (409)
       this.reportOutage(error);
@@ -282,10 +282,9 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * last connection error, e.g. a refused password) rather than ioredis' "Stream isn't writeable".
    */
   private async untilConnected(): Promise<void> {
-    await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
-    if (this.#connection.status === 'ready') return;
+    const reason = await notReadyReason(this.#connection, this.options.redisTimeoutMs, this.describe);
     // the reason in the message only: the connection's own error carries its AUTH command
-    throw new Error(notConnectedReason(this.#connection, this.describe));
+    if (reason !== undefined) throw new Error(reason);
   }
 
   /**

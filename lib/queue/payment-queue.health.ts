@@ -1,12 +1,6 @@
 import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
-import {
-  notConnectedReason,
-  type RedisClientLike,
-  REDIS_HEALTH_KEY_TTL_MS,
-  REDIS_HEALTH_WRITE_SCRIPT,
-  untilFirstConnected,
-} from '../stores/redis-client.js';
+import { notReadyReason, type RedisClientLike, REDIS_HEALTH_KEY_TTL_MS, REDIS_HEALTH_WRITE_SCRIPT } from '../stores/redis-client.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 
 const queueUnavailable = (message: string): Error => Object.assign(new Error(message), { code: PaymentWebhookErrorCode.QUEUE_UNAVAILABLE });
@@ -31,9 +25,9 @@ export function queueRedisProbe(
     component: 'queue',
     details: { url: redactRedisUrl(queueRedisUrl) },
     check: async () => {
-      // like the store's probe and BullMQ itself, the first connection is waited for
-      await untilFirstConnected(connection, timeoutMs);
-      if (connection.status !== 'ready') throw queueUnavailable(notConnectedReason(connection, describe));
+      // like the store's probe and BullMQ itself, a first connection under way is waited for
+      const reason = await notReadyReason(connection, timeoutMs, describe);
+      if (reason !== undefined) throw queueUnavailable(reason);
       try {
         await connection.eval(REDIS_HEALTH_WRITE_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
       } catch (error) {

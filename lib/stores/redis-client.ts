@@ -1,6 +1,7 @@
 import { errorMessage } from '../common/error-message.util.js';
 import { isMissingPackage, peerRequire } from '../common/optional-peer.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
+import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import { RedisClientMissingError } from './webhook-event-store.errors.js';
 
@@ -10,7 +11,7 @@ import { RedisClientMissingError } from './webhook-event-store.errors.js';
  */
 
 /** Default longest wait for one command (and for a connection): the `redisTimeoutMs` option's default. */
-export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = 2000;
+export const DEFAULT_REDIS_OPERATION_TIMEOUT_MS = PAYMENT_OPTION_DEFAULTS.redisTimeoutMs;
 
 /**
  * How long a closing socket may take to end before it is destroyed (ioredis' own default is
@@ -137,6 +138,15 @@ const NOT_CONNECTING: RedisConnectionWait = Object.freeze({ outcome: 'ready' });
 
 /** One wait per client, however many callers arrive while it connects (three listeners, not three per caller). */
 const connectingWaits = new WeakMap<RedisClientLike, Promise<RedisConnectionWait>>();
+
+/**
+ * Why `client` cannot take a command now, once a connection under way was waited for
+ * (`untilFirstConnected`); `undefined` when it is ready.
+ */
+export async function notReadyReason(client: RedisClientLike, timeoutMs: number, describe: (error: unknown) => string): Promise<string | undefined> {
+  await untilFirstConnected(client, timeoutMs);
+  return client.status === 'ready' ? undefined : notConnectedReason(client, describe);
+}
 
 /**
  * Resolves once `client` is ready when it is making a connection (status `wait`,

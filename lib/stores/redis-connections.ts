@@ -60,8 +60,8 @@ export class PaymentRedisConnections {
     let entry = this.connections.get(key);
     if (entry === undefined) {
       const client = createFailFastRedisClient(url, timeoutMs);
-      // Users (stores, queues) listen while they use it and report outages through the Nest
-      // logger. A connection attempt still under way when they let go (at shutdown, Redis
+      // Stores listen while they use it, and the route reports queue outages as they happen,
+      // through the Nest logger. A connection attempt still under way when they let go (at shutdown, Redis
       // refusing the password) fails later: without a listener ioredis prints that to stderr.
       client.on('error', ignoreError);
       entry = { key, client, timeoutMs, users: 0 };

@@ -49,7 +49,11 @@ export function toWebhookErrorBody(exception: unknown, logger?: Logger): Payment
   return { statusCode: 500, code: PaymentWebhookErrorCode.INTERNAL_ERROR, message: 'Internal server error' };
 }
 
-/** Exception filter of the webhook controller; works on Express and Fastify. @publicApi */
+/**
+ * An opt-in filter for the webhook route (`webhookDecorators: [UseFilters(PaymentWebhookExceptionFilter)]`):
+ * the route then answers its rejections and failures itself, whatever the host's filters;
+ * works on Express and Fastify. The route has no filter by default. @publicApi
+ */
 @Catch()
 export class PaymentWebhookExceptionFilter implements ExceptionFilter {
   protected readonly logger = new Logger('PaymentWebhooks');

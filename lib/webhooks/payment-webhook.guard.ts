@@ -85,7 +85,7 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
     return headerValue(request.headers, WEBHOOK_SIGNATURE_HEADER);
   }
 
-  /** The bytes as received; `undefined` when the app was created without `rawBody: true`. */
+  /** The bytes as received (see `rawBodyOf`: an empty buffer without a body); `undefined` when nobody kept them. */
   protected getRawBody(request: PaymentWebhookRequest): Buffer | undefined {
     return rawBodyOf(request);
   }

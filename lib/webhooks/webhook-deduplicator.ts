@@ -54,7 +54,8 @@ export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:a
  * - work throws → claim released, error rethrown (the next delivery runs it again);
  * - store unreachable → 503 `WEBHOOK_STORE_UNAVAILABLE`, work not run.
  *
- * Shared by the module's receiver and `PaymentWebhookIdempotencyInterceptor`.
+ * Shared by `PaymentWebhookProcessor` (the route and host routes), the queue worker and
+ * `PaymentWebhookIdempotencyInterceptor`.
  */
 export class WebhookDeduplicator {
   /** One renewal loop per lease and renewal limit (routes may differ in either). */

@@ -76,7 +76,7 @@ export class WebhookLeaseRenewer {
     return [...this.claims].map((claim) => claim.key);
   }
 
-  /** Claims being renewed right now (tests and health checks). */
+  /** Claims being renewed right now (for tests). */
   get size(): number {
     return this.claims.size;
   }

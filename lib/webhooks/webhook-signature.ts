@@ -66,8 +66,8 @@ export function createWebhookSignatureHeader(
   secret: string,
   timestamp: number = Math.floor(Date.now() / 1000),
 ): string {
-  // whole seconds, as the service sends: `Date.now() / 1000` would give `t=1795705161.17`, a
-  // millisecond value a time 50,000 years away; both would only fail later, at a verifier
+  // whole seconds, as the service sends: `Date.now() / 1000` gives `t=1795705161.17`, and
+  // `Date.now()` (milliseconds) a time 50,000 years away; both would only fail later, at a verifier
   if (!Number.isSafeInteger(timestamp) || timestamp < 0 || timestamp > MAX_SIGNATURE_SECONDS) {
     throw new RangeError(`The signature timestamp must be whole Unix seconds (e.g. Math.floor(Date.now() / 1000)), not ${timestamp}`);
   }
@@ -243,8 +243,8 @@ function matchingSecretIndex(
 }
 
 /**
- * Verifies `X-Service-Signature` over the raw body (HMAC-SHA256 of `<t>.<raw body>`, hex, compared in constant time; `t` within the tolerance), usable outside
- * Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
+ * Verifies `X-Service-Signature` over the raw body (HMAC-SHA256 of `<t>.<raw body>`, hex,
+ * compared in constant time; `t` within the tolerance), usable outside Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
  * `WebhookSignatureError` subclass (`code`, `httpStatus`) on failure.
  *
  * The digest is checked before the timestamp, so a forged request is reported as a

@@ -1,5 +1,5 @@
 import type { SimulatorDeliveryRecord } from 'nestjs-payment-gateway/testing';
-import type { Order, ProcessedEvent } from './orders/order.types.js';
+import type { ProcessedEvent } from './orders/order.types.js';
 
 /**
  * What `npm start` checks, apart from the demo's I/O: given the simulator's webhook

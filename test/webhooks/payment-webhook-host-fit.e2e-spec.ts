@@ -12,14 +12,12 @@ import {
   Controller,
   type ExecutionContext,
   Get,
-  HttpCode,
   HttpException,
   Injectable,
   Module,
   type NestInterceptor,
-  Post,
-  Req,
   SetMetadata,
+  UseFilters,
   UseGuards,
   ValidationPipe,
   VersioningType,
@@ -33,10 +31,9 @@ import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitte
 import { PaymentEventHandlerError } from '../../lib/events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
+import { PaymentWebhookExceptionFilter } from '../../lib/webhooks/payment-webhook-exception.filter.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { WebhookHandlerFailedError } from '../../lib/webhooks/payment-webhook.errors.js';
-import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
-import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { startChildApp } from '../support/child-app.js';
 import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
@@ -393,6 +390,27 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         expect(await postWebhook(shaped.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
       } finally {
         await shaped.close();
+      }
+    });
+
+    it("webhookDecorators: [UseFilters(PaymentWebhookExceptionFilter)] answers the route's rejections and failures itself, beside a host filter of another shape", async () => {
+      const own = await startWebhookApp({
+        adapter,
+        payment: { webhookDecorators: [UseFilters(PaymentWebhookExceptionFilter)] },
+        extraProviders: [{ provide: APP_FILTER, useClass: HostShapedExceptionFilter }],
+      });
+      try {
+        expect(await postWebhook(own.url, envelope(), { secret: 'whsec_other' })).toMatchObject({
+          status: 401,
+          json: { statusCode: 401, code: 'WEBHOOK_SIGNATURE_MISMATCH' },
+        });
+        own.handlers.failNext = 1;
+        expect(await postWebhook(own.url, envelope())).toMatchObject({ status: 500, json: { statusCode: 500, code: 'WEBHOOK_HANDLER_FAILED' } });
+        expect(await postWebhook(own.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+        // refused by the body parser before the route: the host's filter answers, as documented
+        expect(await postWebhook(own.url, '{"eventId": broken', { signature: null })).toMatchObject({ status: 400, json: { path: 'host-shaped' } });
+      } finally {
+        await own.close();
       }
     });
   });
