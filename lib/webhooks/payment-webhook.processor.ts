@@ -7,6 +7,7 @@ import { PaymentEventReconciliationError } from '../events/payment-event.errors.
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
+import { PaymentWorkerShutdown } from '../queue/payment-worker-shutdown.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
@@ -69,6 +70,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     private readonly dispatcher: PaymentEventDispatcher,
     private readonly accounts: PaymentAccountRegistry,
     @Optional() @Inject(PAYMENT_ACCOUNT_QUEUE) private readonly queue?: PaymentEventQueue | null,
+    @Optional() private readonly workers?: PaymentWorkerShutdown,
   ) {
     this.account = options.account;
     this.live = options.environment === 'live';
@@ -168,8 +170,12 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * and the store closes right after it. Module-destroy hooks run before that drain, but Nest
    * runs those of the modules that import this one first: a handler's own dependencies should
    * let go in `onApplicationShutdown`, not `onModuleDestroy` (see the README).
+   * The app's queue workers (any account's) stop taking jobs now too, and drain meanwhile:
+   * Nest runs the accounts' hooks one after another, and a worker stopped only in its own
+   * account's hook would take jobs, then drain, after this account's wait.
    */
   onModuleDestroy(): Promise<void> {
+    void this.workers?.stopAll(); // never rejects; the workers' own hooks wait for it
     return this.deduplicator.finishRunning(this.shutdownWaitMs('destroy'), `account ${this.account}`);
   }
 

@@ -107,6 +107,31 @@ describe('queue mode: graceful shutdown of a worker', () => {
     for (const e of [laterDefault, laterEu]) await waitFor(`${e.eventId} ran in the next worker`, () => next.handlers.count('done', e.eventId as string) === 1);
   });
 
+  it('beside an inline account whose handler hangs, the workers stop taking jobs with the first account hook and drain meanwhile: two time-outs in all, not three', async () => {
+    const timeoutMs = 2000;
+    const payment = { ...FAST_QUEUE_OPTIONS, redisKeyPrefix: 'mixed-accounts:', queueShutdownTimeoutMs: timeoutMs, webhookShutdownTimeoutMs: timeoutMs };
+    const accounts: QueueAppOptions = { namedAccount: 'eu', namedPayment: { processing: 'inline' }, payment, forceCloseConnections: true };
+    const closing = await start(undefined, accounts);
+    const web = await start(undefined, { ...accounts, payment: { ...payment, queueWorker: false } });
+    const [stuckQueued, stuckInline] = [envelope('payment.succeeded'), envelope('payment.succeeded')];
+    for (const e of [stuckQueued, stuckInline]) closing.handlers.hang.add(e.eventId as string);
+    expect(await postWebhook(closing.url, stuckQueued)).toMatchObject({ status: 200, json: { queued: true } });
+    const inlineAnswer = postWebhook(closing.url, stuckInline, { path: 'payments/eu/webhook' }); // answered when the app gives up
+    await waitFor('both handlers hang', () => [stuckQueued, stuckInline].every((e) => closing.handlers.count('entered', e.eventId as string) === 1));
+
+    const startedAt = Date.now();
+    const closed = close(closing).then(() => Date.now() - startedAt);
+    await sleep(300);
+    const later = envelope('payment.succeeded');
+    expect(await postWebhook(web.url, later)).toMatchObject({ status: 200, json: { queued: true } });
+    // the inline account's two waits (module destroy, then shutdown), the worker's drain inside the first
+    expect(await closed).toBeLessThan(timeoutMs * 2.5);
+    await inlineAnswer.catch(() => undefined);
+    expect(closing.handlers.count('entered', later.eventId as string)).toBe(0);
+    const next = await start(undefined, accounts);
+    await waitFor(`${later.eventId} ran in the next worker`, () => next.handlers.count('done', later.eventId as string) === 1);
+  });
+
   // With the queue's Redis down, close() returns at once, but the idle worker's pending wait for
   // jobs never settles (ioredis keeps it for a reconnect that the close cancels): BullMQ's timer
   // guarding it (drainDelay + 1 s) keeps the process alive until it fires. Measured in a child

@@ -91,6 +91,10 @@ export interface QueueAppOptions {
   payment?: PaymentModuleOptions;
   /** A second account of this name, with the same options and its own webhook path. */
   namedAccount?: string;
+  /** Options of the named account that differ from `payment` (e.g. `processing: 'inline'`). */
+  namedPayment?: PaymentModuleOptions;
+  /** Nest's `forceCloseConnections` (as the README advises): a request whose inline handler hangs does not hold close(). */
+  forceCloseConnections?: boolean;
   /** Import the host's EventEmitterModule (dead-letter events). @default false */
   eventEmitter?: boolean;
   logger?: LoggerService | false;
@@ -117,13 +121,17 @@ export async function startQueueApp(redisUrl: string, opts: QueueAppOptions = {}
     imports: [
       ...(opts.eventEmitter ? [EventEmitterModule.forRoot()] : []),
       PaymentModule.forRoot(payment),
-      ...(opts.namedAccount ? [PaymentModule.forRoot({ ...payment, account: opts.namedAccount })] : []),
+      ...(opts.namedAccount ? [PaymentModule.forRoot({ ...payment, ...opts.namedPayment, account: opts.namedAccount })] : []),
     ],
     providers: [QueueHandlers, ...(opts.eventEmitter ? [DeadLetterListener] : [])],
   })
   class QueueAppModule {}
 
-  const app = await NestFactory.create(QueueAppModule, new ExpressAdapter(), { rawBody: true, logger: opts.logger ?? false });
+  const app = await NestFactory.create(QueueAppModule, new ExpressAdapter(), {
+    rawBody: true,
+    logger: opts.logger ?? false,
+    forceCloseConnections: opts.forceCloseConnections ?? false,
+  });
   await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
   return {
