@@ -139,18 +139,17 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplica
 
   /** The account's event queue, or a configuration error naming the accounts that have one. */
   requireQueue(name: string): PaymentEventQueue {
-    const queue = this.accounts.get(name)?.queue;
-    if (queue === undefined) {
-      const names = this.queueAccountNames();
-      throw new PaymentConfigurationError(
-        [
-          `account '${name}' has no event queue: dead letters exist only for accounts with processing: 'queue' ` +
-            `(queue-mode accounts: ${names.join(', ') || 'none'})`,
-        ],
-        name,
-      );
+    const account = this.accounts.get(name);
+    if (account?.queue !== undefined) return account.queue;
+    const queueAccounts = `queue-mode accounts: ${this.queueAccountNames().join(', ') || 'none'}`;
+    if (account === undefined) {
+      // not a configuration of that account: there is none (a typo, an admin route's argument)
+      throw new PaymentConfigurationError([`no account '${name}' is registered by PaymentModule.forRoot() (${queueAccounts})`]);
     }
-    return queue;
+    throw new PaymentConfigurationError(
+      [`account '${name}' has no event queue: dead letters exist only for accounts with processing: 'queue' (${queueAccounts})`],
+      name,
+    );
   }
 
   /** The accounts with `processing: 'queue'` (those that have dead letters). */

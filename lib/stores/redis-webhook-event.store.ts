@@ -68,6 +68,9 @@ return 0`;
 // Read-only: 1 when the key is marked processed.
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
 
+/** Connections whose outage a store has logged (the stores of several accounts may share one): one line per outage. */
+const outageLoggedOn = new WeakSet<RedisClientLike>();
+
 /** Connections whose server's eviction policy was read (see `#checkEvictionPolicy`). */
 const evictionPolicyChecked = new WeakSet<RedisClientLike>();
 
@@ -92,7 +95,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #describe: (error: unknown) => string;
   #everReady = false;
   #closed = false;
-  #outageLogged = false;
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -237,9 +239,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   }
 
   readonly #onReady = (): void => {
-    if (this.#outageLogged) this.#logger.log('Redis connection restored');
+    if (outageLoggedOn.delete(this.#client)) this.#logger.log('Redis connection restored');
     this.#everReady = true;
-    this.#outageLogged = false;
     this.#checkEvictionPolicy();
   };
 
@@ -268,10 +269,11 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     );
   }
 
-  // Without an 'error' listener ioredis prints every reconnect failure itself; log once per outage.
+  // Without an 'error' listener ioredis prints every reconnect failure itself; log once per
+  // outage of the connection, however many accounts' stores share it.
   readonly #onError = (error: unknown): void => {
-    if (this.#outageLogged || this.#closed) return;
-    this.#outageLogged = true;
+    if (outageLoggedOn.has(this.#client) || this.#closed) return;
+    outageLoggedOn.add(this.#client);
     this.#logger.warn(`Redis unavailable: what needs the webhook event store (deliveries, queued events) waits or is refused until it returns: ${this.#describe(error)}`);
   };
 }

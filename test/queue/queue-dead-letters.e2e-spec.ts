@@ -223,6 +223,7 @@ describe('queue mode: dead letters', () => {
     await expect(q.deadLetters.list({ offset: -1 })).rejects.toThrow(RangeError);
     await expect(q.deadLetters.get('')).rejects.toThrow(TypeError);
     await expect(q.deadLetters.get(a.id, 'nope')).rejects.toThrow(PaymentConfigurationError);
+    await expect(q.deadLetters.list({ account: 'nope' })).rejects.toThrow("no account 'nope' is registered by PaymentModule.forRoot() (queue-mode accounts: default, eu)");
     // the names an admin route can check first
     expect(q.deadLetters.accounts()).toEqual(['default', 'eu']);
   });

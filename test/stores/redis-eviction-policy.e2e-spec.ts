@@ -49,4 +49,23 @@ describe('the Redis store warns about an evicting maxmemory-policy', () => {
     // Redis answers in order: had it warned, the line would be there by now
     expect(evictionWarnings(logger)).toEqual([]);
   });
+
+  it('a Redis outage is logged once (and its end once), however many accounts share the connection', async () => {
+    const redis = await startRedisServer();
+    servers.push(redis);
+    const logger = new CollectingLogger();
+    const eu = PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET, redisUrl: redis.url });
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url }, extraImports: [eu] });
+    expect((await postWebhook(w.url, envelope())).status).toBe(200);
+    const storeLines = () => logger.lines.filter((l) => l.context === 'RedisWebhookEventStore').map((l) => [l.level, l.message.slice(0, 40)]);
+    await redis.stop();
+    await waitFor('the outage was logged', () => storeLines().length > 0);
+    await redis.restart();
+    await waitFor('the end of the outage was logged', () => storeLines().some(([level]) => level === 'log'));
+    expect((await postWebhook(w.url, envelope(), { path: 'payments/eu/webhook' })).status).toBe(200);
+    expect(storeLines()).toEqual([
+      ['warn', 'Redis unavailable: what needs the webhoo'],
+      ['log', 'Redis connection restored'],
+    ]);
+  });
 });
