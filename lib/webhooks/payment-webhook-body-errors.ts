@@ -1,7 +1,11 @@
 import { HttpException, type HttpServer } from '@nestjs/common';
 import { PAYMENT_WEBHOOK_PARSER_REFUSED } from '../payment.constants.js';
-import { webhookErrorCodeForStatus } from './payment-webhook-exception.filter.js';
-import { PaymentWebhookErrorCode, type PaymentWebhookErrorBody, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
+import {
+  PaymentWebhookErrorCode,
+  type PaymentWebhookErrorBody,
+  webhookErrorCodeForStatus,
+  WebhookUnsupportedMediaTypeError,
+} from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 
 /*

@@ -1,21 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorBody } from './payment-webhook.errors.js';
-
-/** Code of an `HttpException` that did not come from this package (e.g. a body parser error). */
-export function webhookErrorCodeForStatus(status: number): PaymentWebhookErrorCode {
-  switch (status) {
-    case 413:
-      return PaymentWebhookErrorCode.BODY_TOO_LARGE;
-    case 415:
-      return PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE;
-    case 400:
-      return PaymentWebhookErrorCode.BAD_REQUEST;
-    default:
-      return status >= 500 ? PaymentWebhookErrorCode.INTERNAL_ERROR : PaymentWebhookErrorCode.BAD_REQUEST;
-  }
-}
+import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorBody, webhookErrorCodeForStatus } from './payment-webhook.errors.js';
 
 /**
  * Turns anything thrown on the webhook route into `{ statusCode, code, message }` with a

@@ -40,6 +40,20 @@ export interface PaymentWebhookErrorBody {
   errors?: Record<string, string[]>;
 }
 
+/** The code of an answer with `status` that did not come from this package (a body parser's, another `HttpException`). */
+export function webhookErrorCodeForStatus(status: number): PaymentWebhookErrorCode {
+  switch (status) {
+    case 413:
+      return PaymentWebhookErrorCode.BODY_TOO_LARGE;
+    case 415:
+      return PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE;
+    case 400:
+      return PaymentWebhookErrorCode.BAD_REQUEST;
+    default:
+      return status >= 500 ? PaymentWebhookErrorCode.INTERNAL_ERROR : PaymentWebhookErrorCode.BAD_REQUEST;
+  }
+}
+
 /** Base of every webhook receiver error. Plain `Error`, so it works outside Nest too. @publicApi */
 export class PaymentWebhookError extends Error {
   override readonly name: string = 'PaymentWebhookError';

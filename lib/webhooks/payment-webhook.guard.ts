@@ -2,10 +2,11 @@ import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } f
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { PaymentWebhookError, WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
+import { PaymentWebhookError } from './payment-webhook.errors.js';
 import {
   assertDeclaredSize,
   assertJsonContentType,
+  boundedRawBody,
   getPaymentWebhookState,
   headerValue,
   type PaymentWebhookRequest,
@@ -43,14 +44,7 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
       this.assertContentType(request);
       const maxBytes = this.getMaxBodyBytes(context);
       this.assertDeclaredSize(request, maxBytes);
-      const rawBody = this.getRawBody(request);
-      if (rawBody === undefined) {
-        this.onRawBodyMissing(request);
-        throw new WebhookRawBodyMissingError();
-      }
-      if (rawBody.length > maxBytes) {
-        throw new WebhookBodyTooLargeError(maxBytes);
-      }
+      const rawBody = boundedRawBody(this.getRawBody(request), maxBytes, () => this.onRawBodyMissing(request));
       const verification = verifyWebhookSignature(rawBody, this.getSignatureHeader(request), this.getSecrets(context), {
         toleranceSeconds: this.getToleranceSeconds(context),
         now: this.now(),

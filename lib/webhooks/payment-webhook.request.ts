@@ -107,3 +107,17 @@ export function rawBodyOf(request: PaymentWebhookRequest): Buffer | undefined {
   if (!chunked && (length === undefined || length.trim() === '0')) return Buffer.alloc(0);
   return undefined;
 }
+
+/**
+ * The raw body a verification may use: the bytes kept (`rawBody`, from `rawBodyOf` or a guard's
+ * own source) within `maxBytes`. `onMissing` runs before the refusal when nobody kept them.
+ * @throws WebhookRawBodyMissingError, WebhookBodyTooLargeError
+ */
+export function boundedRawBody(rawBody: Buffer | undefined, maxBytes: number, onMissing: () => void): Buffer {
+  if (rawBody === undefined) {
+    onMissing();
+    throw new WebhookRawBodyMissingError();
+  }
+  if (rawBody.length > maxBytes) throw new WebhookBodyTooLargeError(maxBytes);
+  return rawBody;
+}

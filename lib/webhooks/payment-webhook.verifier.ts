@@ -1,10 +1,10 @@
 import type { Logger } from '@nestjs/common';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
-import { WebhookBodyTooLargeError, WebhookRawBodyMissingError } from './payment-webhook.errors.js';
 import {
   assertDeclaredSize,
   assertJsonContentType,
+  boundedRawBody,
   type PaymentWebhookRequest,
   rawBodyMissingReporter,
   rawBodyOf,
@@ -50,14 +50,7 @@ export class PaymentWebhookVerifier {
     const maxBytes = this.settings.webhookMaxBodyBytes;
     assertJsonContentType(headers);
     assertDeclaredSize(headers, maxBytes);
-    const rawBody = rawBodyOf(request);
-    if (rawBody === undefined) {
-      this.onRawBodyMissing();
-      throw new WebhookRawBodyMissingError();
-    }
-    if (rawBody.length > maxBytes) {
-      throw new WebhookBodyTooLargeError(maxBytes);
-    }
+    const rawBody = boundedRawBody(rawBodyOf(request), maxBytes, this.onRawBodyMissing);
     this.assertSigned(rawBody, headers);
     return parseWebhookEnvelope(rawBody, this.onAnomaly);
   }
