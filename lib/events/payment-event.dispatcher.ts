@@ -27,7 +27,6 @@ import {
 } from './payment-event.errors.js';
 import {
   type AnyPaymentEvent,
-  PAYMENT_EVENT_MODULE_FIELDS,
   type PaymentEventEnvelope,
   type PaymentEventExtras,
   isKnownPaymentEventType,
@@ -41,19 +40,6 @@ import {
  */
 export function paymentEventEmitterName(eventType: string): string {
   return `${PAYMENT_EVENT_NAMESPACE}.${eventType}`;
-}
-
-/**
- * Makes a parsed webhook body an event handlers may see: fields only the module sets
- * (`account`, `canonicalStatus`, `receivedAt`) are removed if the body carried them, then set.
- */
-export function prepareReceivedEvent(event: AnyPaymentEvent, account: string, receivedAt: Date = new Date()): AnyPaymentEvent {
-  for (const field of PAYMENT_EVENT_MODULE_FIELDS) {
-    if (field in event) delete (event as unknown as Record<string, unknown>)[field];
-  }
-  event.account = account;
-  event.receivedAt = receivedAt;
-  return event;
 }
 
 const STATIC_INVOCATION: PaymentEventInvocationContext = Object.freeze({ contextId: STATIC_CONTEXT });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
-import { type AnyPaymentEvent, PAYMENT_EVENT_MODULE_FIELDS, type PaymentEventEnvelope } from '../events/payment-event.types.js';
+import { prepareReceivedEvent, withoutModuleFields } from '../events/received-payment-event.js';
+import type { AnyPaymentEvent, PaymentEventEnvelope } from '../events/payment-event.types.js';
 import type { QueuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import type { BullJob } from './bullmq.loader.js';
 import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
@@ -38,13 +38,6 @@ export function toPaymentEventJobData(account: string, event: AnyPaymentEvent, r
   const data: PaymentEventJobData = { v: 1, account, event: withoutModuleFields(event), receivedAt: receivedAt.toISOString() };
   if (parent !== undefined) data.trace = parent;
   return data;
-}
-
-function withoutModuleFields(event: AnyPaymentEvent): PaymentEventEnvelope {
-  if (!PAYMENT_EVENT_MODULE_FIELDS.some((field) => field in event)) return event; // the usual case: no copy
-  const copy: Record<string, unknown> = { ...event };
-  for (const field of PAYMENT_EVENT_MODULE_FIELDS) delete copy[field];
-  return copy as unknown as PaymentEventEnvelope;
 }
 
 /** Makes `parent` the trace parent of the job's next runs (none when `undefined`): a replay's own. */

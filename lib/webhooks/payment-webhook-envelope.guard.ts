@@ -1,6 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
-import { prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
+import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';

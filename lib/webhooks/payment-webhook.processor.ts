@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDe
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PaymentEventDispatcher, prepareReceivedEvent } from '../events/payment-event.dispatcher.js';
+import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
+import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import { PaymentEventReconciliationError } from '../events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
