@@ -56,6 +56,8 @@ export interface ServiceAnswer {
   body: unknown;
   /** `data` of the success envelope (the body itself when it has no `data`). */
   data: unknown;
+  /** Clock time the answered attempt was sent (after any wait for its slot or token). */
+  sentAt: number;
 }
 
 /**
@@ -146,11 +148,13 @@ export class PaymentRequestExecutor {
       const release = await acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
       observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
       let sending = false;
+      let sentAt = 0;
       try {
         token ??= await untilAborted(this.tokenForCall(call, mayHaveActed), call.signal);
         // the last moment the call can be given up: past it, the request is on the wire
         this.throwIfAborted(call, previous, mayHaveActed);
         sending = true;
+        sentAt = this.runtime.clock.now();
         answer = await this.http.send({
           method: call.method,
           path: call.path,
@@ -171,7 +175,7 @@ export class PaymentRequestExecutor {
         release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0);
       }
       if (answer) {
-        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: dataOf(answer.body) };
+        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: dataOf(answer.body), sentAt };
         failure = paymentErrorFromResponse({
           httpStatus: answer.status,
           body: answer.body,
@@ -200,7 +204,7 @@ export class PaymentRequestExecutor {
         // The service acted (a refund, a payout): resolve as a 2xx without a body rather than an
         // error a caller could take for "not done". Calls it is safe to send again retry instead.
         this.logger.warn?.(`${failure.message} (account ${this.options.account}); resolved without the answer's fields`);
-        return { status: failure.httpStatus, body: undefined, data: undefined };
+        return { status: failure.httpStatus, body: undefined, data: undefined, sentAt };
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
       // a 429's, or a 503's (HTTP gives it there too: the service or a proxy asked for a pause)
@@ -285,7 +289,7 @@ export class PaymentRequestExecutor {
       operation: 'token',
       signal,
     });
-    return parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token, this.options.account);
+    return { ...parseTokenData(answer.data, this.options.tokenResponse, this.options.endpoints.token, this.options.account), sentAt: answer.sentAt };
   }
 
   /**

@@ -9,6 +9,8 @@ import { untilAborted } from './payment-call-abort.js';
 export interface IssuedToken {
   token: string;
   expiresInSeconds: number;
+  /** Clock time the token request was sent: its lifetime starts no earlier. */
+  sentAt?: number;
 }
 
 /** The health checks' shared token request, and who still waits for it. */
@@ -171,9 +173,11 @@ export class PaymentTokenManager {
   }
 
   private async fetch(signal?: AbortSignal, once?: boolean): Promise<string> {
-    // Stamp before the call: the service's 10 minutes start no later than this.
-    const requestedAt = this.clock.now();
+    const asked = this.clock.now();
     const issued = await this.requestToken(signal, once);
+    // The service's 10 minutes start no earlier than the request left, which may be long after it
+    // was asked for (a wait for a token slot): stamped then, the token would be renewed early.
+    const requestedAt = issued.sentAt ?? asked;
     const lifetimeMs = issued.expiresInSeconds * 1000;
     // A margin as long as the lifetime would make every token unusable at once.
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);

@@ -64,6 +64,21 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
     expect(h.calls('/payments/gateways').every((r) => r.status === 200)).toBe(true);
   });
 
+  it("a token whose request waited for its slot is reused for its lifetime from when it was sent, not from when it was asked for", async () => {
+    h = await startClientHarness({ rateLimits: { tokenPerMinute: 1 } });
+    const start = h.sim.now();
+    await h.client.createPayment({ amount: '1', currency: 'USD' });
+    // its own fresh token waits a minute for the token slot, then is sent
+    await h.client.createPayment({ amount: '2', currency: 'USD' });
+    const tokenCalls = h.calls(TOKEN);
+    expect(tokenCalls).toHaveLength(2);
+    expect(h.sim.now() - start).toBeGreaterThanOrEqual(60_000);
+    // 9 min 30 s after the first token was asked for: the second (sent a minute later) is still good
+    h.sim.advanceTime(start + 570_000 - h.sim.now());
+    await h.client.listGateways();
+    expect(h.calls(TOKEN)).toHaveLength(2);
+  });
+
   it('on PAY_1003 (expired) gets a fresh token and retries once', async () => {
     // the client believes tokens live an hour, the service expires them after 10 minutes
     h = await startClientHarness({ tokenResponse: { expiresInField: 'absent', defaultExpiresInSeconds: 3600 } });
