@@ -174,12 +174,9 @@ function networkErrorFrom(error: unknown, method: string, path: string, answered
   // a body that failed mid-stream carries its request; one refused up front has none
   if (code && REFUSED_BEFORE_SENDING_CODES.has(code) && !(error as { request?: unknown }).request) mayHaveReachedService = false;
   if (answeredStatus !== undefined) {
-    const acted = answeredStatus >= 200 && answeredStatus < 300;
     return new PaymentNetworkError({
       code: PaymentClientErrorCode.NETWORK_ERROR,
-      message:
-        `${method} ${path} was answered ${answeredStatus}, but its body could not be read (${code ?? 'unknown network error'})` +
-        (acted ? '; the service acted on it' : ''),
+      message: `${method} ${path} was answered ${answeredStatus}, but its body could not be read (${code ?? 'unknown network error'})`,
       httpStatus: answeredStatus,
       method,
       path,

@@ -203,7 +203,7 @@ export class PaymentRequestExecutor {
       if (!isRetryable(call.retry, failure) && isUnreadSuccess(failure)) {
         // The service acted (a refund, a payout): resolve as a 2xx without a body rather than an
         // error a caller could take for "not done". Calls it is safe to send again retry instead.
-        this.logger.warn?.(`${failure.message} (account ${this.options.account}); resolved without the answer's fields`);
+        this.logger.warn?.(`${failure.message} (account ${this.options.account}): the service acted on it; resolved without the answer's fields`);
         return { status: failure.httpStatus, body: undefined, data: undefined, sentAt };
       }
       if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);

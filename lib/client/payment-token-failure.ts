@@ -5,7 +5,8 @@ import type { ServiceCall } from './payment-request.executor.js';
  * The error of a call whose access token could not be had. The call itself was not sent (again),
  * so the error names the call's method and path, and `mayHaveReachedService` is only what an
  * earlier attempt of the call may have done (`mayHaveActed`): the token call's own (true after
- * its 5xx or time-out) is about a token, not a refund or payout. The class, code, HTTP status,
+ * its 5xx or time-out) is about a token, not a refund or payout. The class, code, HTTP status
+ * (none for a network error: an unread answer's status would read as this call's),
  * `Retry-After`, field errors and network failure kind stay the token failure's, so callers
  * branch as on the token call's error, which is the `cause`.
  */
@@ -13,7 +14,8 @@ export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, ma
   const failed = `getting an access token failed (${messageWithoutAccount(error)})`;
   const details: PaymentApiErrorDetails & { mayHaveReachedService: boolean } = {
     code: error.code,
-    httpStatus: error.httpStatus,
+    // a network error's status is the token call's unread answer, which says nothing of this call
+    httpStatus: error instanceof PaymentNetworkError ? undefined : error.httpStatus,
     errors: error.errors,
     retryAfterSeconds: error.retryAfterSeconds,
     account,

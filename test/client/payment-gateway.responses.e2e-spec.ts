@@ -233,6 +233,15 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(lines.find((l) => l.includes('answered 201, but its body could not be read'))).toContain('the service acted on it');
     });
 
+    it("the token call's answer cut short: the refund is not sent, and its error carries no status of its own", async () => {
+      await start({ maxRetries: 1 });
+      stub.answer('POST', '/authentication/token', { ...success({ access_token: 'tok_cut_00000001', pad: 'x'.repeat(64 * 1024) }), cutBody: true });
+      const refused = await rejectionOf(client.refundPayment('trx_9', { amount: '1' }));
+      expect(refused).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: undefined, mayHaveReachedService: false });
+      expect(refused.message).toContain('was not sent');
+      expect(stub.calls('/payment/trx_9/refund')).toHaveLength(0);
+    });
+
     it('a status read is retried and gives the next answer; the error after the last retry says the service answered', async () => {
       await start({ maxRetries: 1 });
       const cut = { ...success({ status: 'SUCCESS', pad: 'x'.repeat(64 * 1024) }), cutBody: true };
