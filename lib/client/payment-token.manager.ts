@@ -1,6 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
-import { PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
+import { PaymentAbortedError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { untilAborted } from './payment-call-abort.js';
@@ -92,7 +92,8 @@ export class PaymentTokenManager {
    * its own with a single attempt. Concurrent checks share that request; each caller gives up
    * its own wait with its `signal` (rejecting with the signal's reason), and the request is
    * given up (while it waits for its slot: a token request is never cut on the wire) only once
-   * every caller has. A failure is answered again for `CHECK_FAILURE_HOLD_MS`; a given-up one is not.
+   * every caller has; a request already sent is still shared by later checks. The service's
+   * refusal is answered again for `CHECK_FAILURE_HOLD_MS`; a request given up before it was sent is not.
    */
   checkToken(signal?: AbortSignal): Promise<string> {
     const cached = this.usableToken();
@@ -101,6 +102,16 @@ export class PaymentTokenManager {
     // a failure is answered again for a while: each request counts against the token limit the app needs
     if (this.#checkFailed !== undefined && this.clock.now() < this.#checkFailed.until) return Promise.reject(this.#checkFailed.error);
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const given = this.#check;
+    if (given !== undefined && given.controller.signal.aborted) {
+      // Every caller gave it up. Still waiting for its slot, it ends as an abort and a new check
+      // starts; already on the wire (never cut), its answer is this caller's too.
+      const retried = given.promise.catch((error: unknown) => {
+        if (error instanceof PaymentAbortedError) return this.checkToken(signal);
+        throw error;
+      });
+      return untilAborted(retried, signal);
+    }
     const check = (this.#check ??= this.startCheck());
     if (signal === undefined) {
       check.unbounded = true; // a caller that never gives up keeps the request going
@@ -109,7 +120,6 @@ export class PaymentTokenManager {
     check.waiting++;
     const leave = () => {
       if (--check.waiting > 0 || check.unbounded) return;
-      if (this.#check === check) this.#check = undefined; // a later check asks anew
       check.controller.abort(signal.reason);
     };
     signal.addEventListener('abort', leave, { once: true });
@@ -131,8 +141,8 @@ export class PaymentTokenManager {
           return token;
         },
         (error: unknown) => {
-          // given up by its callers: not the service's answer, so nothing to hold
-          if (!controller.signal.aborted) this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
+          // given up before it was sent: not the service's answer, so nothing to hold
+          if (!(error instanceof PaymentAbortedError)) this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
           throw error;
         },
       )

@@ -79,7 +79,8 @@ export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): 
     account: data.account,
     eventId: data.event.eventId,
     eventType: data.event.eventType,
-    event: data.event,
+    // jobs queued before 0.2 kept a body's own module fields
+    event: withoutModuleFields(data.event as AnyPaymentEvent),
     attempts: job.attemptsMade,
     lastError: job.failedReason ?? '',
     receivedAt: new Date(data.receivedAt),

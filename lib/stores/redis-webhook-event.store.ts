@@ -70,6 +70,8 @@ const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_V
 
 /** Connections whose outage a store has logged (the stores of several accounts may share one): one line per outage. */
 const outageLoggedOn = new WeakSet<RedisClientLike>();
+/** Open stores per connection: once the last closes, a store made later on it logs an outage under way. */
+const openStoresOn = new WeakMap<RedisClientLike, number>();
 
 /** Connections whose server's eviction policy was read (see `#checkEvictionPolicy`). */
 const evictionPolicyChecked = new WeakSet<RedisClientLike>();
@@ -118,6 +120,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     } else {
       throw new TypeError('RedisWebhookEventStore: pass a Redis URL or an ioredis client');
     }
+    openStoresOn.set(this.#client, (openStoresOn.get(this.#client) ?? 0) + 1);
     this.#client.on('ready', this.#onReady);
     this.#client.on('error', this.#onError);
     if (this.#client.status === 'ready') {
@@ -184,6 +187,9 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    const open = (openStoresOn.get(this.#client) ?? 1) - 1;
+    openStoresOn.set(this.#client, open);
+    if (open === 0) outageLoggedOn.delete(this.#client);
     this.#client.removeListener('ready', this.#onReady);
     if (!this.#ownsClient) {
       this.#client.removeListener('error', this.#onError);

@@ -396,5 +396,29 @@ describe('PaymentGatewayService calls with an AbortSignal', () => {
       // listGateways' token and the next check's: the given-up request never left
       expect(stub.calls('/authentication/token')).toHaveLength(2);
     });
+
+    it('a request already sent when its last caller gave up is shared by the next checks, and its refusal is held', async () => {
+      stub = await new ClientStubServer().start();
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => (answer = resolve));
+      stub.answer('POST', '/authentication/token', { status: 503, body: { status: 'error', code: 'PAY_5003', message: 'down' }, hold: held });
+      fake = new ClientFakeClock(Date.UTC(2026, 0, 1));
+      checked = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT }), { clock: fake, random: () => 0.5 });
+      const probe = new AbortController();
+      const givenUp = rejectionOf(checked.checkAuthentication({ signal: probe.signal }));
+      await waitFor('the token request is on the wire', () => stub.calls('/authentication/token').length === 1);
+      probe.abort();
+      expect(await givenUp).toBeInstanceOf(PaymentAbortedError);
+      // the next probes wait for the request on the wire rather than sending their own
+      const next = rejectionOf(checked.checkAuthentication({ signal: new AbortController().signal }));
+      const unbounded = rejectionOf(checked.checkAuthentication());
+      await flushMicrotasks();
+      answer();
+      expect(await next).toMatchObject({ code: 'PAY_5003' });
+      expect(await unbounded).toMatchObject({ code: 'PAY_5003' });
+      // the service's refusal is held: no new request within 30 s
+      expect(await rejectionOf(checked.checkAuthentication())).toMatchObject({ code: 'PAY_5003' });
+      expect(stub.calls('/authentication/token')).toHaveLength(1);
+    });
   });
 });

@@ -7,7 +7,9 @@ import { loadRedisConstructor } from '../../lib/stores/redis-client.js';
 import { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { RedisClientMissingError, WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
 import type { WebhookClaimResult } from '../../lib/stores/webhook-event-store.interface.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
 
 const LEASE_MS = 60_000;
 
@@ -167,6 +169,28 @@ describe('RedisWebhookEventStore', () => {
   });
 
   describe('when Redis goes away', () => {
+    it('a store made on a client whose other stores all closed during an outage still logs that outage', async () => {
+      const logs = new CollectingLogger();
+      Logger.overrideLogger(logs);
+      const client = new Redis(server.url, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+      client.on('error', () => undefined);
+      const outages = () => logs.lines.filter((l) => l.context === 'RedisWebhookEventStore' && l.message.startsWith('Redis unavailable'));
+      try {
+        const first = new RedisWebhookEventStore(client);
+        await first.claim(`evt_${randomUUID()}`, LEASE_MS);
+        await server.stop();
+        await waitFor('the outage was logged', () => outages().length === 1);
+        await first.close();
+        const second = new RedisWebhookEventStore(client);
+        await waitFor('the outage was logged again, by the store now using the client', () => outages().length === 2);
+        await second.close();
+      } finally {
+        Logger.overrideLogger(false);
+        await server.restart();
+        client.disconnect();
+      }
+    });
+
     it('rejects with WebhookStoreUnavailableError, then works again once Redis is back', async () => {
       const store = newStore({ keyPrefix: `outage:${randomUUID()}:` });
       const held = await store.claim('evt_held', LEASE_MS);
