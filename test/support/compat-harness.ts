@@ -5,8 +5,12 @@ import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, wri
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
-/** Output kept per child process for failure messages (the tail is what matters). */
-const OUTPUT_LIMIT = 64 * 1024;
+/**
+ * Output kept per child process: bounded (an install's log can be long), but well above what
+ * a command whose stdout is read must print whole (`npm pack --json` lists every packed file:
+ * about 65 KB at 140 source files, which a 64 KB cap cut in half).
+ */
+const OUTPUT_LIMIT = 4 * 1024 * 1024;
 
 /**
  * Environment of every child: the parent's, less what would change how npm or node behave
