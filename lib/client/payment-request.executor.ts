@@ -277,7 +277,7 @@ export class PaymentRequestExecutor {
         message: 'clientId and clientSecret (PAYMENT_CLIENT_ID / PAYMENT_CLIENT_SECRET) are required to call the payment service',
       });
     }
-    this.logger.debug?.('Requesting an access token');
+    this.logger.debug?.(`Requesting an access token (account ${this.options.account})`);
     const answer = await this.execute({
       method: 'POST',
       path: this.options.endpoints.token,

@@ -10,6 +10,14 @@ import type { ServiceCall } from './payment-request.executor.js';
  * `Retry-After`, field errors and network failure kind stay the token failure's, so callers
  * branch as on the token call's error, which is the `cause`.
  */
+/** Errors made by `tokenFailureOfCall`: their status is the token call's, not an answer to the call. */
+const tokenFailures = new WeakSet<PaymentApiError>();
+
+/** Whether `error` ended a call that was not sent because its token could not be had. */
+export function isTokenFailureOfCall(error: unknown): boolean {
+  return error instanceof PaymentApiError && tokenFailures.has(error);
+}
+
 export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, mayHaveActed: boolean, account: string): PaymentApiError {
   const failed = `getting an access token failed (${messageWithoutAccount(error)})`;
   const details: PaymentApiErrorDetails & { mayHaveReachedService: boolean } = {
@@ -32,5 +40,6 @@ export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, ma
   else if (error instanceof PaymentValidationError) rebuilt = new PaymentValidationError({ ...details, clientSide: error.clientSide });
   else rebuilt = new (error.constructor as new (details: PaymentApiErrorDetails) => PaymentApiError)(details);
   Object.defineProperty(rebuilt, 'cause', { value: error, enumerable: false, writable: true, configurable: true });
+  tokenFailures.add(rebuilt);
   return rebuilt;
 }

@@ -1,5 +1,6 @@
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
+import { isTokenFailureOfCall } from '../client/payment-token-failure.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
 import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
@@ -55,6 +56,8 @@ export class PaymentClientTelemetry {
 export class PaymentClientCallTelemetry {
   private readonly startedAt = performance.now();
   private retries = 0;
+  /** Status of the last answer a retried attempt got (a token failure ends a call with the token call's status). */
+  private lastAnswerStatus: number | undefined;
 
   constructor(
     readonly operation: PaymentClientOperation,
@@ -88,10 +91,11 @@ export class PaymentClientCallTelemetry {
   /** The attempt failed with `code` (its answer's `httpStatus`, if any) and is repeated after `delayMs`. */
   retrying(code: string, delayMs: number, httpStatus?: number): void {
     this.retries++;
+    this.lastAnswerStatus = httpStatus;
     const known = metricCode(code, httpStatus);
     try {
       this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
-      this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, 'payment_gateway.retry.delay_ms': delayMs, 'payment_gateway.retry.number': this.retries });
+      this.span?.addEvent('retry', { [PaymentSpanAttribute.CODE]: known, [PaymentSpanAttribute.RETRY_DELAY_MS]: delayMs, [PaymentSpanAttribute.RETRY_NUMBER]: this.retries });
     } catch (error) {
       telemetryFailed(error);
     }
@@ -100,7 +104,9 @@ export class PaymentClientCallTelemetry {
   /** The call's measurements and the end of its span, each guarded on its own: one failing never skips the other. */
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
     const code = error === undefined ? undefined : codeOf(error);
-    const httpStatus = error === undefined ? okStatus : statusOf(error);
+    // a call not sent (again) for want of a token: the status on its error is the token call's;
+    // the call's own last answer is the one before (none when it was never sent)
+    const httpStatus = error === undefined ? okStatus : isTokenFailureOfCall(error) ? this.lastAnswerStatus : statusOf(error);
     if (this.instruments !== undefined) {
       try {
         const attributes: Attributes = { operation: this.operation, outcome, account: this.account };

@@ -105,6 +105,10 @@ export const PaymentSpanAttribute = {
   HANDLER: 'payment_gateway.handler',
   OPERATION: 'payment_gateway.operation',
   RETRIES: 'payment_gateway.retries',
+  /** On a `retry` span event: the wait before the repeated attempt, in ms. */
+  RETRY_DELAY_MS: 'payment_gateway.retry.delay_ms',
+  /** On a `retry` span event: which repeat it is (1 for the first). */
+  RETRY_NUMBER: 'payment_gateway.retry.number',
   /** Queue mode: the attempt of an event job (1 for the first). */
   ATTEMPT: 'payment_gateway.attempt',
 } as const;

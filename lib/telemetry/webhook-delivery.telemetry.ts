@@ -99,13 +99,13 @@ export class WebhookDeliveryTelemetry {
   }
 
   /**
-   * A delivery refused before its event was trusted (the verifier threw). Records it and
-   * returns `error` for the caller to throw.
+   * A delivery refused before its event was trusted (the verifier threw). Records it, logs it
+   * unless the caller logs it its own way (`log: false`), and returns `error` for the caller to throw.
    */
-  rejected<E>(error: E, startedAt: number): E {
+  rejected<E>(error: E, startedAt: number, log = true): E {
     const { code, status } = answerOf(error);
     this.record('rejected', code, undefined, startedAt);
-    this.log(this.rejectionLevel(code), 'rejected', status, code, undefined, error);
+    if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, undefined, error);
     return error;
   }
 
@@ -169,7 +169,8 @@ export class WebhookDeliveryTelemetry {
       span.setAttribute(PaymentSpanAttribute.CODE, code);
       if (outcome !== 'in_flight') {
         // Our own error, message redacted; never the handler's error object (its span has that).
-        span.recordException({ name: code, message: reason });
+        // the error's class as the exception type (as client spans have it); the code is an attribute
+        span.recordException({ name: exceptionTypeOf(error), message: reason });
         span.setStatus({ code: SpanStatusCode.ERROR, message: `${code}: ${reason}` });
       }
     } catch (failure) {
@@ -209,12 +210,19 @@ export class WebhookDeliveryTelemetry {
     const parts: string[] = [];
     let current: unknown = answer;
     for (let depth = 0; depth < 3 && current instanceof Error; depth++) {
-      parts.push(current.message);
+      // a wrapper that already quotes its cause's message ("could not claim: Command timed out") says it once
+      if (parts.length === 0 || !parts[parts.length - 1]!.endsWith(current.message)) parts.push(current.message);
       current = current.cause;
     }
     const reason = parts.length > 0 ? parts.join(': ') : String(answer);
     return this.#redact(reason);
   }
+}
+
+/** The class of what failed: the module's own error inside the HTTP exception. */
+function exceptionTypeOf(error: unknown): string {
+  const own = error instanceof PaymentWebhookHttpException ? error.error : error;
+  return own instanceof Error ? own.name : 'Error';
 }
 
 /** `code` and HTTP status of what the route answers for `error`. */

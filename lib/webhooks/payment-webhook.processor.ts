@@ -110,6 +110,11 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * Counts and logs a delivery to this account's route that the HTTP adapter's body parser
    * refused before `process` could run (see `payment-webhook-body-errors.ts`).
    */
+  /** Whether the request's raw body carries a valid signature made with one of this account's secrets. */
+  isSignedForThisAccount(request: PaymentWebhookRequest): boolean {
+    return this.verifier.hasValidSignature(request);
+  }
+
   refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
     this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));
   }

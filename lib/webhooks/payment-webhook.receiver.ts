@@ -41,7 +41,7 @@ export class PaymentWebhookReceiver {
    */
   receive(request: PaymentWebhookRequest, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentWebhookAck> {
     if (!this.accounts.has(account)) {
-      return Promise.reject(this.unknownAccount(account, performance.now()));
+      return Promise.reject(this.unknownAccount(account, performance.now(), request));
     }
     const webhooks = this.accounts.require(account).webhooks;
     if (webhooks === undefined) {
@@ -52,22 +52,33 @@ export class PaymentWebhookReceiver {
 
   /**
    * The 404 for a name no `forRoot()` registers: like any unknown path, its answer never lists
-   * the accounts (the name may come from the URL). Counted and logged as every refusal is; the
-   * first one at `error` with the registered names, since a host calling `receive()` with a
-   * wrong name or none (only named accounts) gets every delivery refused and, after the
-   * service's retries, abandoned; later ones at `debug` (anyone can send them).
+   * the accounts (the name may come from the URL). Counted and logged as every refusal is. A
+   * delivery signed with a registered account's secret comes from the service: the first such
+   * is logged at `error`, naming the registered accounts and the signer, since a host calling
+   * `receive()` with a wrong name or none gets every delivery refused and, after the service's
+   * retries, abandoned; later ones at `debug`. Unsigned ones (anyone can send them) only at
+   * `debug`, and never with the name they asked for.
    */
-  private unknownAccount(account: string, startedAt: number): PaymentWebhookHttpException {
-    const answer = this.unknownAccounts.rejected(new PaymentWebhookHttpException(new WebhookUnknownAccountError(String(account))), startedAt);
-    if (!this.unknownAccountLogged) {
+  private unknownAccount(account: string, startedAt: number, request: PaymentWebhookRequest): PaymentWebhookHttpException {
+    const signer = this.unknownAccountLogged ? undefined : this.signerOf(request);
+    const first = signer !== undefined;
+    // the first signed one's line is the error below (one line per delivery)
+    const answer = this.unknownAccounts.rejected(new PaymentWebhookHttpException(new WebhookUnknownAccountError(String(account))), startedAt, !first);
+    if (first) {
       this.unknownAccountLogged = true;
       const name = account === DEFAULT_PAYMENT_ACCOUNT ? 'without an account name (the default account)' : `for account ${JSON.stringify(String(account)).slice(0, 80)}`;
       this.logger.error(
         `PaymentWebhookReceiver.receive() was called ${name}, which no PaymentModule.forRoot() registers ` +
-          `(registered: ${this.accounts.names().join(', ') || 'none'}): the delivery was answered 404 WEBHOOK_UNKNOWN_ACCOUNT. ` +
-          'Pass the name of the account whose secret signs these deliveries; later ones are logged at debug',
+          `(registered: ${this.accounts.names().join(', ') || 'none'}): a delivery signed with the secret of account '${signer}' ` +
+          'was answered 404 WEBHOOK_UNKNOWN_ACCOUNT. Pass the name of the account whose secret signs these deliveries; later ones are logged at debug',
       );
     }
     return answer;
   }
+
+  /** The registered account whose secret signs the request, if any. */
+  private signerOf(request: PaymentWebhookRequest): string | undefined {
+    return this.accounts.names().find((name) => this.accounts.require(name).webhooks?.isSignedForThisAccount(request) === true);
+  }
+
 }

@@ -193,6 +193,24 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     expect(telemetryTexts(await otel.collect(), otel.spans()).filter((text) => text.includes('ACCT-998877'))).toEqual([]);
   });
 
+  it('a call not sent because its token was refused has no HTTP status of its own (the token call has it)', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    h.sim.injectFault({
+      method: 'POST',
+      path: '/authentication/token',
+      kind: 'rewrite',
+      rewrite: () => ({ status: 400, body: { status: 'error', code: 'PAY_4000', message: 'bad token request', errors: {}, data: [] } }),
+    });
+    await rejectionOf(h.client.createPayment({ amount: '2', currency: 'USD' }));
+    expect(h.calls('/payment/create')).toHaveLength(0);
+    const points = counterPoints(await otel.collect(), PaymentMetricName.CLIENT_REQUESTS);
+    expect(points.find((p) => p.operation === 'create_payment')).toEqual({ operation: 'create_payment', outcome: 'error', code: 'PAY_4000', account: 'default', value: 1 });
+    expect(points.find((p) => p.operation === 'token')).toMatchObject({ outcome: 'error', code: 'PAY_4000', http_status: 400 });
+    const span = otel.spans().find((s) => s.name === 'payment client create_payment')!;
+    expect(span.attributes['http.response.status_code']).toBeUndefined();
+  });
+
   it('names the account of a named forRoot() in every data point and span', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness();

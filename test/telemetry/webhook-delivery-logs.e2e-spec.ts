@@ -98,24 +98,34 @@ describe('webhook delivery log lines', () => {
     expect(deliveries(logger)[0]!.message).toMatch(/^Webhook delivery rejected, answered 500 WEBHOOK_SECRET_NOT_CONFIGURED: account=default; /);
   });
 
-  it('a host route naming an account no forRoot() registers: counted, said once at error with the registered names, then at debug', async () => {
+  it('a host route naming an account no forRoot() registers: counted; the first signed delivery said once at error with the registered names and its signer, the rest at debug', async () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger, mount: 'host route', controllers: [PerAccountWebhookController] });
+    // unsigned requests (anyone can send them) neither reach the error level nor use up its one line
+    for (const name of ['ATTACKER-TEXT%20run%20this', 'attacker-chosen']) {
+      expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}`, signature: null })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
+    }
     for (const name of ['eu', 'attacker-chosen', 'eu']) {
       expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}` })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
     }
     const lines = logger.lines.filter((l) => l.context === 'PaymentWebhooks' && l.level !== 'log');
     expect(lines.filter((l) => l.level === 'error')).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/receive\(\) was called for account "eu", which no PaymentModule.forRoot\(\) registers \(registered: default\)/) }),
+      expect.objectContaining({
+        message: expect.stringMatching(
+          /receive\(\) was called for account "eu", which no PaymentModule.forRoot\(\) registers \(registered: default\): a delivery signed with the secret of account 'default'/,
+        ),
+      }),
     ]);
     expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    expect(logger.lines.some((l) => l.message.includes('ATTACKER-TEXT'))).toBe(false);
+    // one line per delivery: the first signed one's is the error above
     expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual(
-      Array(3).fill(['debug', expect.stringMatching(/^Webhook delivery rejected, answered 404 WEBHOOK_UNKNOWN_ACCOUNT: account=\(unknown\); /)]),
+      Array(4).fill(['debug', expect.stringMatching(/^Webhook delivery rejected, answered 404 WEBHOOK_UNKNOWN_ACCOUNT: account=\(unknown\); /)]),
     );
     // the unknown names are never metric values
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
-      { outcome: 'rejected', code: 'WEBHOOK_UNKNOWN_ACCOUNT', account: '(unknown)', value: 3 },
+      { outcome: 'rejected', code: 'WEBHOOK_UNKNOWN_ACCOUNT', account: '(unknown)', value: 5 },
     ]);
   });
 
