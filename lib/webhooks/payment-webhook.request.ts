@@ -49,13 +49,35 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
 // The request checks below run before the body is looked at, in the order the receiver
 // and the signature guard both use: content type (415), declared size (413), raw body.
 
-/** The `charset` parameter of a content type (its value unquoted). */
-const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;
+/** A content type's media type, then its parameters: `; name=token` or `; name="quoted \" string"` (RFC 9110 8.3.1). */
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+/;
+const PARAMETER = /^[ \t]*;[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+)=(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+)|"((?:[^"\\]|\\.)*)")/;
+
+/**
+ * The `charset` values of a content type, read as HTTP reads parameters (a `charset=` inside
+ * another parameter's quoted value is not one); `undefined` when the header does not parse.
+ */
+function charsetsOf(type: string): string[] | undefined {
+  const media = MEDIA_TYPE.exec(type);
+  if (media === null) return undefined;
+  const charsets: string[] = [];
+  let rest = type.slice(media[0].length);
+  while (rest.trim() !== '') {
+    if (/^[ \t]*;[ \t]*$/.test(rest)) break; // a trailing ';' names nothing
+    const parameter = PARAMETER.exec(rest);
+    if (parameter === null) return undefined;
+    if (parameter[1]!.toLowerCase() === 'charset') charsets.push((parameter[2] ?? parameter[3]!.replace(/\\(.)/g, '$1')).toLowerCase());
+    rest = rest.slice(parameter[0].length);
+  }
+  return charsets;
+}
 
 /**
  * The service sends JSON; anything else is refused before the body is read. A charset other
  * than UTF-8 is refused too (JSON between systems is UTF-8, RFC 8259), as Express's JSON
- * parser refuses it before the route: the same 415 on every adapter and mount.
+ * parser refuses it before the route: the same 415 on every adapter and mount. So is a header
+ * whose parameters do not parse, or that names two charsets: a body parser that read another
+ * charset than this check would hand the handler values the signature never covered.
  */
 export function assertJsonContentType(headers: IncomingHttpHeaders): void {
   const type = headerValue(headers, 'content-type');
@@ -65,8 +87,10 @@ export function assertJsonContentType(headers: IncomingHttpHeaders): void {
   if (mediaType !== 'application/json') {
     throw new WebhookUnsupportedMediaTypeError();
   }
-  const charset = CHARSET_PARAMETER.exec(type!)?.[1]?.toLowerCase();
-  if (charset !== undefined && charset !== 'utf-8') throw new WebhookUnsupportedMediaTypeError(true);
+  const charsets = charsetsOf(type!.trim());
+  if (charsets === undefined || charsets.length > 1 || (charsets.length === 1 && charsets[0] !== 'utf-8')) {
+    throw new WebhookUnsupportedMediaTypeError(true);
+  }
 }
 
 /** Refuses a body whose declared `Content-Length` is over the limit, before hashing it. */

@@ -158,6 +158,14 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     cases.push(['a signed envelope declared latin1', () => postWebhook(url(), envelope(), latin1), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
     const quotedLatin1 = { contentType: 'application/json; charset="ISO-8859-1"' };
     cases.push(['a signed envelope declared ISO-8859-1', () => postWebhook(url(), envelope(), quotedLatin1), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    // read as HTTP reads parameters: a body parser decoding another charset than the one checked
+    // would hand handlers values the signature never covered
+    const hiddenCharset = { contentType: 'application/json; x="; charset=utf-8"; charset=utf-7' };
+    cases.push(['a charset=utf-8 inside a quoted parameter, then charset=utf-7 (signed)', () => postWebhook(url(), envelope(), hiddenCharset), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
+    const twoCharsets = { contentType: 'application/json; charset=utf-8; charset=utf-8' };
+    cases.push(['two charset parameters (signed)', () => postWebhook(url(), envelope(), twoCharsets), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
+    const malformed = { contentType: 'application/json; charset' };
+    cases.push(['a parameter without a value (signed)', () => postWebhook(url(), envelope(), malformed), 415, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE']);
 
     // Rest parameters: a declared fifth parameter would make jest wait for a done callback on 4-element rows.
     it.each(cases)('%s', async (...[, send, status, code, fromBodyParser]) => {
@@ -171,7 +179,13 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     });
 
     it('accepts a UTF-8 charset however it is spelt', async () => {
-      for (const contentType of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'Application/JSON; Charset=Utf-8']) {
+      for (const contentType of [
+        'application/json; charset=utf-8',
+        'application/json;charset="UTF-8"',
+        'Application/JSON; Charset=Utf-8',
+        'application/json;',
+        'application/json; profile="a; charset=latin1"; charset=utf-8',
+      ]) {
         const event = envelope();
         expect(await postWebhook(w.url, event, { contentType })).toMatchObject({ status: 200, json: { received: true } });
         expect(w.handlers.count('payment.*', event.eventId as string)).toBe(1);
