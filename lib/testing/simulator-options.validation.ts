@@ -146,6 +146,14 @@ export function assertFault(fault: SimulatorFault): void {
   if (fault.path !== undefined && typeof fault.path !== 'string' && !(fault.path instanceof RegExp)) {
     throw new TypeError(`fault.path must be a string or a RegExp (not ${show(fault.path)})`);
   }
+  // a string path is compared with the request's path as it is: without its leading '/', or with
+  // a query, it would match nothing and the test it serves would pass untested
+  if (typeof fault.path === 'string' && (!fault.path.startsWith('/') || fault.path.includes('?') || fault.path.includes('#'))) {
+    throw new TypeError(
+      `fault.path ${JSON.stringify(fault.path)} can never match: give the route from its leading '/' without a query ` +
+        "(e.g. '/payment/status'), or a RegExp",
+    );
+  }
   assertOptionalBoolean('fault.afterHandling', fault.afterHandling);
   if (fault.trickleMs !== undefined && (!Number.isInteger(fault.trickleMs) || fault.trickleMs < 0 || fault.kind !== 'trickle')) {
     throw new RangeError(`fault.trickleMs must be a whole number of ms, 0 or more, on a 'trickle' fault (not ${fault.trickleMs} on '${fault.kind}')`);

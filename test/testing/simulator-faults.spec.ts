@@ -170,6 +170,11 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
   it('refuses control arguments that would silently do nothing', () => {
     expect(() => sim.setMerchantActive(1, 'false' as never)).toThrow(TypeError);
     expect(() => sim.injectFault({ method: 'get' as never, kind: 'status', status: 500 })).toThrow(/fault.method "get" is unknown/);
+    // a string path is the route as requested: without its '/', or with a query, it never matches
+    expect(() => sim.injectFault({ kind: 'reset', path: 'payment/create' })).toThrow(/fault.path "payment\/create" can never match/);
+    expect(() => sim.injectFault({ kind: 'status', status: 503, path: '/payment/status?trx_id=trx_1' })).toThrow(/can never match/);
+    expect(() => sim.injectFault({ kind: 'status', status: 503, path: '/sandbox/api/v1/payment/status' })).not.toThrow();
+    sim.clearFaults();
     expect(() => sim.injectFault({ kind: 'status', status: 429, retryAfterSeconds: Number.NaN })).toThrow(RangeError);
     expect(() => sim.setDeliveryFaults({ outOfOrdr: true } as never)).toThrow(/unknown switch "outOfOrdr"/);
     expect(() => sim.setDeliveryFaults({ duplicate: -1 })).toThrow(RangeError);
