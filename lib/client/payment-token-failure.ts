@@ -1,6 +1,14 @@
 import { messageWithoutAccount, PaymentApiError, type PaymentApiErrorDetails, PaymentNetworkError, PaymentValidationError } from './payment-api.errors.js';
 import type { ServiceCall } from './payment-request.executor.js';
 
+/** Errors made by `tokenFailureOfCall`: their status is the token call's, not an answer to the call. */
+const tokenFailures = new WeakSet<PaymentApiError>();
+
+/** Whether `error` ended a call that was not sent because its token could not be had. */
+export function isTokenFailureOfCall(error: unknown): boolean {
+  return error instanceof PaymentApiError && tokenFailures.has(error);
+}
+
 /**
  * The error of a call whose access token could not be had. The call itself was not sent (again),
  * so the error names the call's method and path, and `mayHaveReachedService` is only what an
@@ -10,14 +18,6 @@ import type { ServiceCall } from './payment-request.executor.js';
  * `Retry-After`, field errors and network failure kind stay the token failure's, so callers
  * branch as on the token call's error, which is the `cause`.
  */
-/** Errors made by `tokenFailureOfCall`: their status is the token call's, not an answer to the call. */
-const tokenFailures = new WeakSet<PaymentApiError>();
-
-/** Whether `error` ended a call that was not sent because its token could not be had. */
-export function isTokenFailureOfCall(error: unknown): boolean {
-  return error instanceof PaymentApiError && tokenFailures.has(error);
-}
-
 export function tokenFailureOfCall(error: PaymentApiError, call: ServiceCall, mayHaveActed: boolean, account: string): PaymentApiError {
   const failed = `getting an access token failed (${messageWithoutAccount(error)})`;
   const details: PaymentApiErrorDetails & { mayHaveReachedService: boolean } = {

@@ -106,15 +106,15 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     return this.telemetry.traced(tracer, event, (span) => this.answer(event, startedAt, span));
   }
 
-  /**
-   * Counts and logs a delivery to this account's route that the HTTP adapter's body parser
-   * refused before `process` could run (see `payment-webhook-body-errors.ts`).
-   */
   /** Whether the request's raw body carries a valid signature made with one of this account's secrets. */
   isSignedForThisAccount(request: PaymentWebhookRequest): boolean {
     return this.verifier.hasValidSignature(request);
   }
 
+  /**
+   * Counts and logs a delivery to this account's route that the HTTP adapter's body parser
+   * refused before `process` could run (see `payment-webhook-body-errors.ts`).
+   */
   refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
     this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));
   }

@@ -5,7 +5,14 @@ import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetr
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookUnknownAccountError } from './payment-webhook.errors.js';
 import type { PaymentWebhookAck } from './payment-webhook.processor.js';
-import type { PaymentWebhookRequest } from './payment-webhook.request.js';
+import { type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+
+/**
+ * Unknown-account deliveries up to this size are checked for a registered signer (one HMAC per
+ * account and secret): anyone can send them, so the check must cost about what a delivery does.
+ * The service's events are a few KB.
+ */
+const SIGNER_CHECK_MAX_BYTES = 64 * 1024;
 
 /**
  * Receives a webhook delivery in a route of your own (with `webhookRoute: false`, or beside
@@ -76,8 +83,10 @@ export class PaymentWebhookReceiver {
     return answer;
   }
 
-  /** The registered account whose secret signs the request, if any. */
+  /** The registered account whose secret signs the request, if any (bodies up to `SIGNER_CHECK_MAX_BYTES`). */
   private signerOf(request: PaymentWebhookRequest): string | undefined {
+    const rawBody = rawBodyOf(request);
+    if (rawBody === undefined || rawBody.length > SIGNER_CHECK_MAX_BYTES) return undefined;
     return this.accounts.names().find((name) => this.accounts.require(name).webhooks?.isSignedForThisAccount(request) === true);
   }
 

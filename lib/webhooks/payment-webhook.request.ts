@@ -53,6 +53,10 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
 const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+/;
 const PARAMETER = /^[ \t]*;[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+)=(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+)|"((?:[^"\\]|\\.)*)")/;
 
+function trimHttpWhitespace(text: string): string {
+  return text.replace(/^[ \t]+|[ \t]+$/g, '');
+}
+
 /**
  * The `charset` values of a content type, read as HTTP reads parameters (a `charset=` inside
  * another parameter's quoted value is not one); `undefined` when the header does not parse.
@@ -62,7 +66,7 @@ function charsetsOf(type: string): string[] | undefined {
   if (media === null) return undefined;
   const charsets: string[] = [];
   let rest = type.slice(media[0].length);
-  while (rest.trim() !== '') {
+  while (trimHttpWhitespace(rest) !== '') {
     if (/^[ \t]*;[ \t]*$/.test(rest)) break; // a trailing ';' names nothing
     const parameter = PARAMETER.exec(rest);
     if (parameter === null) return undefined;
@@ -83,11 +87,13 @@ export function assertJsonContentType(headers: IncomingHttpHeaders): void {
   const type = headerValue(headers, 'content-type');
   // What the service sends, checked without allocating; any other spelling is normalised.
   if (type === 'application/json') return;
-  const mediaType = type === undefined ? '' : type.split(';', 1)[0]!.trim().toLowerCase();
+  // HTTP's whitespace only (space, tab), as Express's parser trims it: a no-break space that
+  // `trim()` removes would pass here while that parser skips the body as not JSON
+  const mediaType = type === undefined ? '' : trimHttpWhitespace(type.split(';', 1)[0]!).toLowerCase();
   if (mediaType !== 'application/json') {
     throw new WebhookUnsupportedMediaTypeError();
   }
-  const charsets = charsetsOf(type!.trim());
+  const charsets = charsetsOf(trimHttpWhitespace(type!));
   if (charsets === undefined || charsets.length > 1 || (charsets.length === 1 && charsets[0] !== 'utf-8')) {
     throw new WebhookUnsupportedMediaTypeError(true);
   }

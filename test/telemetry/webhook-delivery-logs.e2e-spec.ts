@@ -106,6 +106,9 @@ describe('webhook delivery log lines', () => {
     for (const name of ['ATTACKER-TEXT%20run%20this', 'attacker-chosen']) {
       expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}`, signature: null })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
     }
+    // nor does a signed body over 64 KiB: checking one costs a hash per account, and anyone can send them
+    const large = envelope('payment.succeeded', { padding: 'x'.repeat(70 * 1024) });
+    expect(await postWebhook(w.url, large, { path: 'hooks/large' })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
     for (const name of ['eu', 'attacker-chosen', 'eu']) {
       expect(await postWebhook(w.url, envelope(), { path: `hooks/${name}` })).toMatchObject({ status: 404, json: { code: 'WEBHOOK_UNKNOWN_ACCOUNT' } });
     }
@@ -121,11 +124,11 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.some((l) => l.message.includes('ATTACKER-TEXT'))).toBe(false);
     // one line per delivery: the first signed one's is the error above
     expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual(
-      Array(4).fill(['debug', expect.stringMatching(/^Webhook delivery rejected, answered 404 WEBHOOK_UNKNOWN_ACCOUNT: account=\(unknown\); /)]),
+      Array(5).fill(['debug', expect.stringMatching(/^Webhook delivery rejected, answered 404 WEBHOOK_UNKNOWN_ACCOUNT: account=\(unknown\); /)]),
     );
     // the unknown names are never metric values
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
-      { outcome: 'rejected', code: 'WEBHOOK_UNKNOWN_ACCOUNT', account: '(unknown)', value: 5 },
+      { outcome: 'rejected', code: 'WEBHOOK_UNKNOWN_ACCOUNT', account: '(unknown)', value: 6 },
     ]);
   });
 
