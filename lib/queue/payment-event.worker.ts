@@ -2,7 +2,6 @@ import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspectSummary } from '../common/inspect-summary.util.js';
-import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
@@ -214,12 +213,17 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         job.attemptsMade + 1,
         job.data.trace,
         () => {
-          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => this.dispatcher.dispatch(event));
+          let handlersDone = false;
+          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () =>
+            this.dispatcher.dispatch(event).finally(() => (handlersDone = true)),
+          );
           handling = run;
           this.running.track(run);
           // BullMQ renews the job's lock while this process lives: without a bound a hung handler
           // would keep a worker slot for good. The bound frees the slot; the store claim stays.
-          return withTimeout(run, timeoutMs, () => {
+          // It bounds the handlers only: once they are done, the attempt waits for their completion
+          // to be recorded (retried through a store outage), or its retry would run them again.
+          return handlersBounded(run, timeoutMs, () => handlersDone, () => {
             timedOut = true;
             return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
           });
@@ -345,4 +349,26 @@ function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQue
   if ('value' in result) return result.value === ALREADY_PROCESSED ? 'duplicate' : 'handled';
   const error = result.error;
   return error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT ? 'in_flight' : 'failed';
+}
+
+/**
+ * `run`, or `timedOut()`'s error once `timeoutMs` passed while the handlers were still running
+ * (`handlersDone()` false then); past that, it waits for `run` whatever it takes.
+ */
+function handlersBounded<T>(run: Promise<T>, timeoutMs: number, handlersDone: () => boolean, timedOut: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      if (!handlersDone()) reject(timedOut());
+    }, timeoutMs);
+    run.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

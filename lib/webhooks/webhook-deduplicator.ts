@@ -107,8 +107,13 @@ export class WebhookDeduplicator {
         await this.releaseQuietly(key, claim.claimToken);
         throw error;
       }
-      renewer.untrack(tracked);
-      await this.recordCompletion(key, claim.claimToken, settings);
+      // the claim is renewed until its completion is recorded: retried through a store outage,
+      // a lapsed lease would let another delivery claim the event and run it again
+      try {
+        await this.recordCompletion(key, claim.claimToken, settings);
+      } finally {
+        renewer.untrack(tracked);
+      }
       return result;
     } finally {
       if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();

@@ -1,0 +1,43 @@
+import 'reflect-metadata';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// The event store on a Redis of its own goes down after the handlers finished and before their
+// completion was recorded, for longer than queueJobTimeoutMs. The attempt must wait for the
+// completion (retried until the store answers) rather than time out: its retry would claim the
+// event once the store is back and run the handlers a second time.
+describe('queue mode: completion retried through an outage of the store alone', () => {
+  let queueRedis: TestRedisServer;
+  let storeRedis: TestRedisServer;
+  const apps: QueueApp[] = [];
+
+  beforeAll(async () => {
+    queueRedis = await startRedisServer();
+    storeRedis = await startRedisServer({ appendOnly: true });
+    const payment = { redisUrl: storeRedis.url, queueJobTimeoutMs: 1000, queueAttempts: 12, queueBackoffMs: 250, queueConcurrency: 20 };
+    for (let i = 0; i < 2; i++) apps.push(await startQueueApp(queueRedis.url, { payment }));
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await queueRedis?.stop();
+    await storeRedis?.stop();
+  });
+
+  it('runs each event once although the outage outlasts queueJobTimeoutMs', async () => {
+    const events = Array.from({ length: 10 }, () => envelope('payment.succeeded'));
+    const ids = events.map((e) => e.eventId as string);
+    const releases = ids.flatMap((id) => apps.map((app) => app.handlers.hold(id)));
+    for (const e of events) expect(await postWebhook(apps[0]!.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+    const count = (kind: 'entered' | 'done', id: string) => apps.reduce((n, app) => n + app.handlers.count(kind, id), 0);
+    await waitFor('every handler is running', () => ids.every((id) => count('entered', id) === 1));
+    await storeRedis.stop();
+    for (const release of releases) release();
+    await waitFor('every handler finished', () => ids.every((id) => count('done', id) === 1));
+    await sleep(4000); // four job time-outs with the store down
+    await storeRedis.restart();
+    await sleep(8000); // any retry queued meanwhile has had its chance to run
+    expect(ids.map((id) => count('entered', id))).toEqual(ids.map(() => 1));
+    expect(await apps[0]!.deadLetters.list()).toEqual([]);
+  }, 40_000);
+});
