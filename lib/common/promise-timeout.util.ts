@@ -1,12 +1,15 @@
 /**
  * `promise`, or a rejection with `timeoutError()` when it has not settled within `ms`. The
  * timer never keeps the process alive and is cleared as soon as the race is decided; the
- * losing promise is left to settle on its own.
+ * losing promise is left to settle on its own. With `bounded`, the time-out applies only if
+ * `bounded()` is still true when it comes; past that, `promise` is waited for whatever it takes.
  */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => Error): Promise<T> {
+export async function withTimeout<T>(promise: Promise<T>, ms: number, timeoutError: () => Error, bounded?: () => boolean): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(timeoutError()), ms);
+    timer = setTimeout(() => {
+      if (bounded === undefined || bounded()) reject(timeoutError());
+    }, ms);
     timer.unref?.();
   });
   try {

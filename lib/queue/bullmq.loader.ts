@@ -71,6 +71,8 @@ export interface BullMqModule {
   Worker: new <T>(name: string, processor: BullProcessor<T>, opts: Record<string, unknown>) => BullWorker<T>;
   /** Thrown by a processor that moved its job to the delayed set itself. */
   DelayedError: new (message?: string) => Error;
+  /** Thrown by a processor to fail its job at once, without its remaining attempts. */
+  UnrecoverableError: new (message?: string) => Error;
 }
 
 /**
@@ -96,7 +98,7 @@ export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { 
   attempt(moduleNames.ioredis, () => load.resolve(moduleNames.ioredis));
   const mod: any = attempt(moduleNames.bullmq, () => load(moduleNames.bullmq));
   if (missing.length > 0) throw new BullMqMissingError(missing, { cause });
-  if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function') {
+  if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function' || typeof mod?.UnrecoverableError !== 'function') {
     throw new BullMqMissingError([moduleNames.bullmq]);
   }
   return mod as BullMqModule;

@@ -49,10 +49,15 @@ export async function setJobTraceParent(job: PaymentEventJob, parent: QueuedTrac
   await job.updateData(data);
 }
 
-/** The event handlers receive: a fresh copy of the stored body with the module fields set. */
-export function toReceivedPaymentEvent(data: PaymentEventJobData): AnyPaymentEvent {
+/**
+ * The event handlers receive: a fresh copy of the stored body with the module fields set. The
+ * account is the one whose queue holds the job (a job's own field could have been edited), and
+ * a `receivedAt` that is no time is the time the worker took it.
+ */
+export function toReceivedPaymentEvent(data: PaymentEventJobData, account: string): AnyPaymentEvent {
   const event = structuredClone(data.event) as AnyPaymentEvent;
-  return prepareReceivedEvent(event, data.account, new Date(data.receivedAt));
+  const receivedAt = new Date(data.receivedAt);
+  return prepareReceivedEvent(event, account, Number.isNaN(receivedAt.getTime()) ? new Date() : receivedAt);
 }
 
 /**

@@ -2,6 +2,7 @@ import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspectSummary } from '../common/inspect-summary.util.js';
+import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
@@ -24,7 +25,7 @@ import type { PaymentEventQueue } from './payment-event-queue.js';
 import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
-import { type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
+import { isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
 
@@ -107,7 +108,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     );
     worker.on('completed', (job) => {
       this.recorded(job);
-      this.waitingBehindTimedOutRun.delete(job.data.event.eventId);
+      if (isPaymentEventJob(job)) this.waitingBehindTimedOutRun.delete(job.data.event.eventId);
     });
     worker.on('failed', (job, error) => this.onFailed(job, error));
     worker.on('error', (error) => this.onError(error));
@@ -171,10 +172,21 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** Runs one job, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
+    if (!isPaymentEventJob(job)) return Promise.reject(this.foreignJob(job));
     const settled = this.running.begin(job.id ?? '');
     const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
     run.then(settled, settled);
     return run;
+  }
+
+  /**
+   * A job this module did not write (another producer in the account's queue, an edited one):
+   * never run. It fails at once, without its remaining attempts, and stays in the failed set
+   * for its owner; dead-letter listings leave it out.
+   */
+  private foreignJob(job: PaymentEventJob): Error {
+    this.logger.warn(`Worker of account ${this.account}: job ${job.id ?? '(no id)'} (${job.name}) is no event job of this module; left failed, not run`);
+    return new this.bull.UnrecoverableError('not an event job of nestjs-payment-gateway: left failed, not run');
   }
 
   /**
@@ -200,7 +212,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   private async run(job: PaymentEventJob, token?: string): Promise<void> {
-    const event = toReceivedPaymentEvent(job.data);
+    const event = toReceivedPaymentEvent(job.data, this.account);
     const timeoutMs = this.options.queueJobTimeoutMs;
     let handling: Promise<unknown> | undefined;
     let timedOut = false;
@@ -223,10 +235,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
           // would keep a worker slot for good. The bound frees the slot; the store claim stays.
           // It bounds the handlers only: once they are done, the attempt waits for their completion
           // to be recorded (retried through a store outage), or its retry would run them again.
-          return handlersBounded(run, timeoutMs, () => handlersDone, () => {
-            timedOut = true;
-            return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
-          });
+          return withTimeout(
+            run,
+            timeoutMs,
+            () => {
+              timedOut = true;
+              return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
+            },
+            () => !handlersDone,
+          );
         },
         jobOutcome,
       );
@@ -299,7 +316,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   private onFailed(job: PaymentEventJob | undefined, error: Error): void {
     this.recorded(job);
-    if (job === undefined) return;
+    if (job === undefined || !isPaymentEventJob(job)) return;
     const { eventId, eventType } = job.data.event;
     if (typeof job.finishedOn === 'number') this.waitingBehindTimedOutRun.delete(eventId);
     const attempts = job.opts.attempts ?? 1;
@@ -349,26 +366,4 @@ function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQue
   if ('value' in result) return result.value === ALREADY_PROCESSED ? 'duplicate' : 'handled';
   const error = result.error;
   return error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT ? 'in_flight' : 'failed';
-}
-
-/**
- * `run`, or `timedOut()`'s error once `timeoutMs` passed while the handlers were still running
- * (`handlersDone()` false then); past that, it waits for `run` whatever it takes.
- */
-function handlersBounded<T>(run: Promise<T>, timeoutMs: number, handlersDone: () => boolean, timedOut: () => Error): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      if (!handlersDone()) reject(timedOut());
-    }, timeoutMs);
-    run.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
 }

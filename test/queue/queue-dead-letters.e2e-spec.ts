@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
@@ -79,6 +80,28 @@ describe('queue mode: dead letters', () => {
     expect(letter.event).toEqual(signed);
     await waitFor('the dead-letter event was emitted', () => q.listener!.received.some((l) => l.eventId === id));
     expect(q.listener!.received.find((l) => l.eventId === id)!.event).toEqual(signed);
+  });
+
+  it("leaves a job it did not write alone: another producer's job in the account's queue fails at once, unrun, and is no dead letter", async () => {
+    const foreign = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
+    try {
+      const job = await foreign.add('send-email', { to: 'someone@example.com' }, { attempts: 3 });
+      await waitFor('the foreign job failed', async () => (await foreign.getJobState(job.id!)) === 'failed');
+      const failed = (await foreign.getJob(job.id!))!;
+      expect(failed.attemptsMade).toBe(1); // at once, its other attempts unused
+      expect(failed.failedReason).toContain('not an event job of nestjs-payment-gateway');
+      expect((await q.deadLetters.list({ limit: 1000 })).map((l) => l.eventId)).not.toContain(undefined);
+      // no handler saw it (every run is counted by eventId)
+      expect([...q.handlers.entered.keys()].filter((id) => typeof id !== 'string' || id === '')).toEqual([]);
+      await failed.remove();
+      // an event job whose account was edited in Redis runs as the account whose queue holds it
+      const edited = envelope('payment.succeeded');
+      await foreign.add('payment.succeeded', { v: 1, account: 'someone-else', event: edited, receivedAt: 'not a date' });
+      await waitFor('the edited job ran', () => q.handlers.count('done', edited.eventId as string) === 1);
+      expect(q.handlers.accounts.get(edited.eventId as string)).toBe('default');
+    } finally {
+      await foreign.close();
+    }
   });
 
   it("a new delivery of a dead letter (the portal's re-trigger) replays it: once, with fresh attempts, not a dead letter any more", async () => {
