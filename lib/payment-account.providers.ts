@@ -18,6 +18,7 @@ import {
   PAYMENT_ACCOUNT_CLIENT,
   PAYMENT_ACCOUNT_OPTIONS,
   PAYMENT_CLIENT_RUNTIME,
+  PAYMENT_ACCOUNT_MODULE,
   PAYMENT_MODULE_OPTIONS,
   PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS,
 } from './payment.constants.js';
@@ -45,6 +46,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
   const clientToken = getPaymentGatewayToken(account);
   const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators, extras.webhookClassDecorators);
   const providers: Provider[] = [
+    { provide: PAYMENT_ACCOUNT_MODULE, useValue: account },
     {
       provide: optionsToken,
       inject: [PAYMENT_MODULE_OPTIONS, PaymentAccountRegistry, { token: ConfigService, optional: true }],

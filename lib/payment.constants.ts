@@ -15,6 +15,8 @@ export const PAYMENT_MODULE_OPTIONS = Symbol('nestjs-payment-gateway:module-opti
 // own value under the same token and never exports it, so accounts cannot see each other's.
 /** @internal this account's resolved options */
 export const PAYMENT_ACCOUNT_OPTIONS = Symbol('nestjs-payment-gateway:account-options');
+/** Provided (a plain value) by every forRoot() / forRootAsync() module: a bare `imports: [PaymentModule]` lacks it. */
+export const PAYMENT_ACCOUNT_MODULE = Symbol('nestjs-payment-gateway:account-module');
 /** @internal this account's `PaymentGatewayService` */
 export const PAYMENT_ACCOUNT_CLIENT = Symbol('nestjs-payment-gateway:account-client');
 /** @internal this account's webhook event store */

@@ -10,7 +10,7 @@ import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreTok
 import { isRecord } from './common/is-record.util.js';
 import { PaymentConfigurationError } from './config/payment-configuration.error.js';
 import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
-import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_MODULE_OPTIONS } from './payment.constants.js';
+import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_MODULE } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';
 
 /**
@@ -23,13 +23,15 @@ import { PaymentMessages } from './payment.messages.js';
 @Module({})
 export class PaymentModule extends ConfigurablePaymentModule {
   /**
-   * `options` is there in a `forRoot()` / `forRootAsync()` module only (never exported, so
+   * `account` is there in a `forRoot()` / `forRootAsync()` module only (never exported, so
    * never visible to another module): without it this is a bare `imports: [PaymentModule]`,
-   * which provides nothing, so no route, no client and handlers that never run.
+   * which provides nothing, so no route, no client and handlers that never run. A plain value,
+   * not the options: Nest builds an optional dependency that fails (a rejecting factory) as
+   * `undefined`, and the real error would come after a warning to remove the import.
    */
-  constructor(@Optional() @Inject(PAYMENT_MODULE_OPTIONS) options?: unknown) {
+  constructor(@Optional() @Inject(PAYMENT_ACCOUNT_MODULE) account?: string) {
     super();
-    if (options === undefined) new Logger('PaymentModule').warn(PaymentMessages.bareModuleImport());
+    if (account === undefined) new Logger('PaymentModule').warn(PaymentMessages.bareModuleImport());
   }
 
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { PaymentMessages } from '../payment.messages.js';
 
 /**
@@ -15,5 +16,10 @@ export class PaymentConfigurationError extends Error {
     readonly account?: string,
   ) {
     super(PaymentMessages.invalidConfiguration(problems, account));
+  }
+
+  /** The message (which lists every problem) and the stack, once: not again as `problems`, `account`, `code` fields in a boot log. */
+  [inspect.custom](): string {
+    return this.stack ?? `${this.name}: ${this.message}`;
   }
 }

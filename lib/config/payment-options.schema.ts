@@ -12,6 +12,9 @@ import {
   MinLength,
 } from 'class-validator';
 
+/** The longest delay a Node timer keeps (2^31 − 1 ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** What a Redis URL option must look like (parsability is checked apart, with its own message). */
 export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;
 
@@ -98,10 +101,12 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(0, { message: 'must be 0 or more' })
+  @Max(MAX_TIMER_MS, { message: `must be at most ${MAX_TIMER_MS} ms (a Node timer's limit)` })
   retryBaseDelayMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
   @Min(0, { message: 'must be 0 or more' })
+  @Max(MAX_TIMER_MS, { message: `must be at most ${MAX_TIMER_MS} ms (a Node timer's limit)` })
   retryMaxDelayMs!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })
@@ -139,6 +144,7 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number' })
   @Min(1, { message: 'must be at least 1' })
+  @Max(Number.MAX_SAFE_INTEGER, { message: `must be at most ${Number.MAX_SAFE_INTEGER}` })
   memoryStoreMaxEntries!: number;
 
   @IsBoolean({ message: "must be true or false (true/false, 1/0, yes/no or on/off in the environment)" })

@@ -199,7 +199,10 @@ export function validatePaymentOptions(
       problems.push(`${describe(key)} is required: the service base URL, e.g. https://payments.example.com`);
       continue;
     }
-    problems.push(`${describe(key)} ${messages.join('; ')}`);
+    // a factory passing ConfigService.get() values gives numbers and booleans as text
+    const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && messages.some((m) => /whole number|true or false/.test(m));
+    const hint = givenAsText ? " (it was given as text: ConfigService.get() returns strings; convert it, e.g. Number(value) or value === 'true')" : '';
+    problems.push(`${describe(key)} ${messages.join('; ')}${hint}`);
   }
 
   // a base URL the schema accepted can still be one the API path cannot be appended to
@@ -240,12 +243,16 @@ export function validatePaymentOptions(
     const fromOption = (explicit as Record<string, unknown>).webhookSecret != null;
     const envName = paymentEnvSources('webhookSecret', account);
     const instead = !fromOption ? `unset ${envName} or give it a secret` : context.readEnv === false ? 'leave it out' : `leave it out (${envName} then applies)`;
-    problems.push(`${describe('webhookSecret')} names no secret (it is empty, or only commas and spaces): ${instead}, or set webhookRoute: false for no route`);
+    problems.push(`${describe('webhookSecret')} names no secret (it is empty, or only commas and spaces): ${instead}; for no route, remove it and set webhookRoute: false`);
   }
   // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes
   // in them; a secret that merely starts or ends with such a character is a secret like any other
   if (looksLikeJsonOrQuoted(givenSecret, schema.webhookSecret)) {
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
+  }
+  // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
+  if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\r\n\t\0]/.test(secret))) {
+    problems.push(`${describe('webhookSecret')} has a secret with a line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
   if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);

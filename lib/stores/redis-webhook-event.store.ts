@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
-import { redisErrorDescriber } from '../config/redact-url.js';
+import { redactRedisUrl, redisErrorDescriber } from '../config/redact-url.js';
 import {
   closeRedisClient,
   createFailFastRedisClient,
@@ -95,6 +95,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #logger = new Logger('RedisWebhookEventStore');
   /** An error's message without the URL's password, for messages this store prints. */
   readonly #describe: (error: unknown) => string;
+  /** ` (<redacted URL>)` in the outage lines, so an operator knows which Redis; empty for a client given without one. */
+  readonly #where: string;
   #everReady = false;
   #closed = false;
 
@@ -107,6 +109,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   constructor(connection: string | RedisClientLike, options: RedisWebhookEventStoreOptions = {}) {
     const url = typeof connection === 'string' ? connection : options.redactUrl;
     this.#describe = url ? redisErrorDescriber(url) : errorMessage;
+    this.#where = url ? ` (${redactRedisUrl(url)})` : '';
     this.keyPrefix = options.keyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
     this.#timeoutMs = options.operationTimeoutMs ?? DEFAULT_REDIS_OPERATION_TIMEOUT_MS;
     assertDuration('operationTimeoutMs', this.#timeoutMs);
@@ -245,7 +248,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   }
 
   readonly #onReady = (): void => {
-    if (outageLoggedOn.delete(this.#client)) this.#logger.log('Redis connection restored');
+    if (outageLoggedOn.delete(this.#client)) this.#logger.log(`Redis connection restored${this.#where}`);
     this.#everReady = true;
     this.#checkEvictionPolicy();
   };
@@ -280,6 +283,6 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #onError = (error: unknown): void => {
     if (outageLoggedOn.has(this.#client) || this.#closed) return;
     outageLoggedOn.add(this.#client);
-    this.#logger.warn(`Redis unavailable: what needs the webhook event store (deliveries, queued events) waits or is refused until it returns: ${this.#describe(error)}`);
+    this.#logger.warn(`Redis unavailable${this.#where}: what needs the webhook event store (deliveries, queued events) waits or is refused until it returns: ${this.#describe(error)}`);
   };
 }

@@ -319,6 +319,19 @@ describe('PaymentModule configuration', () => {
     expect(await boot([PaymentModule.forRootAsync({ account: 'eu', useFactory: () => ({ baseUrl: 'https://eu.example.com' }) })])).toEqual([]);
   });
 
+  it('a forRootAsync() factory that rejects fails the boot with its own error, without a warning to remove the import', async () => {
+    restore = withEnv({});
+    const logger = new CollectingLogger();
+    const failing = PaymentModule.forRootAsync({
+      useFactory: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        throw new Error('vault down');
+      },
+    });
+    await expect(Test.createTestingModule({ imports: [failing] }).setLogger(logger).compile()).rejects.toThrow('vault down');
+    expect(logger.lines.filter((l) => l.context === 'PaymentModule' && l.level === 'warn')).toEqual([]);
+  });
+
   it('a live account on a plain http:// base URL to another machine is warned about at boot; https and loopback are not', async () => {
     restore = withEnv({});
     const warnings = async (baseUrl: string, environment: 'live' | 'sandbox' = 'live') => {

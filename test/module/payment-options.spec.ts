@@ -221,6 +221,31 @@ describe('resolvePaymentOptions', () => {
     ]);
   });
 
+  it('is inspected (as Nest logs a boot error) with each problem once', () => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'ftp://pay.example.com', maxRetries: 99 }));
+    const text = inspect(error);
+    for (const problem of error.problems) expect(text.split(problem).length - 1).toBe(1);
+    expect(error).toMatchObject({ code: 'PAYMENT_INVALID_CONFIGURATION', account: 'default' });
+  });
+
+  it('values a factory passed from ConfigService.get() as text say so; retry delays and the memory bound stay within what timers and integers hold', () => {
+    const error = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', httpTimeoutMs: '5000' as never, reconcile: 'true' as never }),
+    );
+    expect(error.problems).toEqual([
+      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(it was given as text: ConfigService.get\(\) returns strings; convert it/),
+      expect.stringMatching(/'reconcile'.* must be true or false .*\(it was given as text/),
+    ]);
+    const bounds = captureError(() =>
+      resolvePaymentOptions({ baseUrl: 'https://pay.example.com', retryBaseDelayMs: 5e9, retryMaxDelayMs: 5e9, memoryStoreMaxEntries: 2 ** 60 }),
+    );
+    expect(bounds.problems).toEqual([
+      expect.stringMatching(/'retryBaseDelayMs'.* must be at most 2147483647 ms \(a Node timer's limit\)/),
+      expect.stringMatching(/'retryMaxDelayMs'.* must be at most 2147483647 ms/),
+      expect.stringMatching(/'memoryStoreMaxEntries'.* must be at most 9007199254740991/),
+    ]);
+  });
+
   it('webhookShutdownTimeoutMs: from PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS (or a named account\'s own), 0 to 600000 ms', () => {
     const read = (vars: Record<string, string>, account?: string) => readPaymentEnv((name) => vars[name], account);
     expect(resolvePaymentOptions({}, read({ PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_WEBHOOK_SHUTDOWN_TIMEOUT_MS: '2500' })).webhookShutdownTimeoutMs).toBe(2500);
@@ -257,7 +282,7 @@ describe('resolvePaymentOptions', () => {
     }
     // from the environment: the route vanished without a word
     const fromEnv = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret: ' , ' }));
-    expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret .*: unset PAYMENT_WEBHOOK_SECRET or give it a secret, /)]);
+    expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret .*: unset PAYMENT_WEBHOOK_SECRET or give it a secret; for no route, remove it and set webhookRoute: false$/)]);
     // a JSON list or a quoted value became secrets with brackets and quotes in them: every signature failed
     for (const webhookSecret of ['["whsec_a","whsec_b"]', '"whsec_a"', "'whsec_a'", '{"primary":"whsec_a"}']) {
       const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
@@ -267,6 +292,12 @@ describe('resolvePaymentOptions', () => {
     // a secret that merely starts or ends with a quote or bracket is a secret (random secrets do, often)
     for (const webhookSecret of ["whsec_8fK2'mQ", 'Zt9]pL0x', '{kS8#aa}x', '[a]b', "'ab"]) {
       expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
+    }
+    // one secret per line (a secrets file) was taken as one secret with a line break: every delivery a 401
+    for (const webhookSecret of ['whsec_a\nwhsec_b', 'whsec_a\r\nwhsec_b']) {
+      const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
+      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* has a secret with a line break, tab or NUL inside: separate several secrets with commas/)]);
+      expect(error.message).not.toContain('whsec_a');
     }
     // a secret read from a file keeps its newline
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: [`${WEBHOOK_SECRET}\n`, ' whsec_2 '] }).webhookSecrets).toEqual([WEBHOOK_SECRET, 'whsec_2']);
