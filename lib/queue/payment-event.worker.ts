@@ -6,7 +6,6 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
-import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.names.js';
@@ -23,6 +22,7 @@ import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
 import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
+import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
 import { isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
@@ -31,8 +31,9 @@ import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settin
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
-/** Events whose wait behind a timed-out run are followed at once (beyond it the record starts over). */
-const MAX_WAITS_REPORTED = 1000;
+
+/** At shutdown, how long completions still being retried get to give up and let their jobs be recorded. */
+const COMPLETION_GIVE_UP_WAIT_MS = 3000;
 
 /**
  * One account's BullMQ worker, started at application bootstrap (after the handlers were
@@ -54,13 +55,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
   private readonly claims: WebhookDeduplicationSettings;
+  /** Runs whose handlers finished and whose completion is being recorded. */
+  private completing = 0;
   private readonly telemetry: QueueJobTelemetry;
   private readonly inFlightDelayMs: number;
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
-  private readonly waitingBehindTimedOutRun = new Map<string, { since: number; reportedAt: number }>();
+  private readonly timedOutRunWaits: TimedOutRunWaits;
   private worker: BullWorker<PaymentEventJobData> | undefined;
   /** Jobs until their outcome is recorded, handler runs until they end, and the clean-up after a late one. */
   private readonly running: WorkerRunningJobs;
@@ -97,6 +100,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const url = options.queueRedisUrl ?? '';
     this.describe = redisErrorDescriber(url);
     this.running = new WorkerRunningJobs(options.queueLockDurationMs);
+    this.timedOutRunWaits = new TimedOutRunWaits(this.logger, this.account, options.queueJobTimeoutMs);
   }
 
   onApplicationBootstrap(): void {
@@ -108,7 +112,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     );
     worker.on('completed', (job) => {
       this.recorded(job);
-      if (isPaymentEventJob(job)) this.waitingBehindTimedOutRun.delete(job.data.event.eventId);
+      if (isPaymentEventJob(job)) this.timedOutRunWaits.forget(job.data.event.eventId);
     });
     worker.on('failed', (job, error) => this.onFailed(job, error));
     worker.on('error', (error) => this.onError(error));
@@ -154,20 +158,25 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     if (worker === undefined) return;
     await this.pausing;
     if (!(await this.running.settle(startedAt + this.options.queueShutdownTimeoutMs))) {
+      const recording = this.completing;
       this.logger.warn(
         `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
-          'leaving their events to another worker',
+          'leaving their events to another worker' +
+          (recording > 0 ? `; ${recording} finished but could not record their completion (the store is unreachable): given up, their jobs completed` : ''),
       );
     }
+    // Claims of handlers left running are no longer renewed: this instance gives up their
+    // events, which another worker takes over once lock and lease lapsed. A completion still
+    // being retried gives up too (logged), and its job is recorded completed while the worker
+    // is still open: taken over instead, its handlers would run again.
+    this.deduplicator.close();
+    if (this.completing > 0) await this.running.settle(Date.now() + COMPLETION_GIVE_UP_WAIT_MS);
     try {
       // Forced: every outcome is recorded (or given up), so nothing is left to wait for.
       await worker.close(true);
     } catch (error) {
       this.logger.warn(`Closing the worker of account ${this.account} failed: ${this.describe(error)}`);
     }
-    // Claims of handlers left running are no longer renewed: this instance gives up their
-    // events, which another worker takes over once lock and lease lapsed.
-    this.deduplicator.close();
   }
 
   /** Runs one job, tracked until its outcome is recorded in Redis. */
@@ -227,7 +236,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         () => {
           let handlersDone = false;
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () =>
-            this.dispatcher.dispatch(event).finally(() => (handlersDone = true)),
+            this.dispatcher.dispatch(event).finally(() => {
+              handlersDone = true;
+              this.completing++;
+            }),
+          );
+          // counted from the handlers' end to the run's: the completion being recorded
+          run.then(
+            () => handlersDone && this.completing--,
+            () => handlersDone && this.completing--,
           );
           handling = run;
           this.running.track(run);
@@ -251,37 +268,13 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       // shutdown waits for this too: it needs the connections still open
       if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
       if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
-        if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.reportWaitBehindTimedOutRun(event);
+        if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
         throw new this.bull.DelayedError();
       }
       throw attemptError(error);
     }
-  }
-
-  /**
-   * A retry that finds its event held by the run its previous attempt timed out on waits
-   * without using attempts (never two runs at once), so a hung handler would keep its event
-   * silently for as long as its process lives: reported as an error every `queueJobTimeoutMs`
-   * of waiting, naming the fix.
-   */
-  private reportWaitBehindTimedOutRun(event: AnyPaymentEvent): void {
-    const now = Date.now();
-    const seen = this.waitingBehindTimedOutRun.get(event.eventId);
-    if (seen === undefined) {
-      // the attempt's time-out was logged a moment ago
-      if (this.waitingBehindTimedOutRun.size >= MAX_WAITS_REPORTED) this.waitingBehindTimedOutRun.clear();
-      this.waitingBehindTimedOutRun.set(event.eventId, { since: now, reportedAt: now });
-      return;
-    }
-    if (now - seen.reportedAt < this.options.queueJobTimeoutMs) return;
-    seen.reportedAt = now;
-    this.logger.error(
-      `${event.eventType} event ${event.eventId} (account ${this.account}) has waited ${Math.round((now - seen.since) / 1000)} s more ` +
-        `for its handlers that outlived queueJobTimeoutMs: they keep the event while they run. If they hang, restart the worker ` +
-        'process running them; the event then runs in another worker.',
-    );
   }
 
   /**
@@ -318,7 +311,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.recorded(job);
     if (job === undefined || !isPaymentEventJob(job)) return;
     const { eventId, eventType } = job.data.event;
-    if (typeof job.finishedOn === 'number') this.waitingBehindTimedOutRun.delete(eventId);
+    if (typeof job.finishedOn === 'number') this.timedOutRunWaits.forget(eventId);
     const attempts = job.opts.attempts ?? 1;
     if (typeof job.finishedOn !== 'number') {
       this.logger.warn(

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -40,4 +42,45 @@ describe('queue mode: completion retried through an outage of the store alone', 
     expect(ids.map((id) => count('entered', id))).toEqual(ids.map(() => 1));
     expect(await apps[0]!.deadLetters.list()).toEqual([]);
   }, 40_000);
+
+  it('at shutdown, a completion still waiting for the store gives up and its job is recorded completed: no other worker runs it again', async () => {
+    const payment = { redisUrl: storeRedis.url, redisKeyPrefix: 'shutdown-outage:', queueShutdownTimeoutMs: 1000, queueConcurrency: 20 };
+    const closing = await startQueueApp(queueRedis.url, { payment });
+    const events = Array.from({ length: 8 }, () => envelope('payment.succeeded'));
+    const ids = events.map((e) => e.eventId as string);
+    const releases = ids.map((id) => closing.handlers.hold(id));
+    for (const e of events) expect(await postWebhook(closing.url, e)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('every handler is running', () => ids.every((id) => closing.handlers.count('entered', id) === 1));
+    await storeRedis.stop();
+    for (const release of releases) release();
+    await waitFor('every handler finished', () => ids.every((id) => closing.handlers.count('done', id) === 1));
+    await closing.close();
+    await storeRedis.restart();
+    const next = await startQueueApp(queueRedis.url, { payment: { ...payment, queueLockDurationMs: 1000 } });
+    apps.push(next);
+    await sleep(4000); // a job left active would be taken over by the stalled-job check by now
+    expect(ids.map((id) => next.handlers.count('entered', id))).toEqual(ids.map(() => 0));
+  }, 40_000);
+
+  it('a store whose complete() never answers is a failed attempt at recording, said at error, not a silent hold of the worker slot', async () => {
+    const logger = new CollectingLogger();
+    class HangingCompleteStore extends MemoryWebhookEventStore {
+      override complete(): Promise<void> {
+        return new Promise(() => undefined);
+      }
+    }
+    const app = await startQueueApp(queueRedis.url, {
+      logger,
+      payment: { store: new HangingCompleteStore(), redisKeyPrefix: 'hanging-store:', redisTimeoutMs: 300, queueJobTimeoutMs: 1000 },
+    });
+    apps.push(app);
+    const event = envelope('payment.succeeded');
+    expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler ran', () => app.handlers.count('done', event.eventId as string) === 1);
+    await waitFor(
+      'the completion failure was said',
+      () => logger.lines.some((l) => l.level === 'error' && l.message.includes('completion could not be recorded yet') && l.message.includes('did not answer within 1000 ms')),
+      10_000,
+    );
+  }, 30_000);
 });
