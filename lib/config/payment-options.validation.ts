@@ -251,8 +251,8 @@ export function validatePaymentOptions(
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
-  if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\r\n\t\0]/.test(secret))) {
-    problems.push(`${describe('webhookSecret')} has a secret with a line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);
+  if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\s\0]/.test(secret))) {
+    problems.push(`${describe('webhookSecret')} has a secret with a space, line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);
   }
   const retrySchedule = queueRetryScheduleProblem(schema.queueAttempts, schema.queueBackoffMs);
   if (retrySchedule) problems.push(`${describe('queueAttempts')} and ${describe('queueBackoffMs')} ${retrySchedule}`);

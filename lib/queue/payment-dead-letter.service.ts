@@ -42,7 +42,7 @@ export class PaymentDeadLetterService {
     const jobs = await queue.boundedRead(() => queue.queue.getFailed(offset, offset + limit - 1));
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))
-      .map((job) => toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs));
+      .map((job) => toPaymentDeadLetter(job, queue.account, queue.options.queueDeadLetterRetentionMs));
   }
 
   /** The dead letter of `eventId`, or `undefined` when the event is not (or no longer) one. */
@@ -50,7 +50,7 @@ export class PaymentDeadLetterService {
     const queue = this.registry.requireQueue(account);
     assertEventId(eventId);
     const job = await queue.boundedRead(() => queue.findDeadLetter(eventId));
-    return job === undefined ? undefined : toPaymentDeadLetter(job, queue.options.queueDeadLetterRetentionMs);
+    return job === undefined ? undefined : toPaymentDeadLetter(job, queue.account, queue.options.queueDeadLetterRetentionMs);
   }
 
   /**

@@ -77,18 +77,20 @@ function deadLetterFailedAt(job: PaymentEventJob): number {
   return job.finishedOn ?? job.timestamp;
 }
 
-export function toPaymentDeadLetter(job: PaymentEventJob, retentionMs: number): PaymentDeadLetter {
+/** The dead letter of a failed job of `account`'s queue (the queue's account, whatever the job's data says). */
+export function toPaymentDeadLetter(job: PaymentEventJob, account: string, retentionMs: number): PaymentDeadLetter {
   const data = job.data;
   const failedAt = new Date(deadLetterFailedAt(job));
+  const receivedAt = new Date(data.receivedAt);
   return {
-    account: data.account,
+    account,
     eventId: data.event.eventId,
     eventType: data.event.eventType,
     // jobs queued before 0.2 kept a body's own module fields
     event: withoutModuleFields(data.event as AnyPaymentEvent),
     attempts: job.attemptsMade,
     lastError: job.failedReason ?? '',
-    receivedAt: new Date(data.receivedAt),
+    receivedAt: Number.isNaN(receivedAt.getTime()) ? failedAt : receivedAt,
     failedAt,
     expiresAt: new Date(deadLetterExpiresAt(job, retentionMs)),
   };

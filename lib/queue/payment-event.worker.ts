@@ -321,7 +321,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       return;
     }
     this.telemetry.deadLettered(eventType);
-    const deadLetter = toPaymentDeadLetter(job, this.options.queueDeadLetterRetentionMs);
+    const deadLetter = toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs);
     this.logger.error(
       `${eventType} event ${eventId} (account ${this.account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
         `kept until ${deadLetter.expiresAt.toISOString()}: ${deadLetter.lastError}. ` +

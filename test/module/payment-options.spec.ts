@@ -294,9 +294,9 @@ describe('resolvePaymentOptions', () => {
       expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
     }
     // one secret per line (a secrets file) was taken as one secret with a line break: every delivery a 401
-    for (const webhookSecret of ['whsec_a\nwhsec_b', 'whsec_a\r\nwhsec_b']) {
+    for (const webhookSecret of ['whsec_a\nwhsec_b', 'whsec_a\r\nwhsec_b', 'whsec_a whsec_b', 'whsec_a\u2028whsec_b']) {
       const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
-      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* has a secret with a line break, tab or NUL inside: separate several secrets with commas/)]);
+      expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* has a secret with a space, line break, tab or NUL inside: separate several secrets with commas/)]);
       expect(error.message).not.toContain('whsec_a');
     }
     // a secret read from a file keeps its newline

@@ -99,6 +99,17 @@ describe('queue mode: dead letters', () => {
       await foreign.add('payment.succeeded', { v: 1, account: 'someone-else', event: edited, receivedAt: 'not a date' });
       await waitFor('the edited job ran', () => q.handlers.count('done', edited.eventId as string) === 1);
       expect(q.handlers.accounts.get(edited.eventId as string)).toBe('default');
+      // and its dead letter is the queue's account's too, received when it failed if its own time is none
+      const editedFailing = envelope('payment.succeeded');
+      q.handlers.failing.add(editedFailing.eventId as string);
+      await foreign.add('payment.succeeded', { v: 1, account: 'someone-else', event: editedFailing, receivedAt: 'not a date' }, { attempts: 1 });
+      // (listed, not found by id: its job id is not the one the module gives an event)
+      const find = async () => (await q.deadLetters.list({ limit: 1000 })).find((l) => l.eventId === editedFailing.eventId);
+      await waitFor('the edited job is a dead letter', async () => (await find()) !== undefined);
+      const letter = (await find())!;
+      expect(letter.account).toBe('default');
+      expect(Number.isNaN(letter.receivedAt.getTime())).toBe(false);
+      q.handlers.failing.delete(editedFailing.eventId as string);
     } finally {
       await foreign.close();
     }
