@@ -94,6 +94,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       ...accountDeduplicationSettings(options),
       maxLeaseRenewalMs: Number.POSITIVE_INFINITY,
       completeAttempts: Number.POSITIVE_INFINITY,
+      // twice the store's own bound: the Redis store gives up first, with its reason
+      completeTimeoutMs: Math.max(1000, 2 * options.redisTimeoutMs),
     };
     // poll a foreign claim a few times per lease: it lapses at most one lease after its holder died
     this.inFlightDelayMs = Math.min(5000, Math.max(250, Math.floor(options.webhookLeaseMs / 4)));

@@ -19,7 +19,10 @@ export interface WebhookDeduplicationSettings {
   completeAttempts: number;
   /** Renewal of a running claim stops after this long. */
   maxLeaseRenewalMs: number;
-  /** Longest wait for one `complete()` call: a store that never answers counts as a failed attempt. @default 10000 */
+  /**
+   * Longest wait for one `complete()` call: a store that never answers counts as a failed
+   * attempt. Unset (the route: its request has the sender's own time-out), no timer per delivery.
+   */
   completeTimeoutMs?: number;
 }
 
@@ -32,22 +35,17 @@ export const DEFAULT_COMPLETE_ATTEMPTS = 3;
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
 const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
 
-/** Default longest wait for one `complete()` call (the Redis store gives up on its own after `redisTimeoutMs`). */
-const DEFAULT_COMPLETE_TIMEOUT_MS = 10_000;
 
 /** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
 export function accountDeduplicationSettings(options: {
   webhookLeaseMs: number;
   webhookRetentionMs: number;
-  redisTimeoutMs?: number;
 }): WebhookDeduplicationSettings {
   return {
     leaseMs: options.webhookLeaseMs,
     retentionMs: options.webhookRetentionMs,
     completeAttempts: DEFAULT_COMPLETE_ATTEMPTS,
     maxLeaseRenewalMs: DEFAULT_MAX_LEASE_RENEWAL_MS,
-    // twice the store's own bound: the Redis store gives up first, with its reason
-    completeTimeoutMs: options.redisTimeoutMs === undefined ? DEFAULT_COMPLETE_TIMEOUT_MS : Math.max(1000, 2 * options.redisTimeoutMs),
   };
 }
 
@@ -227,9 +225,10 @@ export class WebhookDeduplicator {
     const attempts = Math.max(1, settings.completeAttempts);
     for (let attempt = 1; ; attempt++) {
       try {
-        const timeoutMs = settings.completeTimeoutMs ?? DEFAULT_COMPLETE_TIMEOUT_MS;
-        // a store that never answers must not hold the run (a queue worker's slot) without a word
-        await withTimeout(this.store.complete(key, claimToken, settings.retentionMs), timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
+        const completing = this.store.complete(key, claimToken, settings.retentionMs);
+        const timeoutMs = settings.completeTimeoutMs;
+        // a store that never answers must not hold a queue worker's slot without a word
+        await (timeoutMs === undefined ? completing : withTimeout(completing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`)));
         if (attempt > 1 && attempts === Number.POSITIVE_INFINITY) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
         }
