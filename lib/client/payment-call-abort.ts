@@ -76,3 +76,15 @@ export function abortedCallError(
     cause: previous,
   });
 }
+
+/** A token check given up by its caller's signal; the request it shared with other checks goes on. */
+export function abortedCheckError(path: string, account: string): PaymentAbortedError {
+  return new PaymentAbortedError({
+    account,
+    code: PaymentClientErrorCode.ABORTED,
+    message: `The token check (POST ${path}) was given up by its signal; a token request other checks share goes on without it`,
+    method: 'POST',
+    path,
+    mayHaveReachedService: false,
+  });
+}

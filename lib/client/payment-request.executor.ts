@@ -16,7 +16,7 @@ import {
   PaymentServerError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
-import { abortedCallError, eitherSignal, untilAborted } from './payment-call-abort.js';
+import { abortedCallError, abortedCheckError, eitherSignal, untilAborted } from './payment-call-abort.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
@@ -119,15 +119,7 @@ export class PaymentRequestExecutor {
       await this.tokens.checkToken(signal);
     } catch (error) {
       if (signal?.aborted !== true || error instanceof PaymentAbortedError) throw error;
-      const path = this.options.endpoints.token;
-      throw new PaymentAbortedError({
-        account: this.options.account,
-        code: PaymentClientErrorCode.ABORTED,
-        message: `The token check (POST ${path}) was given up by its signal; a token request other checks share goes on without it`,
-        method: 'POST',
-        path,
-        mayHaveReachedService: false,
-      });
+      throw abortedCheckError(this.options.endpoints.token, this.options.account);
     }
   }
 
