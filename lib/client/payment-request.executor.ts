@@ -192,13 +192,14 @@ export class PaymentRequestExecutor {
         observed?.retrying(failure.code, 0, failure.httpStatus);
         continue;
       }
-      if (!isRetryable(call.retry, failure) && isUnreadSuccess(failure)) {
+      const retryable = isRetryable(call.retry, failure);
+      if (!retryable && isUnreadSuccess(failure)) {
         // The service acted (a refund, a payout): resolve as a 2xx without a body rather than an
         // error a caller could take for "not done". Calls it is safe to send again retry instead.
         this.logger.warn?.(`${failure.message} (account ${this.options.account}): the service acted on it; resolved without the answer's fields`);
         return { status: failure.httpStatus, body: undefined, data: undefined, sentAt };
       }
-      if (retry >= this.options.maxRetries || !isRetryable(call.retry, failure)) throw this.finalFailure(failure, mayHaveActed);
+      if (retry >= this.options.maxRetries || !retryable) throw this.finalFailure(failure, mayHaveActed);
       // a 429's, or a 503's (HTTP gives it there too: the service or a proxy asked for a pause)
       const retryAfterMs = retryAfterMsOf(failure);
       if (retryAfterMs !== undefined && retryAfterMs > this.options.maxRetryAfterMs) {

@@ -56,8 +56,13 @@ export async function setJobTraceParent(job: PaymentEventJob, parent: QueuedTrac
  */
 export function toReceivedPaymentEvent(data: PaymentEventJobData, account: string): AnyPaymentEvent {
   const event = structuredClone(data.event) as AnyPaymentEvent;
+  return prepareReceivedEvent(event, account, receivedAtOf(data, () => new Date()));
+}
+
+/** The job's `receivedAt`, or `fallback()` when what is stored there is no time (an edited or foreign job). */
+function receivedAtOf(data: PaymentEventJobData, fallback: () => Date): Date {
   const receivedAt = new Date(data.receivedAt);
-  return prepareReceivedEvent(event, account, Number.isNaN(receivedAt.getTime()) ? new Date() : receivedAt);
+  return Number.isNaN(receivedAt.getTime()) ? fallback() : receivedAt;
 }
 
 /**
@@ -81,7 +86,6 @@ function deadLetterFailedAt(job: PaymentEventJob): number {
 export function toPaymentDeadLetter(job: PaymentEventJob, account: string, retentionMs: number): PaymentDeadLetter {
   const data = job.data;
   const failedAt = new Date(deadLetterFailedAt(job));
-  const receivedAt = new Date(data.receivedAt);
   return {
     account,
     eventId: data.event.eventId,
@@ -90,7 +94,7 @@ export function toPaymentDeadLetter(job: PaymentEventJob, account: string, reten
     event: withoutModuleFields(data.event as AnyPaymentEvent),
     attempts: job.attemptsMade,
     lastError: job.failedReason ?? '',
-    receivedAt: Number.isNaN(receivedAt.getTime()) ? failedAt : receivedAt,
+    receivedAt: receivedAtOf(data, () => failedAt),
     failedAt,
     expiresAt: new Date(deadLetterExpiresAt(job, retentionMs)),
   };

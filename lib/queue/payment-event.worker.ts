@@ -244,10 +244,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
             }),
           );
           // counted from the handlers' end to the run's: the completion being recorded
-          run.then(
-            () => handlersDone && this.completing--,
-            () => handlersDone && this.completing--,
-          );
+          const recorded = (): void => {
+            if (handlersDone) this.completing--;
+          };
+          run.then(recorded, recorded);
           handling = run;
           this.running.track(run);
           // BullMQ renews the job's lock while this process lives: without a bound a hung handler

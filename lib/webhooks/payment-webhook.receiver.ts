@@ -89,5 +89,4 @@ export class PaymentWebhookReceiver {
     if (rawBody === undefined || rawBody.length > SIGNER_CHECK_MAX_BYTES) return undefined;
     return this.accounts.names().find((name) => this.accounts.require(name).webhooks?.isSignedForThisAccount(request) === true);
   }
-
 }
