@@ -4,7 +4,7 @@ import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
-import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
 
@@ -28,6 +28,8 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
     try {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
       const account = this.getAccount(context);
+      // checked here too, where the route is known, so the log names it
+      if (!Buffer.isBuffer(getPaymentWebhookState(request).rawBody)) throw routeMisconfigured(this.logger, GUARD_ORDER_FIX, routeNameOf(context));
       getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account)), account);
       return true;
     } catch (error) {

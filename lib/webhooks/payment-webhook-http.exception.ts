@@ -1,4 +1,4 @@
-import { HttpException, type LoggerService } from '@nestjs/common';
+import { type ExecutionContext, HttpException, type LoggerService } from '@nestjs/common';
 import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookInternalError, WebhookRouteMisconfiguredError } from './payment-webhook.errors.js';
 
 /**
@@ -33,16 +33,23 @@ export function toWebhookHttpException(error: unknown): PaymentWebhookHttpExcept
 /** Fixes already logged, per logger: a misconfigured route is reached by every delivery. */
 const loggedFixes = new WeakMap<object, Set<string>>();
 
+/** The route a context runs, as `Controller.method`: from the code, never from the request. */
+export function routeNameOf(context: ExecutionContext): string {
+  return `${context.getClass().name}.${context.getHandler().name}`;
+}
+
 /**
  * What a route of the app's own that cannot work answers: 500 `WEBHOOK_ROUTE_MISCONFIGURED`
- * (the sender retries once it is fixed), with `fix` logged at `error` once per logger.
+ * (the sender retries once it is fixed), with `fix` logged at `error` once per logger and route.
+ * The route's name is logged and kept on the error (for the app's filters), never answered.
  */
-export function routeMisconfigured(logger: LoggerService, fix: string): PaymentWebhookHttpException {
+export function routeMisconfigured(logger: LoggerService, fix: string, route?: string): PaymentWebhookHttpException {
+  const line = route === undefined ? fix : `${route}: ${fix}`;
   let logged = loggedFixes.get(logger);
   if (logged === undefined) loggedFixes.set(logger, (logged = new Set()));
-  if (!logged.has(fix)) {
-    logged.add(fix);
-    logger.error(fix);
+  if (!logged.has(line)) {
+    logged.add(line);
+    logger.error(line);
   }
-  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(fix));
+  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(line));
 }

@@ -17,7 +17,7 @@ import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -36,6 +36,8 @@ interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
   duplicateResponse: (request: any) => unknown;
   dedupe: WebhookDeduplicationSettings;
+  /** `Controller.method`, for the logs of a route that cannot work. */
+  route: string;
 }
 
 const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: true });
@@ -128,10 +130,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         completeAttempts: merged.completeAttempts ?? DEFAULT_COMPLETE_ATTEMPTS,
         maxLeaseRenewalMs: merged.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS,
       };
+      const route = routeNameOf(context);
       const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs);
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
-      if (problem !== undefined) throw routeMisconfigured(this.logger, `${controller.name}.${handler.name}: ${problem}`);
-      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe });
+      if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
+      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, route });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
     }
@@ -156,7 +159,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const request = context.switchToHttp().getRequest();
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
-    if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX);
+    if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX, settings.route);
     const id = settings.key ? await settings.key(request, context) : event?.eventId;
     if (typeof id !== 'string' || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
@@ -170,7 +173,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const result = await this.deduplicator.run(key, settings.dedupe, () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
-      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = true;
+      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
       return this.handle(context, next, id);
     });
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;

@@ -95,7 +95,8 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     let event: AnyPaymentEvent;
     try {
       // the interceptor holds this event's key: claiming it again here would find it held (409 for good)
-      if (request[PAYMENT_WEBHOOK_REQUEST_STATE]?.claimedByInterceptor) throw routeMisconfigured(this.logger, RECEIVER_BEHIND_INTERCEPTOR_FIX);
+      const claimedBy = request[PAYMENT_WEBHOOK_REQUEST_STATE]?.claimedByInterceptor;
+      if (claimedBy !== undefined) throw routeMisconfigured(this.logger, RECEIVER_BEHIND_INTERCEPTOR_FIX, claimedBy);
       event = this.verifier.verify(request);
     } catch (error) {
       return Promise.reject(this.telemetry.rejected(toWebhookHttpException(error), startedAt));

@@ -23,8 +23,8 @@ export interface PaymentWebhookRequestState {
   rawBody?: Buffer;
   verification?: WebhookSignatureVerification;
   event?: AnyPaymentEvent;
-  /** Set by `PaymentWebhookIdempotencyInterceptor` once it holds the request's key. */
-  claimedByInterceptor?: true;
+  /** The route (`Controller.method`) whose `PaymentWebhookIdempotencyInterceptor` holds the request's key. */
+  claimedByInterceptor?: string;
 }
 
 export function getPaymentWebhookState(request: PaymentWebhookRequest): PaymentWebhookRequestState {

@@ -6,6 +6,7 @@ import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.recei
 import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 const effects: string[] = [];
@@ -69,6 +70,15 @@ class MisassembledController {
     effects.push('short');
     return { ok: true };
   }
+
+  // the envelope guard alone never reads bytes nobody verified
+  @Post('envelope-without-signature')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookEnvelopeGuard)
+  envelopeAlone() {
+    effects.push('envelope-alone');
+    return { ok: true };
+  }
 }
 
 // The guard's hooks are protected so a host can change one step: here the secret comes from elsewhere.
@@ -92,8 +102,14 @@ class VaultController {
 
 describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a host route (%s)', (adapter) => {
   let w: WebhookApp;
+  const logger = new CollectingLogger();
   beforeAll(async () => {
-    w = await startWebhookApp({ adapter, controllers: [PartnerCallbackController, VaultController, MisassembledController], extraProviders: [VaultSecretGuard] });
+    w = await startWebhookApp({
+      adapter,
+      logger,
+      controllers: [PartnerCallbackController, VaultController, MisassembledController],
+      extraProviders: [VaultSecretGuard],
+    });
   });
   afterAll(async () => {
     await w?.close();
@@ -113,14 +129,23 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
   it('a route whose building blocks cannot work together answers 500 WEBHOOK_ROUTE_MISCONFIGURED and runs nothing', async () => {
     const misconfigured = { status: 500, json: { code: 'WEBHOOK_ROUTE_MISCONFIGURED' } };
     const event = envelope();
-    for (const path of ['mistakes/receiver-behind-interceptor', 'mistakes/interceptor-without-guards']) {
+    for (const path of ['mistakes/receiver-behind-interceptor', 'mistakes/interceptor-without-guards', 'mistakes/envelope-without-signature']) {
       expect(await postWebhook(w.url, event, { path })).toMatchObject(misconfigured);
       // the same on the service's retry: nothing ran, nothing holds the event
       expect(await postWebhook(w.url, event, { path })).toMatchObject(misconfigured);
     }
     expect(await postWebhook(w.url, { id: 'short-1' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
+    expect(await postWebhook(w.url, { id: 'short-2' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(effects).toEqual([]);
     expect(w.handlers.count('payment.*', String(event.eventId))).toBe(0);
+    // the log names the route to fix, once per route however many deliveries reach it
+    const fixes = logger.messages('error').filter((line) => line.startsWith('MisassembledController.')).sort();
+    expect(fixes).toEqual([
+      expect.stringMatching(/^MisassembledController\.envelopeAlone: PaymentWebhookEnvelopeGuard found no verified body/),
+      expect.stringMatching(/^MisassembledController\.shortRetention: the idempotency retentionMs \(1000\) must be at least twice/),
+      expect.stringMatching(/^MisassembledController\.stacked: PaymentWebhookReceiver verifies and deduplicates by itself/),
+      expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
+    ]);
   });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
