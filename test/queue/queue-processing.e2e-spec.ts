@@ -190,3 +190,32 @@ describe('queue mode against the simulator: reconciliation and re-emit run in th
     expect(await q.deadLetters.list()).toEqual([]);
   });
 });
+
+describe('queue mode: queueConcurrency', () => {
+  let redis: TestRedisServer;
+  let q: QueueApp;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    q = await startQueueApp(redis.url, { payment: { queueConcurrency: 2 } });
+  });
+  afterAll(async () => {
+    await q?.close();
+    await redis?.stop();
+  });
+
+  it('runs at most queueConcurrency handlers at once in a worker; the next starts when one finishes', async () => {
+    const events = [envelope('payment.succeeded'), envelope('payment.succeeded'), envelope('payment.succeeded')];
+    const ids = events.map((event) => event.eventId as string);
+    const releases = ids.map((id) => q.handlers.hold(id));
+    for (const event of events) expect((await postWebhook(q.url, event)).status).toBe(200);
+    const entered = () => ids.filter((id) => q.handlers.count('entered', id) > 0);
+    await waitFor('two handlers running', () => entered().length === 2);
+    await sleep(500); // a worker that ignored the setting would start the third by now
+    expect(entered()).toHaveLength(2);
+    releases[ids.indexOf(entered()[0]!)]!();
+    await waitFor('the third handler started', () => entered().length === 3);
+    for (const release of releases) release();
+    await waitFor('all handled', () => ids.every((id) => q.handlers.count('done', id) === 1));
+  });
+});
