@@ -17,6 +17,7 @@ import {
   type TestOtel,
 } from '../support/otel-sdk.js';
 import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
+import { waitFor } from '../support/wait.js';
 
 const ATTACKER_SECRET = 'whsec_attacker_guess';
 
@@ -216,6 +217,26 @@ describe('webhook telemetry with the real OpenTelemetry SDK', () => {
     ]);
     const delivery = byName(otel.spans(), 'payment webhook unknown')[0]!;
     expect(delivery.attributes['payment_gateway.event_type']).toBe('loyalty.points_added');
+  });
+
+  it('counts a copy that arrives while its event is being handled as in_flight (409), and the first as handled', async () => {
+    otel = await registerTestOtel();
+    w = await startWebhookApp({ adapter: 'express' });
+    const event = envelope('payment.succeeded');
+    let release!: () => void;
+    w.handlers.gate = new Promise<void>((resolve) => (release = resolve));
+    const first = postWebhook(w.url, event);
+    await waitFor('the first delivery entered its handler', () => w.handlers.entered > 0);
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    release();
+    expect((await first).status).toBe(200);
+    const expected = byAttributes([
+      { outcome: 'handled', event_type: 'payment.succeeded', account: 'default' },
+      { outcome: 'in_flight', code: 'WEBHOOK_EVENT_IN_FLIGHT', event_type: 'payment.succeeded', account: 'default' },
+    ]);
+    const all = await otel.collect();
+    expect(counterPoints(all, PaymentMetricName.WEBHOOK_REQUESTS)).toEqual(byAttributes(expected.map((a) => ({ ...a, value: 1 }))));
+    expect(histogramCounts(all, PaymentMetricName.WEBHOOK_DURATION)).toEqual(byAttributes(expected.map((a) => ({ ...a, count: 1 }))));
   });
 
   it('counts an event signed for the other environment as ignored (answered 2xx, not dispatched)', async () => {
