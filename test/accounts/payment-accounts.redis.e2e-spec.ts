@@ -78,6 +78,10 @@ describe('accounts and apps on one Redis', () => {
     const raw = new Redis(redis.url);
     try {
       expect((await raw.keys(`multi:*${id}`)).sort()).toEqual([`multi:default:event:${id}`, `multi:eu:event:${id}`]);
+      // as redis-server sees it: the app's one connection, besides this one
+      const ownId = await raw.client('ID');
+      const others = String(await raw.client('LIST')).trim().split('\n').filter((line) => !line.startsWith(`id=${ownId} `));
+      expect(others).toHaveLength(1);
     } finally {
       raw.disconnect();
     }
