@@ -89,4 +89,20 @@ describe('reconciliation with the real client against the simulator', () => {
     await dispatcher.dispatch(event);
     expect(orders.decisions).toEqual([{ eventType: 'payment.succeeded', eventStatus: 'SUCCESS', canonicalStatus: 'SUCCESS' }]);
   });
+
+  it('reconciles when the status answer has data.status only (the one field the service documents)', async () => {
+    harness.sim.scriptNextPayment('manual');
+    const payment = await harness.client.createPayment({ amount: '5', currency: 'USD' });
+    harness.sim.completePayment(payment.trxId!, 'REJECTED');
+    // the real answer, cut down to { status, data: { status } }
+    harness.sim.injectFault({
+      method: 'GET',
+      path: '/payment/status',
+      kind: 'rewrite',
+      rewrite: (body) => ({ body: { status: body.status, data: { status: (body.data as { status: unknown }).status } } }),
+    });
+    await dispatcher.dispatch(buildPaymentEvent('payment.pending', { trxId: payment.trxId }));
+    expect(orders.decisions).toEqual([{ eventType: 'payment.pending', eventStatus: 'PENDING', canonicalStatus: 'REJECTED' }]);
+    expect(harness.calls('/payment/status', 'GET')).toHaveLength(1);
+  });
 });
