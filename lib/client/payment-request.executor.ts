@@ -1,7 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
-import { isRecord } from '../common/is-record.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
 import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
@@ -10,7 +9,6 @@ import {
   PaymentApiError,
   PaymentClientErrorCode,
   PaymentClientConfigurationError,
-  PaymentErrorCode,
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
@@ -21,7 +19,8 @@ import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
-import { isRetryable, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
+import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
+import { answerData } from './payment-response.reader.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
 import { tokenFailureOfCall } from './payment-token-failure.js';
@@ -167,7 +166,7 @@ export class PaymentRequestExecutor {
         release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0);
       }
       if (answer) {
-        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: dataOf(answer.body), sentAt };
+        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = paymentErrorFromResponse({
           httpStatus: answer.status,
           body: answer.body,
@@ -343,25 +342,4 @@ export class PaymentRequestExecutor {
       idempotencyKey: call.idempotencyKey,
     });
   }
-}
-
-function dataOf(body: unknown): unknown {
-  if (isRecord(body) && 'data' in body) {
-    return (body as { data: unknown }).data;
-  }
-  return body;
-}
-
-/** A 2xx whose body could not be read (see `PaymentHttpClient`): the service acted on the call. */
-function isUnreadSuccess(failure: PaymentApiError): failure is PaymentNetworkError & { httpStatus: number } {
-  return failure instanceof PaymentNetworkError && failure.httpStatus !== undefined && failure.httpStatus >= 200 && failure.httpStatus < 300;
-}
-
-/** A 401/403 naming the bearer token (expired, or matching no session): the call was not carried out. */
-function isTokenRefusal(failure: PaymentApiError): boolean {
-  return (
-    (failure.httpStatus === 401 || failure.httpStatus === 403) &&
-    !failure.mayHaveReachedService &&
-    (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)
-  );
 }

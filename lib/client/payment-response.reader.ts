@@ -10,6 +10,11 @@ export function recordOf(data: unknown): Record<string, unknown> {
   return isRecord(data) ? data : {};
 }
 
+/** What a successful call resolves with: the envelope's `data`, or the body itself when it has none. */
+export function answerData(body: unknown): unknown {
+  return isRecord(body) && 'data' in body ? body.data : body;
+}
+
 /**
  * The success envelope's `data`, never the body itself: a body without `data` has no payload,
  * and its own `status` is the envelope's `'success'`, not a payment's.

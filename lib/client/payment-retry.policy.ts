@@ -61,3 +61,17 @@ export function retryAfterTooLongError(failure: PaymentRateLimitError, retryAfte
     idempotencyKey: failure.idempotencyKey,
   });
 }
+
+/** A 2xx whose body could not be read (see `PaymentHttpClient`): the service acted on the call. */
+export function isUnreadSuccess(failure: PaymentApiError): failure is PaymentNetworkError & { httpStatus: number } {
+  return failure instanceof PaymentNetworkError && failure.httpStatus !== undefined && failure.httpStatus >= 200 && failure.httpStatus < 300;
+}
+
+/** A 401/403 naming the bearer token (expired, or matching no session): the call was not carried out. */
+export function isTokenRefusal(failure: PaymentApiError): boolean {
+  return (
+    (failure.httpStatus === 401 || failure.httpStatus === 403) &&
+    !failure.mayHaveReachedService &&
+    (failure.code === PaymentErrorCode.TOKEN_EXPIRED || failure.code === PaymentErrorCode.TOKEN_INVALID)
+  );
+}
