@@ -6,7 +6,6 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
-import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.names.js';
 import { QueueJobTelemetry } from '../telemetry/queue-job.telemetry.js';
@@ -24,7 +23,7 @@ import type { PaymentEventQueue } from './payment-event-queue.js';
 import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
-import { PAYMENT_DEAD_LETTER_EVENT } from './payment-dead-letter.interface.js';
+import { announceDeadLetter } from './dead-letter-announcement.js';
 import { isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
@@ -323,20 +322,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       return;
     }
     this.telemetry.deadLettered(eventType);
-    const deadLetter = toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs);
-    this.logger.error(
-      `${eventType} event ${eventId} (account ${this.account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
-        `kept until ${deadLetter.expiresAt.toISOString()}: ${deadLetter.lastError}. ` +
-        `Replay it with PaymentDeadLetterService.replay(${JSON.stringify(eventId)}${this.account === DEFAULT_PAYMENT_ACCOUNT ? '' : `, ${JSON.stringify(this.account)}`}).`,
-    );
-    if (this.eventEmitter === undefined) return;
-    try {
-      this.eventEmitter.emitAsync(PAYMENT_DEAD_LETTER_EVENT, deadLetter).catch((listenerError: unknown) => {
-        this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${this.describe(listenerError)}`);
-      });
-    } catch (listenerError) {
-      this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${this.describe(listenerError)}`);
-    }
+    announceDeadLetter(toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs), this.logger, this.eventEmitter, this.describe);
   }
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
