@@ -5,7 +5,11 @@ import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.
 import type { PaymentEventJobData } from '../../lib/queue/payment-event-job.js';
 import { PaymentServiceSimulator } from '../../lib/testing/index.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { FAST_QUEUE_OPTIONS, type QueueApp, QueueHandlers, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { PaymentModule } from '../../lib/payment.module.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
 // One app that receives and works (the default for processing: 'queue'), on a real Redis.
@@ -217,5 +221,45 @@ describe('queue mode: queueConcurrency', () => {
     await waitFor('the third handler started', () => entered().length === 3);
     for (const release of releases) release();
     await waitFor('all handled', () => ids.every((id) => q.handlers.count('done', id) === 1));
+  });
+});
+
+describe('queue mode without a webhook secret', () => {
+  let redis: TestRedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+  const secretWarnings = (logger: CollectingLogger) => logger.messages('warn').filter((line) => line.includes('no webhook secret'));
+
+  it('warns at boot in an app that serves HTTP (its deliveries would get 404), naming the variable', async () => {
+    const logger = new CollectingLogger();
+    const q = await startQueueApp(redis.url, { logger, payment: { webhookSecret: undefined } });
+    try {
+      expect(secretWarnings(logger)).toEqual([
+        expect.stringMatching(/^Account 'default' has 1 @OnPaymentEvent handler\(s\) but no webhook secret \(PAYMENT_WEBHOOK_SECRET\).*worker-only process/),
+      ]);
+      expect((await postWebhook(q.url, envelope())).status).toBe(404);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it('says nothing in a worker process run as an application context (it needs no secret)', async () => {
+    const logger = new CollectingLogger();
+    @Module({
+      imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', queueRedisUrl: redis.url, ...FAST_QUEUE_OPTIONS })],
+      providers: [QueueHandlers],
+    })
+    class WorkerModule {}
+    const worker = await NestFactory.createApplicationContext(WorkerModule, { logger });
+    try {
+      expect(logger.messages('log')).toContain('1 @OnPaymentEvent handler(s) registered');
+      expect(secretWarnings(logger)).toEqual([]);
+    } finally {
+      await worker.close();
+    }
   });
 });
