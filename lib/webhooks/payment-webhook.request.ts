@@ -49,27 +49,47 @@ export function headerValue(headers: IncomingHttpHeaders, name: string): string 
 // The request checks below run before the body is looked at, in the order the receiver
 // and the signature guard both use: content type (415), declared size (413), raw body.
 
-/** One parameter of a content type: `; name=token` or `; name="quoted \" string"` (RFC 9110 8.3.1). */
-const PARAMETER = /^[ \t]*;[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+)=(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+)|"((?:[^"\\]|\\.)*)")/;
+/**
+ * One parameter of a content type at `lastIndex`: `; name=token` or `; name="quoted \" string"`
+ * (RFC 9110 8.3.1). Sticky, so each parameter is matched once where the last one ended.
+ */
+const PARAMETER = /[ \t]*;[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+)=(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+)|"((?:[^"\\]|\\.)*)")/y;
 
+/** The index of the first character at or after `from` that is not HTTP whitespace (space, tab). */
+function skipHttpWhitespace(text: string, from: number): number {
+  let at = from;
+  while (at < text.length && (text.charCodeAt(at) === 0x20 || text.charCodeAt(at) === 0x09)) at++;
+  return at;
+}
+
+/**
+ * `text` without leading and trailing HTTP whitespace. Scanned, not a regular expression: the
+ * header comes from anyone, and `/[ \t]+$/` retries at every space of a long run (quadratic).
+ */
 function trimHttpWhitespace(text: string): string {
-  return text.replace(/^[ \t]+|[ \t]+$/g, '');
+  let end = text.length;
+  while (end > 0 && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--;
+  return text.slice(skipHttpWhitespace(text, 0), end);
 }
 
 /**
  * The `charset` values among a content type's `parameters` (the text from its first `;`), read
  * as HTTP reads them (a `charset=` inside another parameter's quoted value is not one);
- * `undefined` when they do not parse.
+ * `undefined` when they do not parse. One pass over the text, whatever it holds.
  */
 function charsetsOf(parameters: string): string[] | undefined {
   const charsets: string[] = [];
-  let rest = parameters;
-  while (trimHttpWhitespace(rest) !== '') {
-    if (/^[ \t]*;[ \t]*$/.test(rest)) break; // a trailing ';' names nothing
-    const parameter = PARAMETER.exec(rest);
+  let at = 0;
+  for (;;) {
+    const next = skipHttpWhitespace(parameters, at);
+    if (next === parameters.length) break;
+    // a trailing ';' names nothing
+    if (parameters.charCodeAt(next) === 0x3b && skipHttpWhitespace(parameters, next + 1) === parameters.length) break;
+    PARAMETER.lastIndex = next;
+    const parameter = PARAMETER.exec(parameters);
     if (parameter === null) return undefined;
     if (parameter[1]!.toLowerCase() === 'charset') charsets.push((parameter[2] ?? parameter[3]!.replace(/\\(.)/g, '$1')).toLowerCase());
-    rest = rest.slice(parameter[0].length);
+    at = PARAMETER.lastIndex;
   }
   return charsets;
 }
