@@ -163,13 +163,13 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       this.logger.warn(
         `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
           'leaving their events to another worker' +
-          (recording > 0 ? `; ${recording} finished but could not record their completion (the store is unreachable): given up, their jobs completed` : ''),
+          (recording > 0 ? `; ${recording} finished but could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed` : ''),
       );
     }
     // Claims of handlers left running are no longer renewed: this instance gives up their
     // events, which another worker takes over once lock and lease lapsed. A completion still
-    // being retried gives up too (logged), and its job is recorded completed while the worker
-    // is still open: taken over instead, its handlers would run again.
+    // being retried gives up at once, mid-attempt too (logged), and its job is recorded completed
+    // while the worker is still open: taken over instead, its handlers would run again.
     this.deduplicator.close();
     if (this.completing > 0) await this.running.settle(Date.now() + COMPLETION_GIVE_UP_WAIT_MS);
     try {
@@ -235,11 +235,14 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         job.attemptsMade + 1,
         job.data.trace,
         () => {
+          // set when the handlers succeeded: from then on the attempt waits for the completion. A
+          // failure's release stays under the time-out (a custom store's release may hang)
           let handlersDone = false;
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () =>
-            this.dispatcher.dispatch(event).finally(() => {
+            this.dispatcher.dispatch(event).then((value) => {
               handlersDone = true;
               this.completing++;
+              return value;
             }),
           );
           // counted from the handlers' end to the run's: the completion being recorded

@@ -74,6 +74,8 @@ export class WebhookDeduplicator {
   private readonly idleWaiters: Array<() => void> = [];
   /** Set by `close()`: endless completion retries give up. */
   private closed = false;
+  /** Aborted by `close()`: an endless completion stops waiting on the store at once, mid-attempt too. */
+  private readonly closing = new AbortController();
 
   constructor(
     readonly store: WebhookEventStore,
@@ -192,6 +194,7 @@ export class WebhookDeduplicator {
   /** Stops lease renewal (module shutdown). */
   close(): void {
     this.closed = true;
+    this.closing.abort();
     for (const renewer of this.renewers.values()) renewer.close();
     this.renewers.clear();
     this.lastRenewal = undefined;
@@ -223,34 +226,74 @@ export class WebhookDeduplicator {
    */
   private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings): Promise<void> {
     const attempts = Math.max(1, settings.completeAttempts);
+    // endless retries end with close(), even in the middle of an attempt or a pause: at shutdown the
+    // worker must get the job recorded completed before it closes, or the job is taken over and run again
+    const endless = attempts === Number.POSITIVE_INFINITY;
     for (let attempt = 1; ; attempt++) {
       try {
         const completing = this.store.complete(key, claimToken, settings.retentionMs);
         const timeoutMs = settings.completeTimeoutMs;
         // a store that never answers must not hold a queue worker's slot without a word
-        await (timeoutMs === undefined ? completing : withTimeout(completing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`)));
-        if (attempt > 1 && attempts === Number.POSITIVE_INFINITY) {
+        const bounded = timeoutMs === undefined ? completing : withTimeout(completing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
+        await (endless ? this.untilClosed(bounded) : bounded);
+        if (attempt > 1 && endless) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
         }
         return;
       } catch (error) {
-        if (attempt >= attempts || this.closed) {
-          this.logger.error(
-            `Handlers of webhook event "${key}" succeeded but completion could not be recorded ` +
-              `(${describeError(error)}); answering 2xx so the handlers are not run again by a retry. ` +
-              'A duplicate delivery arriving after the lease expires would run them again.',
-          );
-          return;
-        }
-        if (attempt === DEFAULT_COMPLETE_ATTEMPTS && attempts === Number.POSITIVE_INFINITY) {
+        if (attempt >= attempts || this.closed) return this.completionGivenUp(key, error, endless);
+        if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
               `(${describeError(error)}); retrying, at most a second apart, until the store answers, so a retry does not run them again`,
           );
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt)));
+        await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless);
+        if (this.closed) return this.completionGivenUp(key, error, endless);
       }
     }
+  }
+
+  private completionGivenUp(key: string, error: unknown, endless: boolean): void {
+    this.logger.error(
+      `Handlers of webhook event "${key}" succeeded but completion could not be recorded ` +
+        `(${describeError(error)}); ${endless ? 'the job is recorded completed' : 'answering 2xx'} so the handlers are not run again by a retry. ` +
+        'A duplicate delivery arriving after the lease expires would run them again.',
+    );
+  }
+
+  /** Waits `ms`; with `endsOnClose`, no longer than until `close()`. */
+  private pause(ms: number, endsOnClose: boolean): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const signal = this.closing.signal;
+      const end = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      if (endsOnClose) signal.addEventListener('abort', end, { once: true });
+    });
+  }
+
+  /** `work`, or a rejection as soon as `close()` is called. The listener goes when `work` settles. */
+  private untilClosed<T>(work: Promise<T>): Promise<T> {
+    const signal = this.closing.signal;
+    if (signal.aborted) return Promise.reject(new Error('shutdown stopped waiting for the store'));
+    return new Promise<T>((resolve, reject) => {
+      const onClose = () => reject(new Error('shutdown stopped waiting for the store'));
+      signal.addEventListener('abort', onClose, { once: true });
+      work.then(
+        (value) => {
+          signal.removeEventListener('abort', onClose);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onClose);
+          reject(error);
+        },
+      );
+    });
   }
 
   /** After failed work: free the key so the redelivery runs it. If this fails, the lease expires on its own. */

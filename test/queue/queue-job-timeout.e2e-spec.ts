@@ -3,6 +3,14 @@ import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { FAST_QUEUE_OPTIONS, type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+
+/** A store of the app's own whose release never answers (the module's Redis store bounds it; a custom one may not). */
+class ReleaseHangingStore extends MemoryWebhookEventStore {
+  override release(): Promise<void> {
+    return new Promise<void>(() => undefined);
+  }
+}
 
 // BullMQ renews a running job's lock for as long as its process lives, so only the module's own
 // bound (queueJobTimeoutMs) keeps a handler that does not return from holding a worker slot.
@@ -136,6 +144,26 @@ describe('queue mode: a handler that does not return', () => {
       expect(await postWebhook(second.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
     } finally {
       await second.close();
+    }
+  });
+
+  it("a failed handler whose claim release hangs (a custom store) does not keep the slot: the attempt times out and the retry handles the event", async () => {
+    const hanging = await startQueueApp(redis.url, {
+      payment: { ...FAST_QUEUE_OPTIONS, store: new ReleaseHangingStore(), redisKeyPrefix: 'release-hangs:', queueConcurrency: 1, queueJobTimeoutMs: 1000 },
+    });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      hanging.handlers.failTimes.set(id, 1);
+      expect(await postWebhook(hanging.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      // the claim was never released: the retry waits for its lease (1 s) to lapse, then runs
+      await waitFor('the retry handled the event', () => hanging.handlers.count('done', id) === 1, 10_000);
+      expect(hanging.handlers.count('entered', id)).toBe(2);
+      const next = envelope('payment.succeeded');
+      expect(await postWebhook(hanging.url, next)).toMatchObject({ status: 200, json: { queued: true } });
+      await waitFor('the one slot is free for the next event', () => hanging.handlers.count('done', next.eventId as string) === 1, 10_000);
+    } finally {
+      await hanging.close();
     }
   });
 });

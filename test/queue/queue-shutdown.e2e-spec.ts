@@ -4,6 +4,34 @@ import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { FAST_QUEUE_OPTIONS, type QueueApp, type QueueAppOptions, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook, WEBHOOK_SECRET } from '../support/webhooks-app.js';
+import { Queue } from 'bullmq';
+import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
+import type { WebhookClaimResult, WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
+
+/** A shared event store that, once `hanging`, never answers (a partitioned connection). */
+class HangingStore implements WebhookEventStore {
+  hanging = false;
+  constructor(private readonly inner: MemoryWebhookEventStore) {}
+  private gate<T>(call: () => Promise<T>): Promise<T> {
+    return this.hanging ? new Promise<T>(() => undefined) : call();
+  }
+  claim(key: string, leaseMs: number): Promise<WebhookClaimResult> {
+    return this.gate(() => this.inner.claim(key, leaseMs));
+  }
+  complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    return this.gate(() => this.inner.complete(key, claimToken, retentionMs));
+  }
+  release(key: string, claimToken: string): Promise<void> {
+    return this.gate(() => this.inner.release(key, claimToken));
+  }
+  extend(key: string, claimToken: string, leaseMs: number): Promise<boolean> {
+    return this.gate(() => this.inner.extend(key, claimToken, leaseMs));
+  }
+  isProcessed(key: string): Promise<boolean> {
+    return this.gate(() => this.inner.isProcessed(key));
+  }
+}
 
 // app.close() stops taking jobs, lets running handlers finish up to queueShutdownTimeoutMs
 // (1 s here) and leaves the unfinished ones to another worker.
@@ -75,6 +103,40 @@ describe('queue mode: graceful shutdown of a worker', () => {
     await waitFor('another worker ran the event', () => second.handlers.count('done', id) === 1, 15_000);
     expect(second.handlers.count('entered', id)).toBe(1);
     expect(await second.deadLetters.get(id)).toBeUndefined();
+  });
+
+  it("a finished handler whose completion waits on a hung store is recorded completed at close(), never run again by another worker", async () => {
+    // the event store hangs (as a Redis store on a partitioned connection does until redisTimeoutMs):
+    // shutdown stops waiting on it at once, mid-attempt, so the job is recorded completed while the
+    // worker is still open; a completion still waiting at worker.close() left the job to be taken over
+    const store = new HangingStore(new MemoryWebhookEventStore());
+    const logger = new CollectingLogger();
+    const payment = { store, redisTimeoutMs: 10_000 };
+    const first = await start(logger, { payment });
+    const event = envelope('refund.succeeded');
+    const id = event.eventId as string;
+    const release = first.handlers.hold(id);
+    expect(await postWebhook(first.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler started', () => first.handlers.count('entered', id) === 1);
+    store.hanging = true;
+    release();
+    await waitFor('the handler finished', () => first.handlers.count('done', id) === 1);
+    const closing = Date.now();
+    await close(first);
+    expect(Date.now() - closing).toBeLessThan(5_000);
+    expect(logger.messages('error')).toContainEqual(expect.stringMatching(/^Handlers of webhook event ".*" succeeded but completion could not be recorded \(Error: shutdown stopped waiting for the store\); the job is recorded completed/));
+
+    const jobs = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
+    try {
+      expect(await jobs.getJobState(paymentEventJobId('default', id))).toBe('completed');
+    } finally {
+      await jobs.close();
+    }
+    store.hanging = false;
+    const second = await start(undefined, { payment });
+    await sleep(2_500); // a lock of 1 s: a job left active would be taken over by now
+    expect(second.handlers.count('entered', id)).toBe(0);
+    await close(second);
   });
 
   it('with several queue accounts, close() stops every worker at once and drains them together: one time-out, no job taken meanwhile', async () => {
