@@ -103,10 +103,12 @@ export class PaymentHttpClient {
         signal: deadline.signal,
       });
     } catch (error) {
-      if (deadline.signal.aborted) throw networkErrorFrom({ code: 'ETIMEDOUT' }, attempt.method, attempt.path);
-      // the status line came, the body did not (a reset mid-body, a broken gzip stream)
-      const answered = (error as { response?: { status?: unknown } })?.response?.status;
-      throw networkErrorFrom(error, attempt.method, attempt.path, typeof answered === 'number' ? answered : undefined);
+      // the status line came, the body did not (a reset mid-body, a broken gzip stream, or a body
+      // still trickling in at the deadline: axios's cancel error has no response, the request has)
+      const answered = deadline.signal.aborted
+        ? (error as { request?: { res?: { statusCode?: unknown } } })?.request?.res?.statusCode
+        : (error as { response?: { status?: unknown } })?.response?.status;
+      throw networkErrorFrom(deadline.signal.aborted ? { code: 'ETIMEDOUT' } : error, attempt.method, attempt.path, typeof answered === 'number' ? answered : undefined);
     } finally {
       clearTimeout(timer);
     }

@@ -190,18 +190,27 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.sim.payouts).toHaveLength(1);
     });
 
-    it('httpTimeoutMs bounds the whole attempt: a refund whose answer trickles in is cut, not waited on for ever, and not sent again', async () => {
+    it('httpTimeoutMs bounds the whole attempt: a refund whose 201 trickles in is cut, not waited on for ever, not sent again, and resolves (the service acted)', async () => {
       h = await startClientHarness({ httpTimeoutMs: 800 });
       const trxId = await succeededPayment(h);
       // headers at once, then a byte every 250 ms for 20 s: Node's idle timer alone never fires
       h.sim.injectFault({ path: REFUND, kind: 'trickle', trickleMs: 20_000 });
       const startedAt = Date.now();
-      const error = await rejectionOf(h.client.refundPayment(trxId, { amount: '10' }));
+      // the status line said 201: as with a body cut short, the refund is done, only its fields are unknown
+      const refund = await h.client.refundPayment(trxId, { amount: '10' });
       expect(Date.now() - startedAt).toBeLessThan(5_000);
-      expect(error).toBeInstanceOf(PaymentNetworkError);
-      expect(error).toMatchObject({ code: 'TIMEOUT', failure: 'timeout', mayHaveReachedService: true });
+      expect(refund).toMatchObject({ httpStatus: 201, raw: undefined });
       expect(h.calls(REFUND)).toHaveLength(1);
-      expect(h.sim.refunds).toHaveLength(1); // the service acted; the caller is told it may have
+      expect(h.sim.refunds).toHaveLength(1);
+    });
+
+    it('a read whose 200 trickles in past httpTimeoutMs fails with an error that carries the status it was answered', async () => {
+      h = await startClientHarness({ httpTimeoutMs: 800, maxRetries: 0 });
+      h.sim.injectFault({ method: 'GET', path: '/payments/gateways', kind: 'trickle', trickleMs: 20_000 });
+      const error = await rejectionOf(h.client.listGateways());
+      expect(error).toBeInstanceOf(PaymentNetworkError);
+      expect(error).toMatchObject({ code: 'NETWORK_ERROR', failure: 'timeout', httpStatus: 200, mayHaveReachedService: true });
+      expect(error.message).toContain('was answered 200, but its body could not be read (ETIMEDOUT)');
     });
 
     it('refund and payout are retried after 429 (the service did not act), waiting Retry-After', async () => {
