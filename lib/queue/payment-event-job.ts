@@ -105,3 +105,13 @@ export function isPaymentEventJob(job: PaymentEventJob): boolean {
   const data = job.data as Partial<PaymentEventJobData> | undefined;
   return data?.v === 1 && typeof data.event?.eventId === 'string';
 }
+
+/**
+ * A job a later release of this module wrote (a layout version above 1): during a rolling
+ * upgrade an older worker may fetch it. It must not fail (its delivery was answered 2xx) nor
+ * run with a layout this version cannot read: it goes back to the queue for a newer worker.
+ */
+export function isNewerPaymentEventJob(job: PaymentEventJob): boolean {
+  const data = job.data as { v?: unknown; event?: { eventId?: unknown } } | undefined;
+  return typeof data?.v === 'number' && Number.isInteger(data.v) && data.v > 1 && typeof data.event?.eventId === 'string';
+}

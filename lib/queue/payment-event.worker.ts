@@ -24,7 +24,8 @@ import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-sh
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
-import { isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
+import { foreignJobError, handBackNewerJob } from './unrunnable-jobs.js';
+import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
 
@@ -182,21 +183,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** Runs one job, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
-    if (!isPaymentEventJob(job)) return Promise.reject(this.foreignJob(job));
+    if (isNewerPaymentEventJob(job)) return handBackNewerJob(this.bull, this.logger, this.account, job, token);
+    if (!isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
     const settled = this.running.begin(job.id ?? '');
     const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
     run.then(settled, settled);
     return run;
-  }
-
-  /**
-   * A job this module did not write (another producer in the account's queue, an edited one):
-   * never run. It fails at once, without its remaining attempts, and stays in the failed set
-   * for its owner; dead-letter listings leave it out.
-   */
-  private foreignJob(job: PaymentEventJob): Error {
-    this.logger.warn(`Worker of account ${this.account}: job ${job.id ?? '(no id)'} (${job.name}) is no event job of this module; left failed, not run`);
-    return new this.bull.UnrecoverableError('not an event job of nestjs-payment-gateway: left failed, not run');
   }
 
   /**

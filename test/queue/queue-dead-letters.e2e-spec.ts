@@ -82,6 +82,23 @@ describe('queue mode: dead letters', () => {
     expect(q.listener!.received.find((l) => l.eventId === id)!.event).toEqual(signed);
   });
 
+  it('hands a job of a later release (layout v2, a rolling upgrade) back to the queue, unrun and not failed', async () => {
+    const jobs = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
+    try {
+      const later = envelope('payment.succeeded');
+      const job = await jobs.add('payment.succeeded', { v: 2, account: 'default', event: later, receivedAt: new Date().toISOString() }, { attempts: 3 });
+      await waitFor('a worker looked at it and handed it back', async () => (await jobs.getJobState(job.id!)) === 'delayed');
+      const delayed = (await jobs.getJob(job.id!))!;
+      expect(delayed.attemptsMade).toBe(0);
+      expect(delayed.delay).toBeGreaterThan(20_000);
+      expect(q.handlers.count('entered', later.eventId as string)).toBe(0);
+      expect(await q.deadLetters.get(later.eventId as string)).toBeUndefined();
+      await delayed.remove();
+    } finally {
+      await jobs.close();
+    }
+  });
+
   it("leaves a job it did not write alone: another producer's job in the account's queue fails at once, unrun, and is no dead letter", async () => {
     const foreign = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
     try {
