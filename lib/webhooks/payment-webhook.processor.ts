@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
+import { paymentEnvName } from '../config/payment-env.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { prepareReceivedEvent } from '../events/received-payment-event.js';
@@ -165,9 +166,13 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
 
   /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator. */
   private warnOtherEnvironment(event: AnyPaymentEvent): void {
+    // signed with this account's secret: more often the account's environment setting is wrong than the event
+    const check = this.live
+      ? 'if the account really is live, this is a sandbox event sent to its URL'
+      : `if the account is live, set ${paymentEnvName('environment', this.account)}=live (option environment: 'live')`;
     this.logger.warn(
       `Ignored ${event.eventType} event ${event.eventId}: signed for account ${this.account} (${this.live ? 'live' : 'sandbox'}) ` +
-        `but its environment is ${JSON.stringify(event.environment)}; answered 2xx without dispatching`,
+        `but its environment is ${JSON.stringify(event.environment)}; answered 2xx without dispatching. Check the setting: ${check}`,
     );
   }
 

@@ -132,7 +132,13 @@ describe.each(ADAPTERS)('environment of signed events on %s', (adapter) => {
       if (ignored) {
         expect(answer.json).toEqual({ received: true, ignored: 'environment' });
         expect(w.handlers.calls).toHaveLength(0);
-        expect(logger.messages('warn').some((m) => m.includes(`Ignored payment.succeeded event ${body.eventId as string}`))).toBe(true);
+        const warning = logger.messages('warn').find((m) => m.includes(`Ignored payment.succeeded event ${body.eventId as string}`));
+        // signed with the account's own secret: the line says which setting to check
+        expect(warning).toContain(
+          environment === 'sandbox'
+            ? "Check the setting: if the account is live, set PAYMENT_ENVIRONMENT=live (option environment: 'live')"
+            : 'Check the setting: if the account really is live, this is a sandbox event sent to its URL',
+        );
         // a retry of it is acknowledged the same way, never dispatched
         expect((await postWebhook(w.url, body)).json).toEqual({ received: true, ignored: 'environment' });
       } else {
