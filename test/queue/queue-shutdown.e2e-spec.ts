@@ -111,7 +111,8 @@ describe('queue mode: graceful shutdown of a worker', () => {
     // worker is still open; a completion still waiting at worker.close() left the job to be taken over
     const store = new HangingStore(new MemoryWebhookEventStore());
     const logger = new CollectingLogger();
-    const payment = { store, redisTimeoutMs: 10_000 };
+    // a queue of its own: workers the tests above left running must not take the job
+    const payment = { store, redisTimeoutMs: 10_000, redisKeyPrefix: 'hung-store:' };
     const first = await start(logger, { payment });
     const event = envelope('refund.succeeded');
     const id = event.eventId as string;
@@ -126,7 +127,7 @@ describe('queue mode: graceful shutdown of a worker', () => {
     expect(Date.now() - closing).toBeLessThan(5_000);
     expect(logger.messages('error')).toContainEqual(expect.stringMatching(/^Handlers of webhook event ".*" succeeded but completion could not be recorded \(Error: shutdown stopped waiting for the store\); the job is recorded completed/));
 
-    const jobs = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
+    const jobs = new Queue('default', { connection: { url: redis.url }, prefix: 'hung-store:_queue' });
     try {
       expect(await jobs.getJobState(paymentEventJobId('default', id))).toBe('completed');
     } finally {
