@@ -3,6 +3,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
 import { paymentEnvNames } from '../config/payment-env.js';
+import { unreadPaymentVariables } from '../config/payment-env-typos.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
@@ -41,6 +42,8 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplica
 
   onApplicationBootstrap(): void {
     this.#started = true;
+    // every account is registered by now: a PAYMENT_* variable none of them reads is likely a typo
+    for (const line of unreadPaymentVariables(Object.keys(process.env), this.names())) new Logger('PaymentModule').warn(line);
   }
 
   /** After every account's (Nest runs this shared module's hooks last): a `close()` tried again starts its steps anew. */

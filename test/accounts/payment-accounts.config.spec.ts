@@ -221,6 +221,23 @@ describe('named account configuration', () => {
     expect(await warnings('whsec_eu')).toEqual([]);
   });
 
+  it('warns once at boot about a PAYMENT_* variable no account reads (a typo would leave its setting at the default)', async () => {
+    restore = withEnv({ PAYMENT_EU_WEBHOOK_SECRETS: 'whsec_never_logged', PAYMENT_EU_BASE_URL: 'https://pay.example.com', PAYMENT_SHOP_NAME: 'ours' });
+    const logger = new CollectingLogger();
+    const ref = await Test.createTestingModule({
+      imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com' }), PaymentModule.forRoot({ account: 'eu' })],
+    })
+      .setLogger(logger)
+      .compile();
+    await ref.init();
+    await ref.close();
+    const lines = logger.lines.filter((l) => l.context === 'PaymentModule' && l.level === 'warn').map((l) => l.message);
+    expect(lines).toEqual([
+      "Environment variable PAYMENT_EU_WEBHOOK_SECRETS is not one nestjs-payment-gateway reads; did you mean 'PAYMENT_EU_WEBHOOK_SECRET'?",
+    ]);
+    expect(logger.rendered.join('\n')).not.toContain('whsec_never_logged');
+  });
+
   it("account 'default' is the unnamed account (PAYMENT_* variables, the class token), as every other API names it", async () => {
     restore = withEnv({ PAYMENT_BASE_URL: 'https://default.example.com' });
     const ref = await boot([PaymentModule.forRoot({ account: 'default' }), PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com' })]);
