@@ -5,7 +5,7 @@ import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreTok
 import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
-import { readPaymentEnv } from './config/payment-env.js';
+import { paymentEnvSources, readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import type { ModuleWebhookIdempotencyDefaults } from './webhooks/webhook-idempotency.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
@@ -59,7 +59,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
         // undefined only from a forRootAsync() factory (forRoot() always passes an object): refused, not read as "no options"
         const resolved = resolvePaymentOptions(options as PaymentModuleOptions, env, account, { readEnv });
         // before the store needs ioredis: one error naming every missing package, not one per boot
-        if (resolved.processing === 'queue') loadBullMq();
+        if (resolved.processing === 'queue') {
+          const setting = options?.processing === 'queue' ? 'the processing option' : paymentEnvSources('processing', account);
+          loadBullMq(undefined, { account, setting });
+        }
         accounts.register(resolved);
         return resolved;
       },

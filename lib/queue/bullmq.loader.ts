@@ -80,7 +80,11 @@ export interface BullMqModule {
  * when an account runs in queue mode, so the inline mode works without either.
  * @internal `moduleNames` is for tests
  */
-export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { bullmq: 'bullmq', ioredis: 'ioredis' }): BullMqModule {
+export function loadBullMq(
+  moduleNames: { bullmq: string; ioredis: string } = { bullmq: 'bullmq', ioredis: 'ioredis' },
+  /** Who asked, for the error: the account and where its `processing` came from. */
+  context: { account?: string; setting?: string } = {},
+): BullMqModule {
   const load = peerRequire();
   const missing: string[] = [];
   let cause: unknown;
@@ -97,9 +101,9 @@ export function loadBullMq(moduleNames: { bullmq: string; ioredis: string } = { 
   };
   attempt(moduleNames.ioredis, () => load.resolve(moduleNames.ioredis));
   const mod: any = attempt(moduleNames.bullmq, () => load(moduleNames.bullmq));
-  if (missing.length > 0) throw new BullMqMissingError(missing, { cause });
+  if (missing.length > 0) throw new BullMqMissingError(missing, { cause, ...context });
   if (typeof mod?.Queue !== 'function' || typeof mod?.Worker !== 'function' || typeof mod?.DelayedError !== 'function' || typeof mod?.UnrecoverableError !== 'function') {
-    throw new BullMqMissingError([moduleNames.bullmq]);
+    throw new BullMqMissingError([moduleNames.bullmq], context);
   }
   return mod as BullMqModule;
 }

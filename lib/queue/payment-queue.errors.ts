@@ -49,12 +49,14 @@ export class BullMqMissingError extends Error {
   constructor(
     /** The packages that could not be found. */
     readonly missing: readonly string[],
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; account?: string; setting?: string },
   ) {
+    const whose = options?.account === undefined ? '' : `Account '${options.account}' has `;
+    const setting = options?.setting === undefined ? '' : ` (${options.setting})`;
     super(
-      `processing: 'queue' needs the optional peer dependencies "bullmq" and "ioredis" ` +
+      `${whose}processing: 'queue'${setting}, which needs the optional peer dependencies "bullmq" and "ioredis" ` +
         `(missing: ${missing.join(', ')}). Install them with \`npm i bullmq ioredis\`, or use processing: 'inline'.`,
-      options,
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
   }
 }

@@ -46,6 +46,8 @@ describe('queue mode without its optional peers', () => {
     );
     expect(failure).toContain('BullMqMissingError');
     expect(failure).toContain('(missing: ioredis, bullmq)');
+    // says whose setting asked for them
+    expect(failure).toContain("Account 'default' has processing: 'queue' (the processing option), which needs");
     expect(failure).not.toContain('RedisClientMissingError');
   });
 });
