@@ -34,6 +34,16 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
   });
 }
 
+/** Keys whose value an error never repeats: secrets, and URLs that may carry a password or user name. */
+const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
+
+/** ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what was read. */
+function givenValue(key: string, value: unknown): string {
+  if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
+  const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
+  return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;
+}
+
 /** What the module calls on a store; `extend`, `isProcessed`, `ping` and `close` are optional. */
 const STORE_METHODS = ['claim', 'complete', 'release'] as const;
 
@@ -202,7 +212,8 @@ export function validatePaymentOptions(
     // a factory passing ConfigService.get() values gives numbers and booleans as text
     const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && messages.some((m) => /whole number|true or false/.test(m));
     const hint = givenAsText ? " (it was given as text: ConfigService.get() returns strings; convert it, e.g. Number(value) or value === 'true')" : '';
-    problems.push(`${describe(key)} ${messages.join('; ')}${hint}`);
+    const given = givenAsText ? '' : givenValue(key, (schema as unknown as Record<string, unknown>)[key]);
+    problems.push(`${describe(key)} ${messages.join('; ')}${given}${hint}`);
   }
 
   // a base URL the schema accepted can still be one the API path cannot be appended to
@@ -311,7 +322,7 @@ function queueRetryScheduleProblem(attempts: unknown, backoffMs: unknown): strin
   if (scheduleMs <= MAX_QUEUE_RETRY_SCHEDULE_MS) return undefined;
   const days = scheduleMs / 86_400_000;
   return (
-    `put the last retry ${days < 1e6 ? Math.round(days).toLocaleString('en-US') : days.toExponential(1)} days after the first run ` +
+    `put the last retry ${days < 1e6 ? `${Math.round(days).toLocaleString('en-US')} days` : 'more than a million days'} after the first run ` +
     '(the delay doubles with every attempt): a failing event would not become a dead letter in practice. Keep it within 7 days: lower either'
   );
 }

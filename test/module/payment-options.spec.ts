@@ -213,12 +213,33 @@ describe('resolvePaymentOptions', () => {
       }),
     );
     expect(error.problems).toEqual([
-      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds$/),
-      expect.stringMatching(/'maxRetries'.* must be a whole number$/),
+      // the bad value is repeated (no secret here), so the operator sees what was read
+      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(given: NaN\)$/),
+      expect.stringMatching(/'maxRetries'.* must be a whole number \(given: 2\.5\)$/),
       expect.stringMatching(/'webhookLeaseMs'.* must be at most 86400000 ms/),
       expect.stringMatching(/'webhookRetentionMs'.* must be at most 31622400000 ms/),
       expect.stringMatching(/'queueDeadLetterRetentionMs'.* must be at most 31622400000 ms/),
     ]);
+  });
+
+  it('repeats a bad value read from the environment, but never a secret, a Redis URL or the base URL', () => {
+    const env = readPaymentEnv((name) =>
+      ({
+        PAYMENT_BASE_URL: 'https://user:pa55@pay.example.com/api/v1',
+        PAYMENT_HTTP_TIMEOUT_MS: '15s',
+        PAYMENT_ENVIRONMENT: 'prod',
+        PAYMENT_REDIS_URL: 'redis://:pa55@redis.internal:6379/x',
+      })[name],
+    );
+    const error = captureError(() => resolvePaymentOptions({}, env));
+    expect(error.problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^PAYMENT_HTTP_TIMEOUT_MS \(option 'httpTimeoutMs'\) must be a whole number of milliseconds \(given: "15s"\)$/),
+        expect.stringMatching(/^PAYMENT_ENVIRONMENT \(option 'environment'\) .* \(given: "prod"\)$/),
+      ]),
+    );
+    expect(error.message).not.toContain('pa55');
+    expect(error.problems.filter((problem) => /PAYMENT_(BASE|REDIS)_URL/.test(problem) && problem.includes('given:'))).toEqual([]);
   });
 
   it('is inspected (as Nest logs a boot error) with each problem once', () => {
