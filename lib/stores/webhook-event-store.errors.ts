@@ -19,8 +19,8 @@ export class RedisClientMissingError extends Error {
 
   constructor(options?: { cause?: unknown }) {
     super(
-      'RedisWebhookEventStore needs the optional peer dependency "ioredis". ' +
-        'Install it with `npm i ioredis`, or pass an existing client to the store.',
+      'RedisWebhookEventStore (used when redisUrl or PAYMENT_REDIS_URL is set) needs the optional peer dependency "ioredis". ' +
+        'Install it with `npm i ioredis`.',
       options,
     );
     this.name = 'RedisClientMissingError';
