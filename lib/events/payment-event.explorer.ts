@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
-import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
@@ -31,7 +31,6 @@ export class PaymentEventExplorer implements OnModuleInit {
     private readonly metadata: PaymentEventMetadataAccessor,
     private readonly registry: PaymentEventHandlerRegistry,
     @Optional() private readonly accounts?: PaymentAccountRegistry,
-    @Optional() private readonly httpAdapterHost?: HttpAdapterHost,
   ) {}
 
   onModuleInit(): void {
@@ -61,23 +60,24 @@ export class PaymentEventExplorer implements OnModuleInit {
   /**
    * Handlers wait for an account that has no webhook secret: no delivery can be verified (the
    * module route is not even registered: 404), so the service's events never reach them.
-   * Documented, but silent until the first lost event. A queue-mode worker process needs no
-   * secret: it runs as an application context (no HTTP server), where nothing is said.
+   * Documented, but silent until the first lost event. A queue-mode instance that runs a worker
+   * may be a worker process (which needs no secret, HTTP server or not: health, metrics): said at
+   * `log`; a web-only one (queueWorker: false) or an inline one cannot be right: `warn`.
    */
   private warnAccountsWithoutSecret(): void {
-    const servesHttp = this.httpAdapterHost?.httpAdapter != null;
     for (const name of this.accounts?.names() ?? []) {
       const { options } = this.accounts!.require(name);
-      if (options.webhookSecrets.length > 0 || (options.processing === 'queue' && !servesHttp)) continue;
+      if (options.webhookSecrets.length > 0) continue;
       const waiting = this.registry.list().filter((handler) => handler.bindings.some((b) => b.account === undefined || b.account === name));
       if (waiting.length === 0) continue;
-      const workerHint =
-        options.processing === 'queue'
-          ? '; a worker-only process needs no secret: run it with NestFactory.createApplicationContext() (no HTTP server) and this warning goes'
-          : '';
+      const secret = paymentEnvName('webhookSecret', name);
+      if (options.processing === 'queue' && options.queueWorker) {
+        this.logger.log(`Account '${name}' has no webhook secret (${secret}): this instance receives no webhooks and only runs the queue's worker`);
+        continue;
+      }
       this.logger.warn(
-        `Account '${name}' has ${waiting.length} @OnPaymentEvent handler(s) but no webhook secret (${paymentEnvName('webhookSecret', name)}): ` +
-          `no webhook can be verified, so no event reaches them (the module route is not registered: 404; a host route gets 500)${workerHint}`,
+        `Account '${name}' has ${waiting.length} @OnPaymentEvent handler(s) but no webhook secret (${secret}): ` +
+          'no webhook can be verified, so no event reaches them (the module route is not registered: 404; a host route gets 500)',
       );
     }
   }

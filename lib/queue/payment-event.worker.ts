@@ -227,14 +227,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         job.attemptsMade + 1,
         job.data.trace,
         () => {
-          // set when the handlers succeeded: from then on the attempt waits for the completion. A
-          // failure's release stays under the time-out (a custom store's release may hang)
           let handlersDone = false;
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () =>
-            this.dispatcher.dispatch(event).then((value) => {
+            this.dispatcher.dispatch(event).finally(() => {
               handlersDone = true;
               this.completing++;
-              return value;
             }),
           );
           // counted from the handlers' end to the run's: the completion being recorded

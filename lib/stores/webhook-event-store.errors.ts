@@ -19,8 +19,8 @@ export class RedisClientMissingError extends Error {
 
   constructor(options?: { cause?: unknown }) {
     super(
-      'RedisWebhookEventStore (used when redisUrl or PAYMENT_REDIS_URL is set) needs the optional peer dependency "ioredis". ' +
-        'Install it with `npm i ioredis`.',
+      'RedisWebhookEventStore needs the optional peer dependency "ioredis" to connect by URL (a redisUrl option or ' +
+        'PAYMENT_*REDIS_URL variable, or a URL given to the store). Install it with `npm i ioredis`, or give the store a client of your own.',
       options,
     );
     this.name = 'RedisClientMissingError';

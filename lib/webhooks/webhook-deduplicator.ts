@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
@@ -75,7 +76,7 @@ export class WebhookDeduplicator {
   /** Set by `close()`: endless completion retries give up. */
   private closed = false;
   /** Aborted by `close()`: an endless completion stops waiting on the store at once, mid-attempt too. */
-  private readonly closing = new AbortController();
+  private readonly closing = quietAbortController();
 
   constructor(
     readonly store: WebhookEventStore,
@@ -113,7 +114,7 @@ export class WebhookDeduplicator {
         result = await work(arg as A);
       } catch (error) {
         renewer.untrack(tracked);
-        await this.releaseQuietly(key, claim.claimToken);
+        await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
         throw error;
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
@@ -296,14 +297,27 @@ export class WebhookDeduplicator {
     });
   }
 
-  /** After failed work: free the key so the redelivery runs it. If this fails, the lease expires on its own. */
-  private async releaseQuietly(key: string, claimToken: string): Promise<void> {
+  /**
+   * After failed work: free the key so the redelivery runs it. If this fails, the lease expires on
+   * its own. Bounded like completion where `timeoutMs` is set (the queue worker): a custom store
+   * whose release never answers must not hold the run, its worker slot and shutdown.
+   */
+  private async releaseQuietly(key: string, claimToken: string, timeoutMs?: number): Promise<void> {
     try {
-      await this.store.release(key, claimToken);
+      const releasing = this.store.release(key, claimToken);
+      await (timeoutMs === undefined ? releasing : withTimeout(releasing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`)));
     } catch (error) {
       this.logger.warn(
         `Could not release the claim of webhook event "${key}" (${describeError(error)}); it becomes claimable when its lease expires`,
       );
     }
   }
+
+}
+
+/** An AbortController whose signal takes any number of listeners: one per completion waiting through an outage. */
+function quietAbortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }

@@ -233,7 +233,7 @@ describe('named account configuration', () => {
     await ref.close();
     const lines = logger.lines.filter((l) => l.context === 'PaymentModule' && l.level === 'warn').map((l) => l.message);
     expect(lines).toEqual([
-      "Environment variable PAYMENT_EU_WEBHOOK_SECRETS is not one nestjs-payment-gateway reads; did you mean 'PAYMENT_EU_WEBHOOK_SECRET'?",
+      "Environment variable PAYMENT_EU_WEBHOOK_SECRETS is not one nestjs-payment-gateway reads (accounts: default, eu); did you mean 'PAYMENT_EU_WEBHOOK_SECRET'?",
     ]);
     expect(logger.rendered.join('\n')).not.toContain('whsec_never_logged');
   });

@@ -147,9 +147,11 @@ describe('queue mode: a handler that does not return', () => {
     }
   });
 
-  it("a failed handler whose claim release hangs (a custom store) does not keep the slot: the attempt times out and the retry handles the event", async () => {
+  it("a failed handler whose claim release hangs (a custom store) does not keep the slot: the release is given up, the attempt fails with the handler's error and the retry handles the event", async () => {
+    const logger = new CollectingLogger();
     const hanging = await startQueueApp(redis.url, {
-      payment: { ...FAST_QUEUE_OPTIONS, store: new ReleaseHangingStore(), redisKeyPrefix: 'release-hangs:', queueConcurrency: 1, queueJobTimeoutMs: 1000 },
+      logger,
+      payment: { ...FAST_QUEUE_OPTIONS, store: new ReleaseHangingStore(), redisKeyPrefix: 'release-hangs:', queueConcurrency: 1, queueJobTimeoutMs: 60_000, redisTimeoutMs: 300 },
     });
     try {
       const event = envelope('payment.succeeded');
@@ -162,8 +164,13 @@ describe('queue mode: a handler that does not return', () => {
       const next = envelope('payment.succeeded');
       expect(await postWebhook(hanging.url, next)).toMatchObject({ status: 200, json: { queued: true } });
       await waitFor('the one slot is free for the next event', () => hanging.handlers.count('done', next.eventId as string) === 1, 10_000);
+      // the release was given up (bounded like a completion), so the attempt failed with the handler's own error
+      expect(logger.messages('warn')).toContainEqual(expect.stringMatching(/^Attempt 1 of 3 of payment\.succeeded event .* failed; it will be retried: .*flaky downstream/));
+      expect(logger.messages('warn')).toContainEqual(expect.stringMatching(/^Could not release the claim of webhook event .*the store did not answer within 1000 ms/));
     } finally {
+      const closing = Date.now();
       await hanging.close();
+      expect(Date.now() - closing).toBeLessThan(FAST_QUEUE_OPTIONS.queueShutdownTimeoutMs!);
     }
   });
 });
