@@ -90,4 +90,22 @@ describe('WebhookDeduplicator', () => {
       other.close();
     });
   });
+
+  it('ends endless completions waiting on a hung store as soon as it closes, however many wait', async () => {
+    class HungCompletions extends MemoryWebhookEventStore {
+      override complete(): Promise<void> {
+        return new Promise<void>(() => undefined);
+      }
+    }
+    jest.useRealTimers();
+    const logger = new CollectingLogger();
+    const deduplicator = new WebhookDeduplicator(new HungCompletions(), logger);
+    const endless = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: Number.POSITIVE_INFINITY, maxLeaseRenewalMs: 60_000, completeTimeoutMs: 60_000 };
+    const runs = Array.from({ length: 20 }, (_, i) => deduplicator.run(`evt_${i}`, endless, async () => i));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    deduplicator.close();
+    // each answered with its own result (the work was done), each giving up logged
+    await expect(Promise.all(runs)).resolves.toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(logger.messages('error').filter((m) => m.includes('shutdown stopped waiting for the store'))).toHaveLength(20);
+  });
 });
