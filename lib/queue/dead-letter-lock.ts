@@ -10,7 +10,15 @@ const DEAD_LETTER_LOCK_MS = 30_000;
 const DEAD_LETTER_LOCK_REDIS_TIMEOUTS = 5;
 /** How long a replay or discard waits for another one of the same dead letter. */
 const DEAD_LETTER_LOCK_WAIT_MS = 10_000;
-const ACQUIRE_LOCK_SCRIPT = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])";
+// 'OK' when taken, or already held with this token (the reply of an earlier send was lost and
+// ioredis sent the command again on the new connection)
+const ACQUIRE_LOCK_SCRIPT = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'OK' end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 'OK'
+end
+return false`;
 const RELEASE_LOCK_SCRIPT = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 /** Where and how long one account's dead-letter locks are held. */

@@ -38,10 +38,16 @@ export const DEFAULT_REDIS_KEY_PREFIX = 'payment-gateway:webhook:';
 const PROCESSED_VALUE = 'processed';
 
 // Claim in one round trip: take the key if free, else say who holds it.
-// 1 = claimed, 2 = processed, 3 = in flight.
+// 1 = claimed, 2 = processed, 3 = in flight. The key holding this very claim's token means
+// it already ran: its reply was lost with the connection and ioredis sent it again.
 const CLAIM_SCRIPT = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' then return 2 end
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if v == '${PROCESSED_VALUE}' then return 2 end
 return 3`;
 
 // Mark processed if the key is still ours, or free again (our lease ran out and

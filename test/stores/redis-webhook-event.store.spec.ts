@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { type AddressInfo, createServer, Socket } from 'node:net';
 import { loadRedisConstructor } from '../../lib/stores/redis-client.js';
 import { DEFAULT_REDIS_KEY_PREFIX, RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
 import { RedisClientMissingError, WebhookStoreUnavailableError } from '../../lib/stores/webhook-event-store.errors.js';
@@ -65,6 +65,37 @@ describe('RedisWebhookEventStore', () => {
     if (second.outcome !== 'claimed') throw new Error('unreachable');
     await b.complete('evt_1', second.claimToken, LEASE_MS);
     await expect(a.claim('evt_1', LEASE_MS)).resolves.toEqual({ outcome: 'processed' });
+  });
+
+  it("a claim whose reply was lost with its connection is still its owner's when ioredis sends it again", async () => {
+    // a proxy that lets the next claim reach Redis, then cuts the connection before its reply
+    let armed = false;
+    const proxy = createServer((client: Socket) => {
+      const upstream = new Socket().connect(server.port, '127.0.0.1');
+      let cut = false;
+      client.on('data', (chunk) => {
+        if (armed && chunk.includes('NX')) [armed, cut] = [false, true];
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk) => (cut ? (client.destroy(), upstream.destroy()) : client.write(chunk)));
+      for (const socket of [client, upstream]) socket.on('error', () => undefined);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const store = track(new RedisWebhookEventStore(`redis://127.0.0.1:${(proxy.address() as AddressInfo).port}`, { operationTimeoutMs: 5000 }));
+      await store.ping();
+      armed = true;
+      const key = `default:event:${randomUUID()}`;
+      // was 'in-flight' (a 409 to the delivery that holds it), the key locked by nobody for the whole lease
+      const claim = await store.claim(key, LEASE_MS);
+      expect(claim.outcome).toBe('claimed');
+      await store.complete(key, (claim as { claimToken: string }).claimToken, LEASE_MS);
+      await expect(store.isProcessed(key)).resolves.toBe(true);
+    } finally {
+      proxy.close();
+    }
   });
 
   it('writes prefixed keys: the claim token with the lease, then "processed" with the retention', async () => {
