@@ -62,6 +62,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
+  private storeOutageSaidAt = Number.NEGATIVE_INFINITY;
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly timedOutRunWaits: TimedOutRunWaits;
   private worker: BullWorker<PaymentEventJobData> | undefined;
@@ -84,7 +85,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   ) {
     this.account = options.account;
     shutdown.add(this);
-    this.deduplicator = new WebhookDeduplicator(store, this.logger);
+    // a store outage is logged by the worker, once per 30 s, not once per job that meets it
+    this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
     this.telemetry = new QueueJobTelemetry(this.account);
     // the inline route's lease and retention; the claim is renewed for as long as the handlers
     // run in this process, past queueJobTimeoutMs too: a retry must never run beside them.
@@ -260,8 +262,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
       if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
-      if (error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) {
-        if (job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
+      const code = error instanceof PaymentWebhookHttpException ? error.code : undefined;
+      if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT && job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
+      // nothing ran: another run holds the event, or the store could not be asked (its outage must
+      // not spend attempts, or every event it meets would end a dead letter): wait, attempts untouched
+      if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT || code === PaymentWebhookErrorCode.STORE_UNAVAILABLE) {
+        if (code === PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage((error as PaymentWebhookHttpException).error.cause);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
         throw new this.bull.DelayedError();
@@ -322,6 +328,14 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     return inspectSummary('PaymentEventWorker', { account: this.account, running: this.running.handlers }, depth, options);
   }
 
+  /** Said once per `ERROR_LOG_INTERVAL_MS` while it lasts, whatever each failed claim's reason. */
+  private storeOutage(cause: unknown): void {
+    const now = Date.now();
+    if (now - this.storeOutageSaidAt < ERROR_LOG_INTERVAL_MS) return;
+    this.storeOutageSaidAt = now;
+    this.logger.warn(`Worker of account ${this.account}: the webhook event store is unreachable, jobs wait for it without using attempts: ${this.describe(cause)}`);
+  }
+
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */
   private onError(error: Error): void {
     const message = this.describe(error);
@@ -338,5 +352,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQueueJobOutcome {
   if ('value' in result) return result.value === ALREADY_PROCESSED ? 'duplicate' : 'handled';
   const error = result.error;
-  return error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT ? 'in_flight' : 'failed';
+  if (!(error instanceof PaymentWebhookHttpException)) return 'failed';
+  if (error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) return 'in_flight';
+  return error.code === PaymentWebhookErrorCode.STORE_UNAVAILABLE ? 'unavailable' : 'failed';
 }

@@ -68,7 +68,7 @@ export type PaymentWebhookOutcome =
  * - `in_flight`: another run of the event still holds it; the job waits without using an attempt.
  * @publicApi
  */
-export type PaymentQueueJobOutcome = 'handled' | 'duplicate' | 'failed' | 'in_flight';
+export type PaymentQueueJobOutcome = 'handled' | 'duplicate' | 'failed' | 'in_flight' | 'unavailable';
 
 /**
  * The client operation of a call (`operation` attribute): one per `PaymentGatewayService`

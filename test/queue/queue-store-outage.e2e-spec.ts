@@ -84,3 +84,40 @@ describe('queue mode: completion retried through an outage of the store alone', 
     );
   }, 30_000);
 });
+
+describe('queue mode: an event met by an outage of the store alone waits for it, attempts untouched', () => {
+  let queueRedis: TestRedisServer;
+  let storeRedis: TestRedisServer;
+  let app: QueueApp;
+  const logger = new CollectingLogger();
+
+  beforeAll(async () => {
+    queueRedis = await startRedisServer();
+    storeRedis = await startRedisServer();
+    // three attempts 50 ms apart: were a failed claim an attempt, the event would be a dead letter within a second
+    app = await startQueueApp(queueRedis.url, { logger, payment: { redisUrl: storeRedis.url, redisTimeoutMs: 300 } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await queueRedis?.stop();
+    await storeRedis?.stop();
+  });
+
+  it('is acknowledged (the job is in the queue), waits while the store is down, and runs once when it is back', async () => {
+    await storeRedis.stop();
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await sleep(3000); // many claims tried meanwhile
+    expect(app.handlers.count('entered', id)).toBe(0);
+    expect(await app.deadLetters.list()).toEqual([]);
+    // said, once per 30 s, not once per job or per try
+    const said = logger.messages('warn').filter((m) => m.includes('the webhook event store is unreachable, jobs wait for it without using attempts'));
+    expect(said).toHaveLength(1);
+    await storeRedis.restart();
+    await waitFor('the event ran once the store was back', () => app.handlers.count('done', id) === 1, 15_000);
+    await sleep(500);
+    expect(app.handlers.count('entered', id)).toBe(1);
+    expect(await app.deadLetters.list()).toEqual([]);
+  }, 40_000);
+});
