@@ -1,3 +1,5 @@
+import { monotonicNow } from '../common/monotonic-clock.util.js';
+
 /**
  * Time source of the client: token expiry, rate-limit windows, backoff and `Retry-After`
  * waits all go through it, so tests can run minutes of service time instantly.
@@ -15,7 +17,8 @@ export interface PaymentClock {
 }
 
 export const systemPaymentClock: PaymentClock = {
-  now: () => Date.now(),
+  // durations only: a wall-clock step must not stretch a rate-limit window or end a token early
+  now: monotonicNow,
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       // 'abort' never fires again on a signal that already fired: its timer would be left behind

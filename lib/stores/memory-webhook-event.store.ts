@@ -1,3 +1,4 @@
+import { monotonicNow } from '../common/monotonic-clock.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
@@ -9,7 +10,7 @@ export interface MemoryWebhookEventStoreOptions {
    * @default 100000
    */
   maxEntries?: number;
-  /** Clock in epoch milliseconds, for tests. @default Date.now */
+  /** Clock in epoch milliseconds, for tests. @default a monotonic clock (a wall-clock step does not expire a lease) */
   now?: () => number;
 }
 
@@ -63,7 +64,7 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
       throw new RangeError(`MemoryWebhookEventStore: maxEntries must be a positive integer, got ${String(maxEntries)}`);
     }
     this.maxEntries = maxEntries;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? monotonicNow;
   }
 
   /** Number of ids currently held (expired ones not yet dropped included). */

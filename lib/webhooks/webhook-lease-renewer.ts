@@ -1,3 +1,4 @@
+import { monotonicNow } from '../common/monotonic-clock.util.js';
 import type { LoggerService } from '@nestjs/common';
 import { asPromise } from '../common/as-promise.util.js';
 import { describeError } from '../common/error-message.util.js';
@@ -41,7 +42,7 @@ export class WebhookLeaseRenewer {
     private readonly leaseMs: number,
     private readonly maxRenewalMs: number,
     private readonly logger: LoggerService,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {
     this.renewEveryMs = Math.max(1, Math.floor(leaseMs / 3));
   }

@@ -170,3 +170,22 @@ describe('PaymentIpRateLimits (shared by the accounts of an app)', () => {
     expect(second).toBe(true);
   });
 });
+
+describe('the client clock', () => {
+  it('does not follow the wall clock: a step back of ten minutes neither holds a rate-limit window nor a token that long', async () => {
+    const { jest } = await import('@jest/globals');
+    const { systemPaymentClock } = await import('../../lib/client/payment-client.clock.js');
+    const realNow = Date.now.bind(Date);
+    let step = 0;
+    const stepped = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + step);
+    try {
+      const before = systemPaymentClock.now();
+      step = -10 * 60_000;
+      const after = systemPaymentClock.now();
+      expect(after).toBeGreaterThanOrEqual(before);
+      expect(after - before).toBeLessThan(1_000);
+    } finally {
+      stepped.mockRestore();
+    }
+  });
+});

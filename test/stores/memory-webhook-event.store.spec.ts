@@ -31,6 +31,25 @@ describe('MemoryWebhookEventStore', () => {
     await expect(store.claim('evt_1', LEASE_MS)).resolves.toMatchObject({ outcome: 'claimed' });
   });
 
+  it('keeps time on a monotonic clock by default: a wall-clock step forward does not expire a running claim', async () => {
+    const { jest } = await import('@jest/globals');
+    const realNow = Date.now.bind(Date);
+    let step = 0;
+    // in place before the store is made, in case it keeps a reference to Date.now
+    const stepped = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + step);
+    try {
+      const store = new MemoryWebhookEventStore();
+      const claim = await store.claim('default:event:evt_clock_step', LEASE_MS);
+      expect(claim.outcome).toBe('claimed');
+      // an NTP step or a resumed VM: the wall clock jumps ten minutes ahead while the handler runs
+      step = 10 * 60_000;
+      await expect(store.claim('default:event:evt_clock_step', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+      await expect(store.extend('default:event:evt_clock_step', (claim as { claimToken: string }).claimToken, LEASE_MS)).resolves.toBe(true);
+    } finally {
+      stepped.mockRestore();
+    }
+  });
+
   it('holds a claim for exactly its lease', async () => {
     const { store, clock } = storeWithClock();
     await store.claim('evt_1', 1000);
