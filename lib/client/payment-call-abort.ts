@@ -2,33 +2,6 @@ import { PaymentAbortedError, PaymentClientErrorCode, type PaymentApiError } fro
 import type { ServiceCall } from './payment-request.executor.js';
 
 /**
- * `promise`, or a rejection with the signal's reason as soon as `signal` aborts. The promise
- * itself goes on (a token request is shared with other calls); its outcome is then ignored.
- */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) {
-      onAbort();
-      promise.catch(() => undefined);
-      return;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-/**
  * A signal that aborts when `a` or `b` does, with its reason; `dispose()` unhooks it once the
  * call ends. Not `AbortSignal.any()`: on Node 20 every call would leave an entry on the
  * long-lived shutdown signal that is never removed.

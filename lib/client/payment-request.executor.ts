@@ -14,7 +14,8 @@ import {
   PaymentServerError,
   paymentErrorFromResponse,
 } from './payment-api.errors.js';
-import { abortedCallError, abortedCheckError, eitherSignal, untilAborted } from './payment-call-abort.js';
+import { abortedCallError, abortedCheckError, eitherSignal } from './payment-call-abort.js';
+import { untilAborted } from '../common/until-aborted.util.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';

@@ -3,7 +3,7 @@ import type { PaymentTokenResponseOptions } from '../config/payment-module-optio
 import { PaymentAbortedError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
-import { untilAborted } from './payment-call-abort.js';
+import { untilAborted } from '../common/until-aborted.util.js';
 
 /** What the token endpoint gave: the token and its lifetime. */
 export interface IssuedToken {

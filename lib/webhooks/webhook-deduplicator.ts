@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
+import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
@@ -195,7 +196,7 @@ export class WebhookDeduplicator {
   /** Stops lease renewal (module shutdown). */
   close(): void {
     this.closed = true;
-    this.closing.abort();
+    this.closing.abort(new Error('shutdown stopped waiting for the store'));
     for (const renewer of this.renewers.values()) renewer.close();
     this.renewers.clear();
     this.lastRenewal = undefined;
@@ -236,7 +237,7 @@ export class WebhookDeduplicator {
         const timeoutMs = settings.completeTimeoutMs;
         // a store that never answers must not hold a queue worker's slot without a word
         const bounded = timeoutMs === undefined ? completing : withTimeout(completing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
-        await (endless ? this.untilClosed(bounded) : bounded);
+        await (endless ? untilAborted(bounded, this.closing.signal) : bounded);
         if (attempt > 1 && endless) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
         }
@@ -277,25 +278,7 @@ export class WebhookDeduplicator {
     });
   }
 
-  /** `work`, or a rejection as soon as `close()` is called. The listener goes when `work` settles. */
-  private untilClosed<T>(work: Promise<T>): Promise<T> {
-    const signal = this.closing.signal;
-    if (signal.aborted) return Promise.reject(new Error('shutdown stopped waiting for the store'));
-    return new Promise<T>((resolve, reject) => {
-      const onClose = () => reject(new Error('shutdown stopped waiting for the store'));
-      signal.addEventListener('abort', onClose, { once: true });
-      work.then(
-        (value) => {
-          signal.removeEventListener('abort', onClose);
-          resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onClose);
-          reject(error);
-        },
-      );
-    });
-  }
+
 
   /**
    * After failed work: free the key so the redelivery runs it. If this fails, the lease expires on
