@@ -10,7 +10,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.names.js';
 import { QueueJobTelemetry } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
-import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { PaymentWebhookErrorCode, WebhookStoreUnavailableResponseError } from '../webhooks/payment-webhook.errors.js';
 import {
   accountDeduplicationSettings,
   ALREADY_PROCESSED,
@@ -21,6 +21,7 @@ import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
 import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
+import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
@@ -47,6 +48,8 @@ const COMPLETION_GIVE_UP_WAIT_MS = 3000;
  * - Processed before: the job completes without running handlers.
  * - Claimed elsewhere (a worker that died mid-handler, until its lease lapses; an inline
  *   instance sharing the store): the job waits in the delayed set without using an attempt.
+ * - The store failed or did not answer the claim: nothing ran; the job waits likewise, and the
+ *   outage is logged every 30 s (see `StoreOutageReport`).
  * - Worker killed: BullMQ's stalled-job check hands the job to another worker once the lock
  *   lapsed; the store claim keeps the handlers single as long as they are idempotent by eventId.
  */
@@ -62,7 +65,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
-  private storeOutageSaidAt = Number.NEGATIVE_INFINITY;
+  private readonly storeOutage: StoreOutageReport;
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly timedOutRunWaits: TimedOutRunWaits;
   private worker: BullWorker<PaymentEventJobData> | undefined;
@@ -105,6 +108,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.describe = redisErrorDescriber(url);
     this.running = new WorkerRunningJobs(options.queueLockDurationMs);
     this.timedOutRunWaits = new TimedOutRunWaits(this.logger, this.account, options.queueJobTimeoutMs);
+    this.storeOutage = new StoreOutageReport(this.logger, this.account, this.describe);
   }
 
   onApplicationBootstrap(): void {
@@ -229,13 +233,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         job.attemptsMade + 1,
         job.data.trace,
         () => {
+          let handlersStarted = false;
           let handlersDone = false;
-          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () =>
-            this.dispatcher.dispatch(event).finally(() => {
+          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => {
+            handlersStarted = true;
+            return this.dispatcher.dispatch(event).finally(() => {
               handlersDone = true;
               this.completing++;
-            }),
-          );
+            });
+          });
           // counted from the handlers' end to the run's: the completion being recorded
           const recorded = (): void => {
             if (handlersDone) this.completing--;
@@ -252,6 +258,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
             timeoutMs,
             () => {
               timedOut = true;
+              // still claiming: the store did not answer, nothing ran (a late claim's run is tracked as any late run)
+              if (!handlersStarted) return storeUnavailable(new Error(`the store did not answer the claim within queueJobTimeoutMs (${timeoutMs} ms)`));
               return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
             },
             () => !handlersDone,
@@ -259,15 +267,17 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         },
         jobOutcome,
       );
+      this.storeOutage.answered();
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
       if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
       const code = error instanceof PaymentWebhookHttpException ? error.code : undefined;
+      if (code !== PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage.answered();
       if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT && job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
       // nothing ran: another run holds the event, or the store could not be asked (its outage must
       // not spend attempts, or every event it meets would end a dead letter): wait, attempts untouched
       if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT || code === PaymentWebhookErrorCode.STORE_UNAVAILABLE) {
-        if (code === PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage((error as PaymentWebhookHttpException).error.cause);
+        if (code === PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage.failed((error as PaymentWebhookHttpException).error.cause);
         await job.moveToDelayed(Date.now() + this.inFlightDelayMs, token);
         this.recorded(job);
         throw new this.bull.DelayedError();
@@ -328,14 +338,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     return inspectSummary('PaymentEventWorker', { account: this.account, running: this.running.handlers }, depth, options);
   }
 
-  /** Said once per `ERROR_LOG_INTERVAL_MS` while it lasts, whatever each failed claim's reason. */
-  private storeOutage(cause: unknown): void {
-    const now = Date.now();
-    if (now - this.storeOutageSaidAt < ERROR_LOG_INTERVAL_MS) return;
-    this.storeOutageSaidAt = now;
-    this.logger.warn(`Worker of account ${this.account}: the webhook event store is unreachable, jobs wait for it without using attempts: ${this.describe(cause)}`);
-  }
-
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */
   private onError(error: Error): void {
     const message = this.describe(error);
@@ -355,4 +357,9 @@ function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQue
   if (!(error instanceof PaymentWebhookHttpException)) return 'failed';
   if (error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) return 'in_flight';
   return error.code === PaymentWebhookErrorCode.STORE_UNAVAILABLE ? 'unavailable' : 'failed';
+}
+
+/** What a claim the store did not answer in time counts as: the same as one it failed. */
+function storeUnavailable(cause: Error): PaymentWebhookHttpException {
+  return new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause }));
 }

@@ -63,9 +63,11 @@ export type PaymentWebhookOutcome =
  * How one attempt of an event job ended in a worker (`outcome` attribute, queue mode):
  * - `handled`: the handlers ran and succeeded;
  * - `duplicate`: the event had been handled before (handlers not run);
- * - `failed`: a handler failed, or the store could not be reached (retried with backoff, or a
- *   dead letter after the last attempt);
- * - `in_flight`: another run of the event still holds it; the job waits without using an attempt.
+ * - `failed`: a handler or the reconciliation read failed, or the handlers outlived
+ *   `queueJobTimeoutMs` (retried with backoff, or a dead letter after the last attempt);
+ * - `in_flight`: another run of the event still holds it; the job waits without using an attempt;
+ * - `unavailable`: the event store failed or did not answer the claim (nothing ran); the job waits
+ *   without using an attempt.
  * @publicApi
  */
 export type PaymentQueueJobOutcome = 'handled' | 'duplicate' | 'failed' | 'in_flight' | 'unavailable';

@@ -96,8 +96,8 @@ export class QueueJobTelemetry {
       },
       (error: unknown) => {
         const outcome = safeOutcome(outcomeOf, { error }, 'failed');
-        // waiting behind another run is no failure of this one
-        finish(outcome, outcome === 'failed' ? error : undefined);
+        // waiting behind another run is no failure of this one; a store that failed the claim is one
+        finish(outcome, outcome === 'failed' || outcome === 'unavailable' ? error : undefined);
         throw error;
       },
     );

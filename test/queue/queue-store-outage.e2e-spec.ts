@@ -112,7 +112,7 @@ describe('queue mode: an event met by an outage of the store alone waits for it,
     expect(app.handlers.count('entered', id)).toBe(0);
     expect(await app.deadLetters.list()).toEqual([]);
     // said, once per 30 s, not once per job or per try
-    const said = logger.messages('warn').filter((m) => m.includes('the webhook event store is unreachable, jobs wait for it without using attempts'));
+    const said = logger.messages('warn').filter((m) => m.includes('the webhook event store failed a claim (unreachable, or a fault of the store itself)'));
     expect(said).toHaveLength(1);
     await storeRedis.restart();
     await waitFor('the event ran once the store was back', () => app.handlers.count('done', id) === 1, 15_000);
@@ -120,4 +120,45 @@ describe('queue mode: an event met by an outage of the store alone waits for it,
     expect(app.handlers.count('entered', id)).toBe(1);
     expect(await app.deadLetters.list()).toEqual([]);
   }, 40_000);
+});
+
+describe('queue mode: a claim the store does not answer within queueJobTimeoutMs', () => {
+  let redis: TestRedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('uses no attempt (nothing ran): the job waits and runs once the store answers', async () => {
+    let hanging = true;
+    const waiting: Array<() => void> = [];
+    class SlowClaimStore extends MemoryWebhookEventStore {
+      override async claim(key: string, leaseMs: number) {
+        if (hanging) await new Promise<void>((resolve) => waiting.push(resolve));
+        return super.claim(key, leaseMs);
+      }
+    }
+    const logger = new CollectingLogger();
+    // three attempts 50 ms apart: were each hung claim an attempt, a dead letter within about three seconds
+    const app = await startQueueApp(redis.url, { logger, payment: { store: new SlowClaimStore(), queueJobTimeoutMs: 1000 } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+      await sleep(4500); // four claims hung past the time-out
+      expect(await app.deadLetters.list()).toEqual([]);
+      expect(app.handlers.count('entered', id)).toBe(0);
+      expect(logger.messages('warn')).toContainEqual(expect.stringContaining('the store did not answer the claim within queueJobTimeoutMs (1000 ms)'));
+      hanging = false;
+      for (const resume of waiting.splice(0)) resume();
+      await waitFor('the event ran once the store answered', () => app.handlers.count('done', id) === 1, 10_000);
+      await sleep(500);
+      expect(app.handlers.count('entered', id)).toBe(1);
+      expect(await app.deadLetters.list()).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  }, 30_000);
 });
