@@ -210,10 +210,11 @@ export function validatePaymentOptions(
       continue;
     }
     // a factory passing ConfigService.get() values gives numbers and booleans as text
-    const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && messages.some((m) => /whole number|true or false/.test(m));
-    const hint = givenAsText ? " (it was given as text: ConfigService.get() returns strings; convert it, e.g. Number(value) or value === 'true')" : '';
-    const given = givenAsText ? '' : givenValue(key, (schema as unknown as Record<string, unknown>)[key]);
-    problems.push(`${describe(key)} ${messages.join('; ')}${given}${hint}`);
+    const number = messages.some((m) => /whole number/.test(m));
+    const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && (number || messages.some((m) => /true or false/.test(m)));
+    const conversion = number ? 'Number(value)' : "value === 'true'";
+    const hint = givenAsText ? ` (an option given as text, as ConfigService.get() returns environment values: convert it, e.g. ${conversion})` : '';
+    problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, (schema as unknown as Record<string, unknown>)[key])}${hint}`);
   }
 
   // a base URL the schema accepted can still be one the API path cannot be appended to
@@ -258,7 +259,8 @@ export function validatePaymentOptions(
   }
   // a JSON list (["whsec_a","whsec_b"]) or a quoted value would become secrets with brackets and quotes
   // in them; a secret that merely starts or ends with such a character is a secret like any other
-  if (looksLikeJsonOrQuoted(givenSecret, schema.webhookSecret)) {
+  // the schema already refused a secret that is neither text nor a list (a number from YAML): checked on lists only
+  if (looksLikeJsonOrQuoted(givenSecret, Array.isArray(schema.webhookSecret) ? schema.webhookSecret : [])) {
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401

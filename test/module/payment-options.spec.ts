@@ -222,6 +222,12 @@ describe('resolvePaymentOptions', () => {
     ]);
   });
 
+  it.each([[123], [true], [{ secret: 'whsec_in_an_object' }]])('a webhook secret that is neither text nor a list (%j) is a configuration error, not a crash', (given) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', webhookSecret: given as never }));
+    expect(error.problems).toEqual([expect.stringMatching(/^option 'webhookSecret' .*must be a string or a list of strings/)]);
+    expect(error.message).not.toContain('whsec_in_an_object');
+  });
+
   it('repeats a bad value read from the environment, but never a secret, a Redis URL or the base URL', () => {
     const env = readPaymentEnv((name) =>
       ({
@@ -254,8 +260,8 @@ describe('resolvePaymentOptions', () => {
       resolvePaymentOptions({ baseUrl: 'https://pay.example.com', httpTimeoutMs: '5000' as never, reconcile: 'true' as never }),
     );
     expect(error.problems).toEqual([
-      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(it was given as text: ConfigService.get\(\) returns strings; convert it/),
-      expect.stringMatching(/'reconcile'.* must be true or false .*\(it was given as text/),
+      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(given: "5000"\) \(an option given as text, as ConfigService.get\(\) returns environment values: convert it, e.g. Number\(value\)\)$/),
+      expect.stringMatching(/'reconcile'.* must be true or false .*\(an option given as text, .*e.g. value === 'true'\)$/),
     ]);
     const bounds = captureError(() =>
       resolvePaymentOptions({ baseUrl: 'https://pay.example.com', retryBaseDelayMs: 5e9, retryMaxDelayMs: 5e9, memoryStoreMaxEntries: 2 ** 60 }),
