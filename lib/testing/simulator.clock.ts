@@ -20,6 +20,10 @@ export class SimulatorClock {
 
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError('advanceTime expects a non-negative number of ms');
+    // past the last date JavaScript can show, every timestamp would throw (a 500 on every call)
+    if (!Number.isFinite(new Date(this.now() + ms).getTime())) {
+      throw new RangeError(`advanceTime(${ms}) would take the simulator's clock past the last date JavaScript can represent (year 275760)`);
+    }
     this.offsetMs += ms;
   }
 }

@@ -179,6 +179,9 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
     expect(() => sim.setDeliveryFaults({ outOfOrdr: true } as never)).toThrow(/unknown switch "outOfOrdr"/);
     expect(() => sim.setDeliveryFaults({ duplicate: -1 })).toThrow(RangeError);
     expect(() => sim.setDeliveryFaults({ outOfOrder: 'yes' as never })).toThrow(TypeError);
+    // past the last date JavaScript can show, every call would be a bare 500
+    for (const ms of [8.64e15, 1e20]) expect(() => sim.advanceTime(ms)).toThrow(/past the last date JavaScript can represent/);
+    expect(() => sim.advanceTime(-1)).toThrow(RangeError);
   });
 
   it('refuses a fault that would match nothing or ignore a field: unknown keys, modes, path types, fields of another kind', () => {
