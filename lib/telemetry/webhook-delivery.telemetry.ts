@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { type Attributes, context, INVALID_SPAN_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { paymentEnvName } from '../config/payment-env.js';
 import { redactRedisUrlIn } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -29,6 +30,9 @@ const PARSER_REFUSALS: Readonly<Record<string, string>> = {
 };
 
 /** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
+/** How often a run of bad signatures is said at `warn`. */
+const SIGNATURE_MISMATCH_WARN_INTERVAL_MS = 3_600_000;
+
 const OWN_FAULT_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, PaymentWebhookErrorCode.INTERNAL_ERROR]);
 
 type LogLevel = 'debug' | 'warn' | 'error';
@@ -50,6 +54,9 @@ type LogLevel = 'debug' | 'warn' | 'error';
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
+  /** Bad signatures since the last line that said so, and when it was said. */
+  private mismatchesUnsaid = 0;
+  private mismatchSaidAt = Number.NEGATIVE_INFINITY;
   /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
   private parserLimitLogged = false;
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
@@ -106,7 +113,27 @@ export class WebhookDeliveryTelemetry {
     const { code, status } = answerOf(error);
     this.record('rejected', code, undefined, startedAt);
     if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, undefined, error);
+    if (code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH) this.signatureMismatch();
     return error;
+  }
+
+  /**
+   * Each refusal of a bad signature is logged at `debug` (anyone can send one), so a wrong secret
+   * would lose the service's events without a word at the usual levels: one `warn` with the count,
+   * at the first and then at most once an hour, is no flood and is noticed.
+   */
+  private signatureMismatch(): void {
+    this.mismatchesUnsaid++;
+    const now = Date.now();
+    if (now - this.mismatchSaidAt < SIGNATURE_MISMATCH_WARN_INTERVAL_MS) return;
+    const since = this.mismatchSaidAt === Number.NEGATIVE_INFINITY ? 'since start' : 'in the last hour';
+    this.logger.warn(
+      `Webhook deliveries to account ${this.account} fail the signature check (${this.mismatchesUnsaid} ${since}; each is logged at debug). ` +
+        `If the service sends them, its signing secret is not among those set for the account (${paymentEnvName('webhookSecret', this.account)}); ` +
+        'anyone can send such requests, so this is said at most once an hour',
+    );
+    this.mismatchSaidAt = now;
+    this.mismatchesUnsaid = 0;
   }
 
   /**

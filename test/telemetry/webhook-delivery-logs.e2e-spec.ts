@@ -54,7 +54,7 @@ describe('webhook delivery log lines', () => {
     otel = undefined;
   });
 
-  it('a request that is not verified logs one debug line (code, account), never warn or error', async () => {
+  it('a request that is not verified logs one debug line (code, account); bad signatures are also counted in one warn at most once an hour', async () => {
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger });
     const event = envelope();
@@ -69,7 +69,13 @@ describe('webhook delivery log lines', () => {
     ]);
     // nothing from the unverified body: no event id or type
     expect(logger.lines.filter((l) => l.message.includes(String(event.eventId)) || l.message.includes('eventType='))).toEqual([]);
-    expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+    // a wrong secret would lose the service's events with nothing at the usual levels: said once, counted
+    for (let i = 0; i < 3; i++) expect((await postWebhook(w.url, event, { secret: 'whsec_attacker' })).status).toBe(401);
+    expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error').map((l) => l.message)).toEqual([
+      'Webhook deliveries to account default fail the signature check (1 since start; each is logged at debug). If the service ' +
+        'sends them, its signing secret is not among those set for the account (PAYMENT_WEBHOOK_SECRET); anyone can send such ' +
+        'requests, so this is said at most once an hour',
+    ]);
   });
 
   it('handlers without a webhook secret: one warning at boot naming the variable; none once a secret is set', async () => {

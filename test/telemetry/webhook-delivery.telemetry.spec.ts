@@ -23,4 +23,25 @@ describe('WebhookDeliveryTelemetry log lines', () => {
     expect(line).toContain('failed');
     expect(line).not.toMatch(/store-pa55|queue-pa55/);
   });
+
+  it('counts bad signatures in one warn at the first, then at most once an hour', async () => {
+    const { jest } = await import('@jest/globals');
+    const { WebhookSignatureMismatchError } = await import('../../lib/webhooks/payment-webhook.errors.js');
+    jest.useFakeTimers();
+    try {
+      const logger = new CollectingLogger();
+      const telemetry = new WebhookDeliveryTelemetry('eu', logger);
+      const mismatch = () => telemetry.rejected(new PaymentWebhookHttpException(new WebhookSignatureMismatchError()), performance.now());
+      for (let i = 0; i < 5; i++) mismatch();
+      jest.advanceTimersByTime(3_600_000);
+      mismatch();
+      const warnings = logger.messages('warn');
+      expect(warnings).toHaveLength(2);
+      expect(warnings[0]).toMatch(/^Webhook deliveries to account eu fail the signature check \(1 since start; .*\(PAYMENT_EU_WEBHOOK_SECRET\)/);
+      expect(warnings[1]).toMatch(/^Webhook deliveries to account eu fail the signature check \(5 in the last hour; /);
+      expect(logger.messages('debug')).toHaveLength(6);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
