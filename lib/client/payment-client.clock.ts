@@ -6,7 +6,10 @@ import { monotonicNow } from '../common/monotonic-clock.util.js';
  * @publicApi
  */
 export interface PaymentClock {
-  /** Milliseconds since the epoch. */
+  /**
+   * Milliseconds on an epoch-based scale, used for durations only (the system clock is
+   * monotonic: it follows `performance.now()`, not steps of the wall clock).
+   */
   now(): number;
   /**
    * Resolves after `ms` milliseconds of this clock, or as soon as `signal` aborts, at once when it

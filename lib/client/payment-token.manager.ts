@@ -173,7 +173,8 @@ export class PaymentTokenManager {
   toJSON(): Record<string, unknown> {
     return {
       cachedToken: this.#cached ? '[redacted]' : undefined,
-      reusableUntil: this.#cached ? new Date(this.#cached.reuseUntil).toISOString() : undefined,
+      // the clock measures durations: shown as wall-clock time from how long is left
+      reusableUntil: this.#cached ? new Date(Date.now() + (this.#cached.reuseUntil - this.clock.now())).toISOString() : undefined,
       requestInFlight: this.#inFlight !== undefined,
     };
   }
