@@ -10,16 +10,43 @@ export function eitherSignal(a: AbortSignal, b: AbortSignal): { signal: AbortSig
   if (a.aborted) return { signal: a, dispose: () => undefined };
   if (b.aborted) return { signal: b, dispose: () => undefined };
   const either = new AbortController();
-  const fromA = () => either.abort(a.reason);
-  const fromB = () => either.abort(b.reason);
-  a.addEventListener('abort', fromA, { once: true });
-  b.addEventListener('abort', fromB, { once: true });
+  const offA = onAbort(a, () => either.abort(a.reason));
+  const offB = onAbort(b, () => either.abort(b.reason));
   return {
     signal: either.signal,
     dispose: () => {
-      a.removeEventListener('abort', fromA);
-      b.removeEventListener('abort', fromB);
+      offA();
+      offB();
     },
+  };
+}
+
+/** The callbacks waiting on one signal, and the one listener the module put on it for them. */
+const waitingOn = new WeakMap<AbortSignal, { callbacks: Set<() => void>; listener: () => void }>();
+
+/**
+ * Runs `callback` when `signal` aborts; the returned function unhooks it. The module puts one
+ * listener on a signal however many calls wait on it (a caller's signal shared by 20 calls would
+ * otherwise print Node's listener-leak warning), and takes it off when the last call is done.
+ */
+function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  let waiting = waitingOn.get(signal);
+  if (waiting === undefined) {
+    const callbacks = new Set<() => void>();
+    const listener = () => {
+      waitingOn.delete(signal);
+      for (const waiter of [...callbacks]) waiter();
+    };
+    waiting = { callbacks, listener };
+    waitingOn.set(signal, waiting);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { callbacks, listener } = waiting;
+  callbacks.add(callback);
+  return () => {
+    if (!callbacks.delete(callback) || callbacks.size > 0) return;
+    signal.removeEventListener('abort', listener);
+    if (waitingOn.get(signal)?.listener === listener) waitingOn.delete(signal);
   };
 }
 
