@@ -212,8 +212,8 @@ export function validatePaymentOptions(
     // a factory passing ConfigService.get() values gives numbers and booleans as text
     const number = messages.some((m) => /whole number/.test(m));
     const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && (number || messages.some((m) => /true or false/.test(m)));
-    const conversion = number ? 'Number(value)' : "value === 'true'";
-    const hint = givenAsText ? ` (an option given as text, as ConfigService.get() returns environment values: convert it, e.g. ${conversion})` : '';
+    const conversion = number ? 'to a number, e.g. Number(value)' : 'to true or false';
+    const hint = givenAsText ? ` (an option given as text, as ConfigService.get() returns environment values: convert it ${conversion})` : '';
     problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, (schema as unknown as Record<string, unknown>)[key])}${hint}`);
   }
 

@@ -236,6 +236,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
           let handlersStarted = false;
           let handlersDone = false;
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => {
+            // the claim came after the attempt was given up as the store's: nothing runs (the key is released, a retry runs it)
+            if (timedOut) return Promise.reject(new Error('the claim was answered after its attempt was given up'));
             handlersStarted = true;
             return this.dispatcher.dispatch(event).finally(() => {
               handlersDone = true;

@@ -129,7 +129,7 @@ export class WebhookDeliveryTelemetry {
     const since = this.mismatchSaidAt === Number.NEGATIVE_INFINITY ? 'since start' : 'in the last hour';
     this.logger.warn(
       `Webhook deliveries to account ${this.account} fail the signature check (${this.mismatchesUnsaid} ${since}; each is logged at debug). ` +
-        `If the service sends them, its signing secret is not among those set for the account (${paymentEnvName('webhookSecret', this.account)}); ` +
+        `If the service sends them, its signing secret is not among those set for the account (option webhookSecret or ${paymentEnvName('webhookSecret', this.account)}); ` +
         'anyone can send such requests, so this is said at most once an hour',
     );
     this.mismatchSaidAt = now;

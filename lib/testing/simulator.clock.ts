@@ -3,6 +3,8 @@
  * expiry, rate-limit windows, session expiry and timestamps all read it, so a test
  * can jump ten minutes without waiting.
  */
+const YEAR_MS = 366 * 86_400_000;
+
 export class SimulatorClock {
   private offsetMs = 0;
 
@@ -20,8 +22,9 @@ export class SimulatorClock {
 
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError('advanceTime expects a non-negative number of ms');
-    // past the last date JavaScript can show, every timestamp would throw (a 500 on every call)
-    if (!Number.isFinite(new Date(this.now() + ms).getTime())) {
+    // past the last date JavaScript can show, every timestamp would throw (a 500 on every call);
+    // a year kept free for what is computed from the clock (token expiry, retries, real time passing)
+    if (!Number.isFinite(new Date(this.now() + ms + YEAR_MS).getTime())) {
       throw new RangeError(`advanceTime(${ms}) would take the simulator's clock past the last date JavaScript can represent (year 275760)`);
     }
     this.offsetMs += ms;

@@ -260,8 +260,8 @@ describe('resolvePaymentOptions', () => {
       resolvePaymentOptions({ baseUrl: 'https://pay.example.com', httpTimeoutMs: '5000' as never, reconcile: 'true' as never }),
     );
     expect(error.problems).toEqual([
-      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(given: "5000"\) \(an option given as text, as ConfigService.get\(\) returns environment values: convert it, e.g. Number\(value\)\)$/),
-      expect.stringMatching(/'reconcile'.* must be true or false .*\(an option given as text, .*e.g. value === 'true'\)$/),
+      expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(given: "5000"\) \(an option given as text, as ConfigService.get\(\) returns environment values: convert it to a number, e.g. Number\(value\)\)$/),
+      expect.stringMatching(/'reconcile'.* must be true or false .*\(an option given as text, .*convert it to true or false\)$/),
     ]);
     const bounds = captureError(() =>
       resolvePaymentOptions({ baseUrl: 'https://pay.example.com', retryBaseDelayMs: 5e9, retryMaxDelayMs: 5e9, memoryStoreMaxEntries: 2 ** 60 }),

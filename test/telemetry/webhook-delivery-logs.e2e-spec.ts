@@ -73,7 +73,7 @@ describe('webhook delivery log lines', () => {
     for (let i = 0; i < 3; i++) expect((await postWebhook(w.url, event, { secret: 'whsec_attacker' })).status).toBe(401);
     expect(logger.lines.filter((l) => l.level === 'warn' || l.level === 'error').map((l) => l.message)).toEqual([
       'Webhook deliveries to account default fail the signature check (1 since start; each is logged at debug). If the service ' +
-        'sends them, its signing secret is not among those set for the account (PAYMENT_WEBHOOK_SECRET); anyone can send such ' +
+        'sends them, its signing secret is not among those set for the account (option webhookSecret or PAYMENT_WEBHOOK_SECRET); anyone can send such ' +
         'requests, so this is said at most once an hour',
     ]);
   });

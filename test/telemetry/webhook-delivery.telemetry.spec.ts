@@ -37,7 +37,7 @@ describe('WebhookDeliveryTelemetry log lines', () => {
       mismatch();
       const warnings = logger.messages('warn');
       expect(warnings).toHaveLength(2);
-      expect(warnings[0]).toMatch(/^Webhook deliveries to account eu fail the signature check \(1 since start; .*\(PAYMENT_EU_WEBHOOK_SECRET\)/);
+      expect(warnings[0]).toMatch(/^Webhook deliveries to account eu fail the signature check \(1 since start; .*\(option webhookSecret or PAYMENT_EU_WEBHOOK_SECRET\)/);
       expect(warnings[1]).toMatch(/^Webhook deliveries to account eu fail the signature check \(5 in the last hour; /);
       expect(logger.messages('debug')).toHaveLength(6);
     } finally {
