@@ -37,7 +37,6 @@ export const DEFAULT_COMPLETE_ATTEMPTS = 3;
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
 const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
 
-
 /** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
 export function accountDeduplicationSettings(options: {
   webhookLeaseMs: number;
@@ -74,17 +73,20 @@ export class WebhookDeduplicator {
   /** Runs from the start of their claim to their outcome, and who waits for them to reach none (`whenIdle`). */
   private running = 0;
   private readonly idleWaiters: Array<() => void> = [];
-  /** Set by `close()`: endless completion retries give up. */
-  private closed = false;
-  /** Aborted by `close()`: an endless completion stops waiting on the store at once, mid-attempt too. */
-  private readonly closing = quietAbortController();
+  /**
+   * Aborted by `close()`: endless completion retries give up, and stop waiting on the store at
+   * once, mid-attempt too. Any number of completions may wait on it through an outage.
+   */
+  private readonly closing = new AbortController();
 
   constructor(
     readonly store: WebhookEventStore,
     private readonly logger: LoggerService,
     /** `logClaimFailures: false` when the caller logs the answer itself (the module's processor does). */
     private readonly options: { logClaimFailures?: boolean } = {},
-  ) {}
+  ) {
+    setMaxListeners(0, this.closing.signal);
+  }
 
   /** Runs `work(arg)` at most once for `key` (the argument saves callers a closure per call). */
   async run<T, A = undefined>(
@@ -195,7 +197,6 @@ export class WebhookDeduplicator {
 
   /** Stops lease renewal (module shutdown). */
   close(): void {
-    this.closed = true;
     this.closing.abort(new Error('shutdown stopped waiting for the store'));
     for (const renewer of this.renewers.values()) renewer.close();
     this.renewers.clear();
@@ -233,17 +234,15 @@ export class WebhookDeduplicator {
     const endless = attempts === Number.POSITIVE_INFINITY;
     for (let attempt = 1; ; attempt++) {
       try {
-        const completing = this.store.complete(key, claimToken, settings.retentionMs);
-        const timeoutMs = settings.completeTimeoutMs;
         // a store that never answers must not hold a queue worker's slot without a word
-        const bounded = timeoutMs === undefined ? completing : withTimeout(completing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
-        await (endless ? untilAborted(bounded, this.closing.signal) : bounded);
+        const completing = withStoreTimeout(this.store.complete(key, claimToken, settings.retentionMs), settings.completeTimeoutMs);
+        await (endless ? untilAborted(completing, this.closing.signal) : completing);
         if (attempt > 1 && endless) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
         }
         return;
       } catch (error) {
-        if (attempt >= attempts || this.closed) return this.completionGivenUp(key, error, endless);
+        if (attempt >= attempts || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless);
         if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
@@ -251,7 +250,7 @@ export class WebhookDeduplicator {
           );
         }
         await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless);
-        if (this.closed) return this.completionGivenUp(key, error, endless);
+        if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless);
       }
     }
   }
@@ -278,8 +277,6 @@ export class WebhookDeduplicator {
     });
   }
 
-
-
   /**
    * After failed work: free the key so the redelivery runs it. If this fails, the lease expires on
    * its own. Bounded like completion where `timeoutMs` is set (the queue worker): a custom store
@@ -287,20 +284,16 @@ export class WebhookDeduplicator {
    */
   private async releaseQuietly(key: string, claimToken: string, timeoutMs?: number): Promise<void> {
     try {
-      const releasing = this.store.release(key, claimToken);
-      await (timeoutMs === undefined ? releasing : withTimeout(releasing, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`)));
+      await withStoreTimeout(this.store.release(key, claimToken), timeoutMs);
     } catch (error) {
       this.logger.warn(
         `Could not release the claim of webhook event "${key}" (${describeError(error)}); it becomes claimable when its lease expires`,
       );
     }
   }
-
 }
 
-/** An AbortController whose signal takes any number of listeners: one per completion waiting through an outage. */
-function quietAbortController(): AbortController {
-  const controller = new AbortController();
-  setMaxListeners(0, controller.signal);
-  return controller;
+/** `call`, bounded by `timeoutMs` where one is set (the queue worker; the route has its sender's time-out). */
+function withStoreTimeout<T>(call: Promise<T>, timeoutMs: number | undefined): Promise<T> {
+  return timeoutMs === undefined ? call : withTimeout(call, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
 }
