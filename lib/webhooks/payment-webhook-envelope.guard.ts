@@ -28,20 +28,19 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
     try {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
       const account = this.getAccount(context);
-      // checked here too, where the route is known, so the log names it
-      if (!Buffer.isBuffer(getPaymentWebhookState(request).rawBody)) throw routeMisconfigured(this.logger, GUARD_ORDER_FIX, routeNameOf(context));
-      getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account)), account);
+      getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account), context), account);
       return true;
     } catch (error) {
       throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
     }
   }
 
-  protected parse(request: PaymentWebhookRequest, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void): AnyPaymentEvent {
+  /** `context`, when given, names the route in the log of a misconfiguration. */
+  protected parse(request: PaymentWebhookRequest, onAnomaly?: (anomaly: WebhookEnvelopeAnomaly) => void, context?: ExecutionContext): AnyPaymentEvent {
     // Only bytes a signature guard verified: never the request's raw body (nobody checked it,
     // as when this guard is listed first or alone) nor the adapter's parsed copy.
     const rawBody = getPaymentWebhookState(request).rawBody;
-    if (!Buffer.isBuffer(rawBody)) throw routeMisconfigured(this.logger, GUARD_ORDER_FIX);
+    if (!Buffer.isBuffer(rawBody)) throw routeMisconfigured(this.logger, GUARD_ORDER_FIX, context && routeNameOf(context));
     return parseWebhookEnvelope(rawBody, onAnomaly);
   }
 
