@@ -260,7 +260,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
             timeoutMs,
             () => {
               timedOut = true;
-              // still claiming: the store did not answer, nothing ran (a late claim's run is tracked as any late run)
+              // still claiming: the store did not answer, nothing ran (a claim answered later runs nothing either)
               if (!handlersStarted) return storeUnavailable(new Error(`the store did not answer the claim within queueJobTimeoutMs (${timeoutMs} ms)`));
               return jobTimeoutError(event.eventType, event.eventId, timeoutMs);
             },

@@ -29,10 +29,10 @@ const PARSER_REFUSALS: Readonly<Record<string, string>> = {
   [PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'an encoding or charset it does not support',
 };
 
-/** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
 /** How often a run of bad signatures is said at `warn`. */
 const SIGNATURE_MISMATCH_WARN_INTERVAL_MS = 3_600_000;
 
+/** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
 const OWN_FAULT_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, PaymentWebhookErrorCode.INTERNAL_ERROR]);
 
 type LogLevel = 'debug' | 'warn' | 'error';

@@ -1,7 +1,7 @@
-import { monotonicNow } from '../common/monotonic-clock.util.js';
 import type { LoggerService } from '@nestjs/common';
 import { asPromise } from '../common/as-promise.util.js';
 import { describeError } from '../common/error-message.util.js';
+import { monotonicNow } from '../common/monotonic-clock.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
