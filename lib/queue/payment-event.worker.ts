@@ -26,6 +26,7 @@ import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
 import { foreignJobError, handBackNewerJob } from './unrunnable-jobs.js';
+import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
@@ -272,7 +273,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       this.storeOutage.answered();
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut && handling !== undefined) this.running.track(this.afterLateRun(job, handling));
+      if (timedOut && handling !== undefined) this.running.track(cleanUpAfterLateRun(job, handling, this.running, this.queue, this.logger, this.account, this.describe));
       const code = error instanceof PaymentWebhookHttpException ? error.code : undefined;
       if (code !== PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage.answered();
       if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT && job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
@@ -285,36 +286,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         throw new this.bull.DelayedError();
       }
       throw attemptError(error);
-    }
-  }
-
-  /**
-   * A run that outlived its attempt and then succeeded: the event is processed, so a dead
-   * letter its attempt left behind goes (a replay once the store forgot the event would run
-   * the handlers again). A retry still pending finds the event processed and runs nothing.
-   */
-  private async afterLateRun(job: PaymentEventJob, handling: Promise<unknown>): Promise<void> {
-    try {
-      await handling;
-    } catch {
-      return; // failed after all: the dead letter (or the retry) stands
-    }
-    const eventId = job.data.event.eventId;
-    try {
-      // the attempt's failure is being recorded meanwhile: read the state once it is
-      await this.running.whenRecorded(job.id ?? '');
-      // under the dead-letter lock: a replay or discard of it never interleaves with this
-      const removed = await this.queue.withDeadLetterLock(eventId, async () => {
-        if ((await job.getState()) !== 'failed') return false;
-        await job.remove();
-        return true;
-      });
-      if (removed) this.logger.log(`Dead letter ${eventId} (account ${this.account}) removed: its timed-out run finished successfully`);
-    } catch (error) {
-      this.logger.warn(
-        `${job.data.event.eventType} event ${job.data.event.eventId} (account ${this.account}) was processed after its last attempt timed out, ` +
-          `but its dead letter could not be removed (discard it; do not replay it): ${this.describe(error)}`,
-      );
     }
   }
 
