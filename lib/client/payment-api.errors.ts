@@ -5,7 +5,6 @@
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
-import { isRecord } from '../common/is-record.util.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 
 /** Every error code the service documents. Branch on these, never on `message`. @publicApi */
@@ -261,94 +260,3 @@ export class PaymentAbortedError extends PaymentApiError {
     if (details.cause !== undefined) Object.defineProperty(this, 'cause', { value: details.cause, enumerable: false });
   }
 }
-
-type PaymentApiErrorClass = new (details: PaymentApiErrorDetails) => PaymentApiError;
-
-const CLASS_BY_CODE: Record<string, PaymentApiErrorClass> = {
-  PAY_1001: PaymentAuthenticationError,
-  PAY_1002: PaymentAuthenticationError,
-  PAY_1003: PaymentAuthenticationError,
-  PAY_1004: PaymentAuthenticationError,
-  PAY_1005: PaymentAuthenticationError,
-  PAY_2003: PaymentAuthenticationError,
-  PAY_6001: PaymentAuthenticationError,
-  PAY_2001: PaymentNotFoundError,
-  PAY_2005: PaymentNotFoundError,
-  PAY_3002: PaymentNotFoundError,
-  PAY_2002: PaymentInvalidStateError,
-  PAY_2004: PaymentInvalidStateError,
-  PAY_2006: PaymentInvalidStateError,
-  PAY_3001: PaymentPayoutError,
-  PAY_4000: PaymentValidationError,
-  PAY_5001: PaymentServerError,
-  PAY_5002: PaymentServerError,
-  PAY_5003: PaymentProviderError,
-};
-
-/** Error class for a service answer: by code first, then by HTTP status for codes the service does not list. */
-export function paymentErrorClassFor(code: string | undefined, httpStatus: number): PaymentApiErrorClass {
-  if (httpStatus === 429) return PaymentRateLimitError;
-  const byCode = code ? CLASS_BY_CODE[code] : undefined;
-  if (byCode) return byCode;
-  if (httpStatus === 401 || httpStatus === 403) return PaymentAuthenticationError;
-  if (httpStatus === 404) return PaymentNotFoundError;
-  if (httpStatus >= 500) return PaymentServerError;
-  return PaymentApiError;
-}
-
-export interface ErrorResponseContext {
-  httpStatus: number;
-  body: unknown;
-  retryAfterSeconds?: number;
-  method: string;
-  path: string;
-  idempotencyKey?: string;
-  account?: string;
-  /** Strings that must never appear in the error (token, secrets). */
-  redact?: (text: string) => string;
-}
-
-/** What a service error code looks like: a short identifier. */
-const SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
-
-/** Builds the typed error for a non-2xx answer from the service's error envelope (or whatever came back). */
-export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
-  const redact = ctx.redact ?? ((text: string) => text);
-  const envelope = isRecord(ctx.body) ? ctx.body : undefined;
-  // A code is an identifier (PAY_1001, RATE_LIMITED): anything else is not used as one. It
-  // becomes a metric attribute and a log word, so it must never carry what the service echoed.
-  const rawCode =
-    typeof envelope?.code === 'string' && SERVICE_CODE.test(envelope.code) && redact(envelope.code) === envelope.code ? envelope.code : undefined;
-  const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
-  const serviceMessage = typeof envelope?.message === 'string' ? envelope.message : undefined;
-  const message = redact(
-    `${ctx.method} ${ctx.path} failed with HTTP ${ctx.httpStatus} ${code}` + (serviceMessage ? `: ${serviceMessage}` : ''),
-  );
-  const ErrorClass = paymentErrorClassFor(rawCode, ctx.httpStatus);
-  return new ErrorClass({
-    code,
-    message,
-    httpStatus: ctx.httpStatus,
-    errors: readFieldErrors(envelope?.errors, redact),
-    retryAfterSeconds: ctx.retryAfterSeconds,
-    method: ctx.method,
-    path: ctx.path,
-    idempotencyKey: ctx.idempotencyKey,
-    account: ctx.account,
-    // a 5xx says nothing about what the service did before it failed (a refund may exist); nor
-    // does PAY_5002, a 400 for "an unexpected error creating or updating a session" in the service's error list
-    mayHaveReachedService: ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
-  });
-}
-
-function readFieldErrors(value: unknown, redact: (text: string) => string): Record<string, string[]> {
-  if (!isRecord(value)) return {};
-  // fromEntries defines each field as an own property: a "__proto__" field stays a field
-  return Object.fromEntries(
-    Object.entries(value).map(([field, messages]) => {
-      const list = Array.isArray(messages) ? messages : [messages];
-      return [redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))];
-    }),
-  );
-}
-

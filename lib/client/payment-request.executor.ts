@@ -12,8 +12,8 @@ import {
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
-  paymentErrorFromResponse,
 } from './payment-api.errors.js';
+import { paymentErrorFromResponse } from './payment-error-response.reader.js';
 import { abortedCallError, abortedCheckError, eitherSignal } from './payment-call-abort.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';

@@ -10,8 +10,8 @@ import {
   PaymentRateLimitError,
   PaymentServerError,
   PaymentValidationError,
-  paymentErrorFromResponse,
 } from '../../lib/client/payment-api.errors.js';
+import { paymentErrorFromResponse } from '../../lib/client/payment-error-response.reader.js';
 
 const envelope = (code: string, message = 'msg', errors: Record<string, string[]> = {}) => ({
   status: 'error',
