@@ -1,11 +1,10 @@
 import { inspect } from 'node:util';
-import { stripUndefined } from '../common/strip-undefined.util.js';
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
 import { formatAmount, normaliseAmount, parseAmount } from './simulator.amounts.js';
-import { SimulatorAuthHandler } from './simulator-auth.handler.js';
-import { SimulatorClock } from './simulator.clock.js';
-import { BASE_PATHS, DEFAULT_MERCHANT } from './simulator.constants.js';
-import { asDelivered, SimulatorEventPublisher } from './simulator-event.publisher.js';
+import { assembleSimulator } from './simulator-assembly.js';
+import type { SimulatorClock } from './simulator.clock.js';
+import { BASE_PATHS } from './simulator.constants.js';
+import { asDelivered, type SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
 import {
   assertDeliveryFaults,
@@ -15,14 +14,12 @@ import {
   assertText,
   assertWebhookUrl,
 } from './simulator-options.validation.js';
-import { copyPayment, SimulatorPaymentsHandler } from './simulator-payments.handler.js';
-import { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
-import { SimulatorRateLimiter, SPEC_RATE_LIMITS } from './simulator-rate-limiter.js';
-import { SimulatorRefundsHandler } from './simulator-refunds.handler.js';
-import { SimulatorRouter } from './simulator.router.js';
-import { SimulatorServer } from './simulator-server.js';
-import { SimulatorState } from './simulator.state.js';
-import { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js';
+import { copyPayment, type SimulatorPaymentsHandler } from './simulator-payments.handler.js';
+import type { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
+import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
+import type { SimulatorRouter } from './simulator.router.js';
+import type { SimulatorServer } from './simulator-server.js';
+import type { SimulatorState } from './simulator.state.js';
 import type {
   PaymentOutcome,
   PaymentServiceSimulatorOptions,
@@ -38,7 +35,7 @@ import type {
   SimulatorFault,
   SimulatorRequestRecord,
 } from './simulator.types.js';
-import { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
+import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
 import { waitUntilQuiet } from './simulator-quiet.js';
 
 /**
@@ -68,33 +65,16 @@ export class PaymentServiceSimulator {
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
     assertSimulatorOptions(options);
-    this.clock = new SimulatorClock(options.now);
-    this.state = new SimulatorState(options.merchants ?? [DEFAULT_MERCHANT]);
-    const rl = options.rateLimits ?? true;
-    this.limiter = new SimulatorRateLimiter(
-      () => this.now(),
-      // a limit given as undefined keeps the spec's value (it would switch the limit off)
-      rl === false ? undefined : { ...SPEC_RATE_LIMITS, ...(rl === true ? {} : stripUndefined(rl)) },
-    );
-    this.deliverer = new SimulatorWebhookDeliverer({
-      target: (id) => {
-        const m = this.state.merchants.get(id);
-        return m && { merchantId: id, webhookUrl: m.webhookUrl, webhookSecret: m.settings.webhookSecret };
-      },
-      now: () => this.now(),
-      signatureNow: () => (options.signatureClock ?? Date.now)(),
-      timeScale: options.webhookTimeScale ?? 1e-5,
-      timeoutMs: options.deliveryTimeoutMs ?? 5000,
-    });
-    this.publisher = new SimulatorEventPublisher(this.state, this.clock, this.deliverer);
-    const { state, clock, publisher: events, limiter } = this;
-    const auth = new SimulatorAuthHandler(state, clock, limiter);
-    const subaccounts = new SimulatorSubaccountsHandler(state, events, auth);
-    this.paymentsHandler = new SimulatorPaymentsHandler(state, clock, events, auth, subaccounts, options);
-    this.payoutsHandler = new SimulatorPayoutsHandler(state, clock, events, auth);
-    const refunds = new SimulatorRefundsHandler(state, clock, events, auth);
-    this.router = new SimulatorRouter({ auth, payments: this.paymentsHandler, refunds, payouts: this.payoutsHandler, subaccounts });
-    this.server = new SimulatorServer(options, clock, this.faults, this.router);
+    const parts = assembleSimulator(options, this.faults, () => this.now());
+    this.clock = parts.clock;
+    this.state = parts.state;
+    this.limiter = parts.limiter;
+    this.deliverer = parts.deliverer;
+    this.publisher = parts.publisher;
+    this.paymentsHandler = parts.paymentsHandler;
+    this.payoutsHandler = parts.payoutsHandler;
+    this.router = parts.router;
+    this.server = parts.server;
   }
 
   /** Listens on loopback (a free port unless `port` is set). */
