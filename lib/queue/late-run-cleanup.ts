@@ -14,7 +14,6 @@ export async function cleanUpAfterLateRun(
   running: WorkerRunningJobs,
   queue: PaymentEventQueue,
   logger: LoggerService,
-  account: string,
   describe: (error: unknown) => string,
 ): Promise<void> {
   try {
@@ -23,6 +22,7 @@ export async function cleanUpAfterLateRun(
     return; // failed after all: the dead letter (or the retry) stands
   }
   const eventId = job.data.event.eventId;
+  const account = queue.account;
   try {
     // the attempt's failure is being recorded meanwhile: read the state once it is
     await running.whenRecorded(job.id ?? '');

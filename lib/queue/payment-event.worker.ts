@@ -273,7 +273,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       this.storeOutage.answered();
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut && handling !== undefined) this.running.track(cleanUpAfterLateRun(job, handling, this.running, this.queue, this.logger, this.account, this.describe));
+      if (timedOut && handling !== undefined) this.running.track(cleanUpAfterLateRun(job, handling, this.running, this.queue, this.logger, this.describe));
       const code = error instanceof PaymentWebhookHttpException ? error.code : undefined;
       if (code !== PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage.answered();
       if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT && job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);
