@@ -7,8 +7,8 @@ import { PaymentEventMetadataAccessor } from './events/payment-event-metadata.ac
 import { PaymentEventExplorer } from './events/payment-event.explorer.js';
 import { PaymentHealthIndicator } from './health/payment-health.indicator.js';
 import { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
-import { PaymentWorkerShutdown } from './queue/payment-worker-shutdown.js';
-import { PaymentRedisConnections } from './stores/redis-connections.js';
+import { PaymentWorkerShutdown } from './queue/payment-worker-shutdown.service.js';
+import { PaymentRedisConnections } from './stores/redis-connections.service.js';
 import { PaymentWebhookReceiver } from './webhooks/payment-webhook.receiver.js';
 
 /**

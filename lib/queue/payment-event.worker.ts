@@ -20,7 +20,7 @@ import {
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
-import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.js';
+import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-shutdown.service.js';
 import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';

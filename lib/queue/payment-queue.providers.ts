@@ -4,12 +4,12 @@ import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js'
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_ACCOUNT_WORKER } from '../payment.constants.js';
-import { PaymentRedisConnections } from '../stores/redis-connections.js';
+import { PaymentRedisConnections } from '../stores/redis-connections.service.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { loadBullMq } from './bullmq.loader.js';
 import { PaymentEventQueue } from './payment-event-queue.js';
 import { PaymentEventWorker } from './payment-event.worker.js';
-import { PaymentWorkerShutdown } from './payment-worker-shutdown.js';
+import { PaymentWorkerShutdown } from './payment-worker-shutdown.service.js';
 import { queueRedisProbe } from './payment-queue.health.js';
 
 /**

@@ -3,7 +3,7 @@ import { getWebhookEventStoreToken } from '../accounts/payment-account.tokens.js
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_STORE } from '../payment.constants.js';
 import { MemoryWebhookEventStore } from './memory-webhook-event.store.js';
-import { PaymentRedisConnections } from './redis-connections.js';
+import { PaymentRedisConnections } from './redis-connections.service.js';
 import { RedisWebhookEventStore } from './redis-webhook-event.store.js';
 import type { WebhookEventStore } from './webhook-event-store.interface.js';
 

@@ -9,7 +9,7 @@ import { PaymentEventReconciliationError } from '../events/payment-event.errors.
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
-import { PaymentWorkerShutdown } from '../queue/payment-worker-shutdown.js';
+import { PaymentWorkerShutdown } from '../queue/payment-worker-shutdown.service.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';

@@ -2,7 +2,7 @@
 // account, and accounts of one app on the same Redis use one connection.
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
-import { PaymentRedisConnections } from '../../lib/stores/redis-connections.js';
+import { PaymentRedisConnections } from '../../lib/stores/redis-connections.service.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
