@@ -129,6 +129,13 @@ const PARSER_STATUSES = new Set([400, 413, 415]);
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
+/** Whether `body` is the one Nest's default exception handling writes for an answer of `status`. */
+function isNestDefaultErrorBody(body: unknown, status: number): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const { statusCode, message } = body as { statusCode?: unknown; message?: unknown };
+  return statusCode === status && typeof message === 'string' && Object.keys(body).every((key) => NEST_ERROR_BODY_KEYS.has(key));
+}
+
 /** The Express parser error type of the same refusal, so both adapters answer with the same words. */
 const EXPRESS_TYPE_OF_FASTIFY_STATUS: Readonly<Record<number, string>> = { 413: 'entity.too.large' };
 
@@ -189,11 +196,12 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
       done(null, payload);
       return;
     }
-    // Nest's default body only: one a host filter shaped its own way stays the host's
-    if (typeof parsed !== 'object' || parsed === null || !Object.keys(parsed).every((key) => NEST_ERROR_BODY_KEYS.has(key))) {
+    // Nest's default body only (the answer's status, its message, nothing else): one a host
+    // filter shaped its own way stays the host's, `{ error }` or `{ message }` alone included
+    if (!isNestDefaultErrorBody(parsed, reply.statusCode)) {
       done(null, payload);
       return;
     }
-    done(null, JSON.stringify(fastifyParserBody(reply.statusCode, (parsed as { message?: unknown }).message)));
+    done(null, JSON.stringify(fastifyParserBody(reply.statusCode, (parsed as { message: string }).message)));
   });
 }

@@ -94,6 +94,17 @@ class HostShapedExceptionFilter {
   }
 }
 
+/** A filter whose body is `{ error }` alone: keys Nest's default body also has, but not its shape. */
+@Catch()
+class ErrorOnlyExceptionFilter {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const status = exception instanceof HttpException ? exception.getStatus() : 500;
+    this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { error: exception instanceof Error ? exception.message : 'failed' }, status);
+  }
+}
+
 @Injectable()
 class HostListeners {
   pings = 0;
@@ -387,6 +398,22 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         expect(await postWebhook(shaped.url, { eventId: 'evt_no_type' })).toMatchObject(hostBody(400));
         expect(await postWebhook(shaped.url, '{"eventId": broken', { signature: null })).toMatchObject(hostBody(400));
         expect(await postWebhook(shaped.url, envelope(), { contentType: 'text/plain' })).toMatchObject(hostBody(415));
+        expect(await postWebhook(shaped.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+      } finally {
+        await shaped.close();
+      }
+    });
+
+    it('keeps the answers of a filter whose body is { error } alone, parser refusals included', async () => {
+      const shaped = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_FILTER, useClass: ErrorOnlyExceptionFilter }] });
+      try {
+        const broken = await postWebhook(shaped.url, '{"eventId": broken', { signature: null });
+        // the host's shape, with the words of the adapter's parser on Fastify (as documented)
+        expect(broken).toMatchObject({ status: 400, json: { error: expect.stringMatching(/JSON/) } });
+        expect(Object.keys(broken.json as object)).toEqual(['error']);
+        const xml = await postWebhook(shaped.url, envelope(), { contentType: 'application/xml' });
+        expect(xml.status).toBe(415);
+        expect(Object.keys(xml.json as object)).toEqual(['error']);
         expect(await postWebhook(shaped.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
       } finally {
         await shaped.close();
