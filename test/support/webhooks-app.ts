@@ -13,6 +13,8 @@ import {
   type Provider,
   Req,
   type Type,
+  Version,
+  VERSION_NEUTRAL,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -42,13 +44,14 @@ export const MOUNTED_ADAPTERS: Array<[AdapterKind, WebhookMount]> = [
   ['fastify', 'host route'],
 ];
 
-/** The host-mounted receiver, at the module route's default path. */
+/** The host-mounted receiver, at the module route's default path (version-neutral, as the README's example). */
 @Controller('payments')
 export class HostWebhookController {
   constructor(private readonly receiver: PaymentWebhookReceiver) {}
 
   @Post('webhook')
   @HttpCode(200)
+  @Version(VERSION_NEUTRAL)
   receive(@Req() request: PaymentWebhookRequest) {
     return this.receiver.receive(request);
   }

@@ -497,12 +497,17 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
   });
 
   describe("the host's versioning", () => {
-    it.each([
+    const VERSIONINGS = [
       ['a version header with a default version', { type: VersioningType.HEADER, header: 'x-api-version', defaultVersion: '1' }],
       ['a media type version with a default version', { type: VersioningType.MEDIA_TYPE, key: 'v=', defaultVersion: '1' }],
       ['URI versions with a default version', { type: VersioningType.URI, defaultVersion: '1' }],
-    ] as const)('%s: the route stays at its path and takes the service, which sends no version', async (_label, versioning) => {
-      const w = await startWebhookApp({ adapter, configure: (app) => app.enableVersioning(versioning) });
+    ] as const;
+    // the host route is the README's example, @Version(VERSION_NEUTRAL) included: without it a
+    // header or media type version makes every delivery a 404, and a URI version moves the route
+    it.each(
+      (['module route', 'host route'] as const).flatMap((mount) => VERSIONINGS.map(([label, versioning]) => [mount, label, versioning] as const)),
+    )('%s, %s: the route stays at its path and takes the service, which sends no version', async (mount, _label, versioning) => {
+      const w = await startWebhookApp({ adapter, mount, configure: (app) => app.enableVersioning(versioning) });
       try {
         const body = envelope();
         expect(await postWebhook(w.url, body)).toMatchObject({ status: 200, json: { received: true } });
