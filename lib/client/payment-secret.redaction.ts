@@ -12,13 +12,37 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   // longer one into pieces that then match nothing and stay readable around the marker
   const ordered = [...secrets].filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
-    const json = JSON.stringify(secret).slice(1, -1);
-    // also as PHP's json_encode writes it (a common service stack): "/" as "\/", non-ASCII as \uXXXX
-    const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-    const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2), json, php]);
-    for (const form of forms) out = secret.length < SHORT_SECRET_LENGTH ? redactWord(out, form) : out.split(form).join(REDACTED);
+    const urlForms = [encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
+    if (secret.length < SHORT_SECRET_LENGTH) {
+      for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1), ...urlForms])) out = redactWord(out, form);
+      continue;
+    }
+    for (const form of urlForms) out = out.split(form).join(REDACTED);
+    // the secret itself and every way a JSON encoder may write it (this covers the plain text too)
+    out = out.replace(new RegExp(jsonStringPattern(secret), 'g'), REDACTED);
   }
   return out;
+}
+
+/**
+ * A pattern of `secret` as it may stand inside a JSON string, whichever encoder wrote it: each
+ * UTF-16 unit as itself, as its short escape (`\"`, `\\`, `\/`, `\n`…) or as `\uXXXX` in
+ * either case. Encoders differ: PHP writes `/` as `\/` and non-ASCII as `\u00fc`, Python
+ * keeps `/` and escapes non-ASCII, Go escapes `&`, `<` and `>`, some write `\u00FC`.
+ */
+function jsonStringPattern(secret: string): string {
+  let pattern = '';
+  for (let i = 0; i < secret.length; i++) {
+    const unit = secret.charCodeAt(i);
+    const hex = unit.toString(16).padStart(4, '0');
+    // the unit itself, written as a regular-expression escape (safe for any character)
+    const alternatives = [`\\u${hex}`, `\\\\u${[...hex].map((d) => (d >= 'a' ? `[${d}${d.toUpperCase()}]` : d)).join('')}`];
+    const short = JSON.stringify(secret[i]).slice(1, -1);
+    if (short.length === 2 && short[0] === '\\') alternatives.push(`\\\\\\${short[1]}`);
+    if (secret[i] === '/') alternatives.push('\\\\/');
+    pattern += `(?:${alternatives.join('|')})`;
+  }
+  return pattern;
 }
 
 /**

@@ -16,6 +16,27 @@ describe('redactSecrets', () => {
     expect(redactSecrets(`{"client_secret":"${php}"}`, [secret])).toBe('{"client_secret":"[redacted]"}');
   });
 
+  it.each([
+    ['Python (json.dumps): non-ASCII as \\u00fc, "/" kept', (c: string) => (c === 'ü' ? '\\u00fc' : undefined)],
+    ['upper-case hex: \\u00FC, "/" as "\\/"', (c: string) => (c === 'ü' ? '\\u00FC' : c === '/' ? '\\/' : undefined)],
+    ['Go (encoding/json): "&", "<" and ">" as \\u0026…', (c: string) => ({ '&': '\\u0026', '<': '\\u003c', '>': '\\u003e' })[c]],
+    ['every character as \\uXXXX', (c: string) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')],
+  ])('removes a secret echoed by another JSON encoder: %s', (_label, escape) => {
+    const secret = 'S3cr3t/+=&<>"\\ü-Secret😀';
+    // character by character: the encoder's escape, else JSON.stringify's form ("\\"", "\\\\", the rest as is)
+    const encoded = Array.from(secret)
+      .map((c) => escape(c) ?? JSON.stringify(c).slice(1, -1))
+      .join('');
+    expect(encoded).not.toBe(JSON.stringify(secret).slice(1, -1));
+    expect(redactSecrets(`bad body {"client_secret":"${encoded}"}`, [secret])).toBe('bad body {"client_secret":"[redacted]"}');
+  });
+
+  it('removes a secret with an astral character (a surrogate pair) written as two \\u escapes', () => {
+    const secret = 'emoji-😀-secret';
+    const escaped = 'emoji-\\ud83d\\uDE00-secret';
+    expect(redactSecrets(`"${escaped}"`, [secret])).toBe('"[redacted]"');
+  });
+
   it('removes a secret of one to three characters where it stands alone, and leaves words that contain it', () => {
     expect(redactSecrets('bad secret k9Z', ['k9Z'])).toBe('bad secret [redacted]');
     expect(redactSecrets('client_id=shop&client_secret=s3&x=1', ['s3'])).toBe('client_id=shop&client_secret=[redacted]&x=1');
