@@ -75,8 +75,12 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     typeof envelope?.code === 'string' && SERVICE_CODE.test(envelope.code) && redact(envelope.code) === envelope.code ? envelope.code : undefined;
   const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
   const serviceMessage = typeof envelope?.message === 'string' ? envelope.message : undefined;
+  // below 400 (an error body in a 2xx, a redirect the client does not follow) the service may have acted
+  const outcomeUnknown = ctx.httpStatus < 400;
   const message = redact(
-    `${ctx.method} ${ctx.path} failed with HTTP ${ctx.httpStatus} ${code}` + (serviceMessage ? `: ${serviceMessage}` : ''),
+    `${ctx.method} ${ctx.path} failed with HTTP ${ctx.httpStatus} ${code}` +
+      (serviceMessage ? `: ${serviceMessage}` : '') +
+      (outcomeUnknown ? ' (an answer below 400 that is not a success: the service may have acted; check before sending it again)' : ''),
   );
   const ErrorClass = paymentErrorClassFor(rawCode, ctx.httpStatus);
   return new ErrorClass({
@@ -91,7 +95,7 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     account: ctx.account,
     // a 5xx says nothing about what the service did before it failed (a refund may exist); nor
     // does PAY_5002, a 400 for "an unexpected error creating or updating a session" in the service's error list
-    mayHaveReachedService: ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
+    mayHaveReachedService: outcomeUnknown || ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
   });
 }
 

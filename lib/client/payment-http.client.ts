@@ -103,11 +103,11 @@ export class PaymentHttpClient {
         signal: deadline.signal,
       });
     } catch (error) {
-      // the status line came, the body did not (a reset mid-body, a broken gzip stream, or a body
-      // still trickling in at the deadline: axios's cancel error has no response, the request has)
-      const answered = deadline.signal.aborted
-        ? (error as { request?: { res?: { statusCode?: unknown } } })?.request?.res?.statusCode
-        : (error as { response?: { status?: unknown } })?.response?.status;
+      // the status line came, the body did not (a reset mid-body, a broken gzip stream, a body
+      // over axios's size limit, or one still trickling in at the deadline: some of axios's
+      // errors carry no response, but the request has the one that began)
+      const failed = error as { response?: { status?: unknown }; request?: { res?: { statusCode?: unknown } } } | undefined;
+      const answered = (deadline.signal.aborted ? undefined : failed?.response?.status) ?? failed?.request?.res?.statusCode;
       throw networkErrorFrom(deadline.signal.aborted ? { code: 'ETIMEDOUT' } : error, attempt.method, attempt.path, typeof answered === 'number' ? answered : undefined);
     } finally {
       clearTimeout(timer);

@@ -21,7 +21,7 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
-import { answerData } from './payment-response.reader.js';
+import { answerData, isErrorEnvelope } from './payment-response.reader.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
 import { tokenFailureOfCall } from './payment-token-failure.js';
@@ -167,7 +167,8 @@ export class PaymentRequestExecutor {
         release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0);
       }
       if (answer) {
-        if (answer.status >= 200 && answer.status < 300) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
+        const success = answer.status >= 200 && answer.status < 300;
+        if (success && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = paymentErrorFromResponse({
           httpStatus: answer.status,
           body: answer.body,

@@ -16,6 +16,14 @@ export function answerData(body: unknown): unknown {
 }
 
 /**
+ * Whether a 2xx body is the service's error envelope (`status: 'error'` and a code): the answer
+ * contradicts itself, so it is neither a success nor a refusal the caller may simply repeat.
+ */
+export function isErrorEnvelope(body: unknown): boolean {
+  return isRecord(body) && body.status === 'error' && typeof body.code === 'string';
+}
+
+/**
  * The success envelope's `data`, never the body itself: a body without `data` has no payload,
  * and its own `status` is the envelope's `'success'`, not a payment's.
  */

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import {
   PaymentAuthenticationError,
   PaymentNetworkError,
+  PaymentPayoutError,
   PaymentProviderError,
   PaymentRateLimitError,
   PaymentServerError,
@@ -200,6 +201,42 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       const refund = await h.client.refundPayment(trxId, { amount: '10' });
       expect(Date.now() - startedAt).toBeLessThan(5_000);
       expect(refund).toMatchObject({ httpStatus: 201, raw: undefined });
+      expect(h.calls(REFUND)).toHaveLength(1);
+      expect(h.sim.refunds).toHaveLength(1);
+    });
+
+    it("a refund answered 201 with a body over the client's size limit (10 MiB) resolves, sent once: the status line said the service acted", async () => {
+      h = await startClientHarness();
+      const trxId = await succeededPayment(h);
+      h.sim.injectFault({ path: REFUND, kind: 'rewrite', rewrite: (body) => ({ body: { ...body, padding: 'x'.repeat(11 * 1024 * 1024) } }) });
+      const refund = await h.client.refundPayment(trxId, { amount: '10' });
+      expect(refund).toMatchObject({ httpStatus: 201, raw: undefined });
+      expect(h.calls(REFUND)).toHaveLength(1);
+      expect(h.sim.refunds).toHaveLength(1);
+    });
+
+    it('a payout answered 200 with the error envelope is an error whose outcome is unknown (mayHaveReachedService), never a success, and is not sent again', async () => {
+      h = await startClientHarness();
+      h.sim.injectFault({
+        path: '/payout',
+        method: 'POST',
+        kind: 'rewrite',
+        rewrite: () => ({ body: { status: 'error', code: 'PAY_3001', message: 'Payout request failed.', errors: {}, data: [] }, status: 200 }),
+      });
+      const error = await rejectionOf(h.client.createPayout({ amount: '10', currency: 'USD', recipient }));
+      expect(error).toBeInstanceOf(PaymentPayoutError);
+      expect(error).toMatchObject({ code: 'PAY_3001', httpStatus: 200, mayHaveReachedService: true });
+      expect(error.message).toContain('the service may have acted; check before sending it again');
+      expect(h.calls('/payout')).toHaveLength(1);
+      expect(h.sim.payouts).toHaveLength(1); // it did act: resolving as a failure the caller repeats would pay twice
+    });
+
+    it('a refund answered with a redirect (303) is an error whose outcome is unknown, not "surely did nothing", and is not followed or sent again', async () => {
+      h = await startClientHarness();
+      const trxId = await succeededPayment(h);
+      h.sim.injectFault({ path: REFUND, kind: 'rewrite', rewrite: () => ({ status: 303 }) });
+      const error = await rejectionOf(h.client.refundPayment(trxId, { amount: '10' }));
+      expect(error).toMatchObject({ httpStatus: 303, mayHaveReachedService: true });
       expect(h.calls(REFUND)).toHaveLength(1);
       expect(h.sim.refunds).toHaveLength(1);
     });
