@@ -306,6 +306,23 @@ describe('sample shop', () => {
       expect(refunded.body).toMatchObject({ status: 'REFUNDED', refundUid: expect.any(String) });
     }, SLOW);
 
+    it('a refund answered with a redirect (the service may have acted) stays REFUND_PENDING: a second refund is refused, and the refund.* event ends it', async () => {
+      shop ??= await boot();
+      const placed = await paidOrder(shop.url, '9.00');
+      const id = placed.order.id;
+      await sim.waitForDeliveries();
+      sim.injectFault({ path: /^\/payment\/[^/]+\/refund$/, kind: 'rewrite', rewrite: () => ({ status: 303 }) });
+      const answered = await call<{ code?: string; message?: string }>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'redirected' });
+      expect(answered.status).toBe(502);
+      expect(answered.body.message).toMatch(/outcome unknown/);
+      const again = await call<{ code?: string }>('POST', `${shop.url}/orders/${id}/refund`, { reason: 'redirected' });
+      expect(again).toMatchObject({ status: 409, body: { code: 'ORDER_STATE_CONFLICT' } });
+      await sim.waitForDeliveries();
+      expect(sim.refunds.filter((r) => r.trxId === placed.order.trxId)).toHaveLength(1);
+      const refunded = await call<OrderView>('GET', `${shop.url}/orders/${id}`);
+      expect(refunded.body).toMatchObject({ status: 'REFUNDED' });
+    }, SLOW);
+
     it('records payout outcomes; a late payout.created does not undo a final one', async () => {
       shop ??= await boot();
       sim.setDeliveryFaults({ duplicate: 0, outOfOrder: false });

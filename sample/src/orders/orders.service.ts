@@ -75,11 +75,14 @@ export class OrdersService {
       if (refund.refundUid !== undefined) this.orders.setRefundUid(id, refund.refundUid, nowIso());
       this.logger.log(`Refund ${refund.refundUid ?? '(id not in the answer)'} requested for order ${id}`);
     } catch (error) {
-      // Release the claim only when the service surely did not act: it answered 4xx, or the
-      // client says the refund never reached it (connection refused, refused before sending,
-      // given up at shutdown), in which case no refund.* event will ever come to end the claim.
-      // After a time-out or 5xx the refund may exist: leave it for the refund.* event or an operator.
-      if (error instanceof PaymentApiError && error.httpStatus !== undefined && error.httpStatus < 500 && error.httpStatus !== 429) {
+      // Release the claim only when the service surely did not act (mayHaveReachedService false):
+      // it refused the refund with a 4xx, or the refund never reached it (connection refused,
+      // refused before sending, given up at shutdown), in which case no refund.* event will ever
+      // come to end the claim. After a time-out, a 5xx, or an answer below 400 that is not a
+      // success (a redirect, an error body in a 2xx) the refund may exist: leave it for the
+      // refund.* event or an operator.
+      const refused = (status: number | undefined) => status !== undefined && status >= 400 && status < 500 && status !== 429;
+      if (error instanceof PaymentApiError && !error.mayHaveReachedService && refused(error.httpStatus)) {
         this.orders.releaseRefundClaim(id, nowIso());
         throw new OrderStateError(`The payment service refused the refund (${error.code}): ${error.message}`);
       }
