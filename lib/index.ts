@@ -21,7 +21,7 @@ export type {
   ResolvedPaymentOptions,
 } from './config/payment-module-options.interface.js';
 export { PAYMENT_ENV_VARIABLES } from './config/payment-env.js';
-export { PaymentConfigurationError } from './config/payment-configuration.error.js';
+export { PaymentConfigurationError } from './config/payment-configuration.errors.js';
 export { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_CLIENT_RUNTIME } from './payment.constants.js';
 export {
   getPaymentGatewayToken,
@@ -96,7 +96,7 @@ export type { PaymentWebhookErrorBody } from './webhooks/payment-webhook.errors.
 export { PaymentWebhookHttpException } from './webhooks/payment-webhook-http.exception.js';
 export { PaymentWebhookExceptionFilter } from './webhooks/payment-webhook-exception.filter.js';
 // building blocks for routes of the host's own
-export { PaymentWebhookSignatureGuard } from './webhooks/payment-webhook.guard.js';
+export { PaymentWebhookSignatureGuard } from './webhooks/payment-webhook-signature.guard.js';
 export { PaymentWebhookEnvelopeGuard } from './webhooks/payment-webhook-envelope.guard.js';
 export { PaymentWebhookIdempotencyInterceptor } from './webhooks/payment-webhook-idempotency.interceptor.js';
 export { WebhookIdempotencyKey } from './webhooks/webhook-idempotency-key.decorator.js';

@@ -8,7 +8,7 @@ import {
 import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { isRecord } from './common/is-record.util.js';
-import { PaymentConfigurationError } from './config/payment-configuration.error.js';
+import { PaymentConfigurationError } from './config/payment-configuration.errors.js';
 import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_MODULE } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';

@@ -1,4 +1,4 @@
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { paymentEnvNames, paymentEnvPrefix } from '../config/payment-env.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 

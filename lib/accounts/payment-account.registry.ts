@@ -1,7 +1,7 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { paymentEnvNames } from '../config/payment-env.js';
 import { unreadPaymentVariables } from '../config/payment-env-typos.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';

@@ -14,7 +14,8 @@ import {
   PaymentValidationError,
 } from './payment-api.errors.js';
 
-// A non-2xx answer of the service, read into the error of its code's family (payment-api.errors.ts).
+// An answer of the service that is not a success (a 4xx or 5xx, a redirect, a 2xx carrying the error
+// envelope), read into the error of its code's family (payment-api.errors.ts).
 
 type PaymentApiErrorClass = new (details: PaymentApiErrorDetails) => PaymentApiError;
 
@@ -40,7 +41,7 @@ const CLASS_BY_CODE: Record<string, PaymentApiErrorClass> = {
 };
 
 /** Error class for a service answer: by code first, then by HTTP status for codes the service does not list. */
-export function paymentErrorClassFor(code: string | undefined, httpStatus: number): PaymentApiErrorClass {
+function paymentErrorClassFor(code: string | undefined, httpStatus: number): PaymentApiErrorClass {
   if (httpStatus === 429) return PaymentRateLimitError;
   const byCode = code ? CLASS_BY_CODE[code] : undefined;
   if (byCode) return byCode;
@@ -65,7 +66,7 @@ export interface ErrorResponseContext {
 /** What a service error code looks like: a short identifier. */
 const SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 
-/** Builds the typed error for a non-2xx answer from the service's error envelope (or whatever came back). */
+/** Builds the typed error for an answer that is not a success from the service's error envelope (or whatever came back). */
 export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
   const redact = ctx.redact ?? ((text: string) => text);
   const envelope = isRecord(ctx.body) ? ctx.body : undefined;

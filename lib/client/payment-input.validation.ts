@@ -4,7 +4,7 @@ import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.j
 import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
 
 /** Decimal places of every amount on the wire (numeric strings with 8 decimal places). */
-export const AMOUNT_DECIMALS = 8;
+const AMOUNT_DECIMALS = 8;
 
 const AMOUNT_PATTERN = /^(\d{1,18})(?:\.(\d{1,8}))?$/;
 const MAX_IDENTIFIER_LENGTH = 255;
@@ -50,11 +50,9 @@ export class InputChecker {
     return value;
   }
 
-  country(field: string, value: unknown, required = false): string | undefined {
-    if (value === undefined || value === null) {
-      if (required) this.add(field, 'is required');
-      return undefined;
-    }
+  /** An optional country: absent is fine, anything else must be a real ISO 3166-1 alpha-2 code. */
+  country(field: string, value: unknown): string | undefined {
+    if (value === undefined || value === null) return undefined;
     if (typeof value !== 'string' || !/^[A-Z]{2}$/.test(value) || !ISO_3166_ALPHA2_COUNTRY_CODES.has(value)) {
       this.add(field, 'must be an ISO 3166-1 alpha-2 country code of 2 uppercase letters, e.g. US');
       return undefined;
@@ -208,7 +206,7 @@ const MAX_JSON_DEPTH = 64;
  * `undefined` field is left out, as JSON does; an object with `toJSON` (a Date) writes itself.
  * `at` is the path below the checked value (`.recipient.account`, `[2]`), '' for the value itself.
  */
-export function jsonDataProblem(value: unknown, at = '', parents: object[] = []): { at: string; problem: string } | undefined {
+function jsonDataProblem(value: unknown, at = '', parents: object[] = []): { at: string; problem: string } | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':

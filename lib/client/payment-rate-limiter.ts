@@ -5,7 +5,7 @@ import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 
 /** The service's limits count requests per rolling minute. */
-export const RATE_LIMIT_WINDOW_MS = 60_000;
+const RATE_LIMIT_WINDOW_MS = 60_000;
 /** Extra wait past a window's end, so a boundary request never lands inside the service's window. */
 const WINDOW_MARGIN_MS = 50;
 
@@ -140,7 +140,10 @@ export class SlidingWindowLimiter {
 /** Which of the service's limits a request counts against. */
 export type RateLimitScope = 'token' | 'create-payment' | 'read' | 'money-movement' | 'none';
 
-/** Limiters by key; a new key first drops the idle ones (keys of tokens no longer used would pile up). */
+/**
+ * Limiters by key (a scope and client id, or the service's origin); a new key first drops the
+ * idle ones, so the pool holds only keys with calls in their window.
+ */
 export class LimiterPool {
   private readonly limiters = new Map<string, SlidingWindowLimiter>();
 
@@ -203,7 +206,6 @@ export class PaymentRateLimiter {
   constructor(
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
-    private readonly windowMs = RATE_LIMIT_WINDOW_MS,
     private readonly perIp: PaymentIpRateLimits = new PaymentIpRateLimits(),
   ) {}
 
@@ -212,8 +214,8 @@ export class PaymentRateLimiter {
     if (limit === undefined) return () => undefined;
     const limiter =
       scope === 'token'
-        ? this.perIp.line(key, limit, this.windowMs, this.clock)
-        : this.limiters.get(`${scope}\u0000${key}`, () => new SlidingWindowLimiter(limit, this.windowMs, this.clock));
+        ? this.perIp.line(key, limit, RATE_LIMIT_WINDOW_MS, this.clock)
+        : this.limiters.get(`${scope}\u0000${key}`, () => new SlidingWindowLimiter(limit, RATE_LIMIT_WINDOW_MS, this.clock));
     return limiter.acquire(signal);
   }
 

@@ -61,7 +61,7 @@ export interface ServiceAnswer {
 }
 
 /**
- * Runs one logical call: token, client-side rate limit, HTTP attempt, error mapping,
+ * Runs one logical call: client-side rate limit, token, HTTP attempt, error mapping,
  * one retry with a new token on PAY_1002/PAY_1003, then backoff retries per policy.
  */
 export class PaymentRequestExecutor {
@@ -80,7 +80,7 @@ export class PaymentRequestExecutor {
     private readonly logger: LoggerService,
     perIp?: PaymentIpRateLimits,
   ) {
-    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, undefined, perIp);
+    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, perIp);
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
     this.tokens = new PaymentTokenManager((signal, once) => this.requestToken(signal, once), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);

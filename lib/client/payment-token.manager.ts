@@ -33,7 +33,7 @@ interface CachedToken {
 /** How many recent tokens are remembered for redaction of error text. */
 const REMEMBERED_TOKENS = 16;
 /** How long a failed check (`checkToken`) is answered again without a new token request. */
-export const CHECK_FAILURE_HOLD_MS = 30_000;
+const CHECK_FAILURE_HOLD_MS = 30_000;
 
 /**
  * Access tokens (valid 10 minutes). Payment creations always get a token requested for them

@@ -1,6 +1,6 @@
 import { stripUndefined } from '../common/strip-undefined.util.js';
 import { DEFAULT_PAYMENT_ACCOUNT, LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
-import { PaymentConfigurationError } from './payment-configuration.error.js';
+import { PaymentConfigurationError } from './payment-configuration.errors.js';
 import { parsePaymentEnv, type PaymentEnvValues } from './payment-env.js';
 import {
   DEFAULT_PAYMENT_ENDPOINTS,

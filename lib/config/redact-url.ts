@@ -1,7 +1,7 @@
 import { errorMessage } from '../common/error-message.util.js';
 
 /** What a secret part of a URL is replaced with. */
-export const REDACTED_URL_PART = '[redacted]';
+const REDACTED_URL_PART = '[redacted]';
 
 /**
  * Query parameters that carry a credential: ioredis reads every query parameter as an

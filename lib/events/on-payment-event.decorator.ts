@@ -7,7 +7,7 @@ import type { PaymentEventForPattern, PaymentEventPattern } from './payment-even
 /**
  * A method decorator that only fits methods able to take the event of `P`:
  * the parameter type is checked against `PaymentEventForPattern<P>`. The return type of
- * `OnPaymentEvent`, not exported: nothing needs to name it.
+ * `OnPaymentEvent`, not re-exported by the package's entry point: nothing needs to name it.
  */
 export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <
   H extends (event: PaymentEventForPattern<P>) => unknown,

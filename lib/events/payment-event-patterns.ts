@@ -4,7 +4,7 @@ import { isKnownPaymentEventType, PAYMENT_EVENT_FAMILIES, type PaymentEventPatte
 const FAMILY_WILDCARDS: ReadonlySet<string> = new Set(PAYMENT_EVENT_FAMILIES.map((family) => `${family}.*`));
 
 /** True for an exact known type, a known family wildcard or `'*'`. */
-export function isPaymentEventPattern(value: unknown): value is PaymentEventPattern {
+function isPaymentEventPattern(value: unknown): value is PaymentEventPattern {
   return typeof value === 'string' && (value === '*' || FAMILY_WILDCARDS.has(value) || isKnownPaymentEventType(value));
 }
 

@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js'
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { isThenable } from '../common/as-promise.util.js';
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { paymentEnvName } from '../config/payment-env.js';
 import type { PaymentEventHandler } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';

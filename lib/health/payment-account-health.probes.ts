@@ -15,7 +15,7 @@ import type { PaymentHealthProbe } from './payment-health.interface.js';
  * the URL without its password), the store's own `ping()` for a custom store that has one;
  * a memory store, or a custom one without `ping()`, is up.
  */
-export function webhookStoreProbe(
+function webhookStoreProbe(
   account: string,
   store: WebhookEventStore,
   options: Pick<ResolvedPaymentOptions, 'redisUrl' | 'store' | 'processing' | 'queueRedisUrl'>,
@@ -41,7 +41,7 @@ export function webhookStoreProbe(
  * An account without clientId and clientSecret (webhook-only, a valid setup) calls nothing: it is
  * up with `configured: false`, not down for good, and the detail shows nothing was checked.
  */
-export function authenticationProbe(
+function authenticationProbe(
   account: string,
   client: Pick<PaymentGatewayService, 'checkAuthentication'>,
   options: Pick<ResolvedPaymentOptions, 'clientId'>,

@@ -12,8 +12,8 @@ const MAX_LIST_LIMIT = 1000;
 /**
  * The dead letters of queue-mode accounts: events whose handlers failed on every attempt.
  * Inject it anywhere `PaymentModule` is imported, e.g. behind an admin route or from a REPL
- * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method takes the account
- * last (default: the default account); an account without `processing: 'queue'` is a
+ * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method names the account
+ * (its last argument, `list`'s `options.account`; default: the default account); an account without `processing: 'queue'` is a
  * `PaymentConfigurationError`. `list` and `get` reject with a `PaymentQueueUnavailableError`
  * when Redis cannot be reached within `redisTimeoutMs`; `replay` and `discard` with the error
  * of the command that failed.

@@ -70,7 +70,7 @@ function receivedAtOf(data: PaymentEventJobData, fallback: () => Date): Date {
  * added with (`paymentDeadLetterRetentionMs`, else the `removeOnFail` age of a job queued
  * before that option), else `fallbackRetentionMs`. The trim's script reads the same fields.
  */
-export function deadLetterExpiresAt(job: PaymentEventJob, fallbackRetentionMs: number): number {
+function deadLetterExpiresAt(job: PaymentEventJob, fallbackRetentionMs: number): number {
   const own = job.opts.paymentDeadLetterRetentionMs;
   const removeOnFail = job.opts.removeOnFail;
   const age = typeof removeOnFail === 'object' && removeOnFail !== null ? removeOnFail.age : undefined;

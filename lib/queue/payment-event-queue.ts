@@ -124,7 +124,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * `redisTimeoutMs`: the service retries a 503, and a late write is harmless because every
    * copy of an event has the same job id.
    * @throws PaymentWebhookHttpException 503 `WEBHOOK_QUEUE_UNAVAILABLE` when Redis did not
-   *   acknowledge within `redisTimeoutMs`; nothing was accepted.
+   *   acknowledge within `redisTimeoutMs`; nothing was accepted. 409 `WEBHOOK_EVENT_IN_FLIGHT`
+   *   when the event's job is on its last attempt (see `write`).
    */
   async enqueue(event: AnyPaymentEvent): Promise<PaymentWebhookAck> {
     const timeoutMs = this.options.redisTimeoutMs;

@@ -14,7 +14,7 @@ export interface MemoryWebhookEventStoreOptions {
   now?: () => number;
 }
 
-export const DEFAULT_MEMORY_STORE_MAX_ENTRIES: number = PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries;
+const DEFAULT_MEMORY_STORE_MAX_ENTRIES: number = PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries;
 
 /**
  * How many live claims eviction may step over before it gives up and evicts one.

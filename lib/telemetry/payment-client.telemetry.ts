@@ -3,7 +3,7 @@ import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.
 import { isTokenFailureOfCall } from '../client/payment-token-failure.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
-import type { PaymentInstruments, PaymentTelemetry } from './payment-telemetry.js';
+import type { PaymentInstruments } from './payment-telemetry.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { type PaymentClientOperation, type PaymentClientOutcome, PaymentSpanAttribute } from './payment-telemetry.names.js';
 
@@ -16,15 +16,12 @@ const UNEXPECTED_ERROR_CODE = 'UNEXPECTED_ERROR';
  * does no telemetry work at all.
  */
 export class PaymentClientTelemetry {
-  constructor(
-    private readonly account: string,
-    private readonly telemetry: PaymentTelemetry = paymentTelemetry,
-  ) {}
+  constructor(private readonly account: string) {}
 
   /** Starts the telemetry of one logical call (every attempt of it). */
   start(operation: PaymentClientOperation, method: string): PaymentClientCallTelemetry | undefined {
-    const instruments = this.telemetry.instruments();
-    const tracer = this.telemetry.tracer();
+    const instruments = paymentTelemetry.instruments();
+    const tracer = paymentTelemetry.tracer();
     if (instruments === undefined && tracer === undefined) return undefined;
     let span: Span | undefined;
     try {

@@ -67,7 +67,7 @@ export function endSpan(span: Span, ...failure: [error: unknown] | []): void {
 }
 
 /** Marks `span` failed with `error` (recorded as an exception, its message as the status). */
-export function recordSpanError(span: Span, error: unknown): void {
+function recordSpanError(span: Span, error: unknown): void {
   span.recordException(error instanceof Error ? error : String(error));
   span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
 }

@@ -5,7 +5,7 @@ import { redactRedisUrlIn } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
-import { type PaymentTelemetry, paymentTelemetry } from './payment-telemetry.js';
+import { paymentTelemetry } from './payment-telemetry.js';
 import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
@@ -67,7 +67,6 @@ export class WebhookDeliveryTelemetry {
     private readonly account: string,
     private readonly logger: LoggerService,
     redisUrls: ReadonlyArray<string | undefined> = [],
-    private readonly telemetry: PaymentTelemetry = paymentTelemetry,
   ) {
     const urls = [...new Set(redisUrls.filter((url): url is string => !!url))];
     this.#redact = (text) => urls.reduce((out, url) => redactRedisUrlIn(out, url), text);
@@ -75,7 +74,7 @@ export class WebhookDeliveryTelemetry {
 
   /** The tracer when the host registered a TracerProvider; `undefined` means: do not trace. */
   tracer(): Tracer | undefined {
-    return this.telemetry.tracer();
+    return paymentTelemetry.tracer();
   }
 
   /**
@@ -207,7 +206,7 @@ export class WebhookDeliveryTelemetry {
   }
 
   private record(outcome: PaymentWebhookOutcome, code: string | undefined, eventType: string | undefined, startedAt: number | undefined): void {
-    const instruments = this.telemetry.instruments();
+    const instruments = paymentTelemetry.instruments();
     if (instruments === undefined) return;
     const attributes: Attributes = { outcome, account: this.account };
     if (code !== undefined) attributes.code = code;

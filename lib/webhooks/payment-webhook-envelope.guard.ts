@@ -14,7 +14,8 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  * envelope and keeps the event on the request, where the idempotency interceptor
  * finds its `eventId` before any handler runs. The event has `account` (the default account,
  * or what `getAccount` says) and `receivedAt` set as on the module's route; its `environment`
- * is not judged (the route's live/sandbox check is `PaymentWebhookReceiver`'s).
+ * is not judged (the live/sandbox check is `PaymentWebhookProcessor`'s, behind the module's
+ * route and `PaymentWebhookReceiver`).
  * @publicApi
  */
 @Injectable()

@@ -8,7 +8,7 @@ import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorB
  * stable code. Unknown errors become a 500 whose message says nothing about the cause
  * (it may hold payload values); the cause is logged.
  */
-export function toWebhookErrorBody(exception: unknown, logger?: Logger): PaymentWebhookErrorBody {
+function toWebhookErrorBody(exception: unknown, logger?: Logger): PaymentWebhookErrorBody {
   if (exception instanceof PaymentWebhookHttpException) {
     return exception.getResponse();
   }

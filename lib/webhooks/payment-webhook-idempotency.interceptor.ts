@@ -174,7 +174,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const result = await this.deduplicator.run(key, settings.dedupe, () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
-      return this.handle(context, next, id);
+      return this.handle(next, id, settings.route);
     });
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
   }
@@ -185,12 +185,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
    * receives), logged here since Nest's default handler does not log an `HttpException`; an
    * `HttpException` the handler threw keeps its own status and body.
    */
-  private async handle(context: ExecutionContext, next: CallHandler, id: string): Promise<unknown> {
+  private async handle(next: CallHandler, id: string, route: string): Promise<unknown> {
     try {
       return await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (error) {
       if (error instanceof HttpException) throw error;
-      const route = `${context.getClass().name}.${context.getHandler().name}`;
       this.logger.error(`Handler of ${route} failed for key "${id}" (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }

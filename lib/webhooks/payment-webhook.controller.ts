@@ -16,10 +16,10 @@ import {
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
-import { installWebhookBodyErrorHandler } from './payment-webhook-body-errors.js';
+import { installWebhookBodyErrorHandler } from './webhook-body-parser-refusals.js';
 import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 

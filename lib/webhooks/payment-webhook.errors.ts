@@ -145,7 +145,7 @@ export class WebhookUnknownAccountError extends PaymentWebhookError {
 }
 
 /** Fix shown when the raw body is missing; the whole point is that it says exactly what to change. */
-export const RAW_BODY_FIX_MESSAGE =
+const RAW_BODY_FIX_MESSAGE =
   'The raw request body is not available, so the webhook signature cannot be verified. ' +
   'Create the application with the raw body kept: ' +
   'NestFactory.create(AppModule, { rawBody: true }) on Express, or ' +

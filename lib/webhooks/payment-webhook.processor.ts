@@ -53,7 +53,8 @@ const LIVE_EVENT_ENVIRONMENT = 'production';
  * One account's webhook pipeline: verify → deduplicate → dispatch, in one call per delivery.
  * Every rejection is a `PaymentWebhookHttpException` carrying `{ statusCode, code, message }`,
  * thrown so the host's global exception filter sees it; 2xx only when the handlers completed
- * (or had completed for an earlier delivery), or in queue mode once Redis holds the event.
+ * (or had completed for an earlier delivery), in queue mode once Redis holds the event, or for
+ * a signed event of the other environment, which runs nothing (it would be retried for ever).
  */
 @Injectable()
 export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationShutdown {
@@ -115,7 +116,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
 
   /**
    * Counts and logs a delivery to this account's route that the HTTP adapter's body parser
-   * refused before `process` could run (see `payment-webhook-body-errors.ts`).
+   * refused before `process` could run (see `webhook-body-parser-refusals.ts`).
    */
   refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
     this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));

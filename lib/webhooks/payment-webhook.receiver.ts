@@ -42,7 +42,8 @@ export class PaymentWebhookReceiver {
 
   /**
    * Resolves with the 2xx body (`{ received: true }`, plus `duplicate: true` for an event
-   * handled before); rejects with a `PaymentWebhookHttpException` (`{ statusCode, code,
+   * handled before, `queued: true` in queue mode, `ignored: 'environment'` for an event of the
+   * other environment); rejects with a `PaymentWebhookHttpException` (`{ statusCode, code,
    * message }`) otherwise. `account` picks the merchant account whose secrets verify it; a
    * name no `forRoot()` registers is a 404 `WEBHOOK_UNKNOWN_ACCOUNT`.
    */

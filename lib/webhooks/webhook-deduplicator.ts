@@ -80,7 +80,7 @@ export class WebhookDeduplicator {
   private readonly closing = new AbortController();
 
   constructor(
-    readonly store: WebhookEventStore,
+    private readonly store: WebhookEventStore,
     private readonly logger: LoggerService,
     /** `logClaimFailures: false` when the caller logs the answer itself (the module's processor does). */
     private readonly options: { logClaimFailures?: boolean } = {},

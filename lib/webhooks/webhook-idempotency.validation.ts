@@ -1,4 +1,4 @@
-import { PaymentConfigurationError } from '../config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { WEBHOOK_LEASE_MS_RANGE, WEBHOOK_RETENTION_MS_RANGE, WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE } from '../config/payment-options.schema.js';
 import type { WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 

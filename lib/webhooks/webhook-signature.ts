@@ -12,7 +12,7 @@ import {
 export const WEBHOOK_SIGNATURE_HEADER = 'x-service-signature';
 
 /** Replay window: receivers refuse a signature more than 300 s from their clock. */
-export const DEFAULT_WEBHOOK_TOLERANCE_SECONDS: number = PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds;
+const DEFAULT_WEBHOOK_TOLERANCE_SECONDS: number = PAYMENT_OPTION_DEFAULTS.webhookToleranceSeconds;
 
 /** Longest header accepted; a real one is ~80 characters per digest. Bounds the parsing work. */
 const MAX_HEADER_LENGTH = 4096;

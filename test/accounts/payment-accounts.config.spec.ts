@@ -5,7 +5,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getPaymentGatewayToken, getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
-import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentModule } from '../../lib/payment.module.js';

@@ -137,8 +137,8 @@ describe('PaymentIpRateLimits (shared by the accounts of an app)', () => {
   it('two clients share the token bucket of one service host, and keep their other buckets', async () => {
     const clock = new ClientFakeClock();
     const perIp = new PaymentIpRateLimits();
-    const eu = new PaymentRateLimiter(limits, clock, undefined, perIp);
-    const us = new PaymentRateLimiter(limits, clock, undefined, perIp);
+    const eu = new PaymentRateLimiter(limits, clock, perIp);
+    const us = new PaymentRateLimiter(limits, clock, perIp);
     (await eu.acquire('token', 'https://pay.example'))();
     (await us.acquire('token', 'https://other.example'))(); // another host: its own bucket
     (await eu.acquire('read', 'client'))();
@@ -155,15 +155,15 @@ describe('PaymentIpRateLimits (shared by the accounts of an app)', () => {
   it('a shared line allows the lowest limit of the accounts on it; another clock gets its own line', async () => {
     const clock = new ClientFakeClock();
     const perIp = new PaymentIpRateLimits();
-    const generous = new PaymentRateLimiter({ ...limits, tokenPerMinute: 3 }, clock, undefined, perIp);
-    const strict = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, clock, undefined, perIp);
+    const generous = new PaymentRateLimiter({ ...limits, tokenPerMinute: 3 }, clock, perIp);
+    const strict = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, clock, perIp);
     (await generous.acquire('token', 'https://pay.example'))();
     let second = false;
     void strict.acquire('token', 'https://pay.example').then(() => (second = true));
     await flushMicrotasks();
     expect(second).toBe(false); // one a minute for everyone on the line now
     const otherClock = new ClientFakeClock();
-    const onOtherClock = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, otherClock, undefined, perIp);
+    const onOtherClock = new PaymentRateLimiter({ ...limits, tokenPerMinute: 1 }, otherClock, perIp);
     (await onOtherClock.acquire('token', 'https://pay.example'))(); // not held by the first clock's line
     clock.advance(60_100);
     await flushMicrotasks();

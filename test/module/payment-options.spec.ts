@@ -1,5 +1,5 @@
 import { inspect } from 'node:util';
-import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { readPaymentEnv } from '../../lib/config/payment-env.js';
 import { redactRedisUrl } from '../../lib/config/redact-url.js';

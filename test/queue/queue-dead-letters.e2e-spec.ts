@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
-import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';

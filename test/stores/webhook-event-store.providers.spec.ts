@@ -10,7 +10,7 @@ import { WebhookEventStore } from '../../lib/stores/webhook-event-store.interfac
 import { createWebhookEventStore, createWebhookEventStoreProviders } from '../../lib/stores/webhook-event-store.providers.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
-import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';

@@ -7,7 +7,7 @@ import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-hos
 import { defer, lastValueFrom, of, type Observable } from 'rxjs';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
-import { PaymentConfigurationError } from '../../lib/config/payment-configuration.error.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { getPaymentWebhookState } from '../../lib/webhooks/payment-webhook.request.js';

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { BadRequestException, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
-import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
 import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';

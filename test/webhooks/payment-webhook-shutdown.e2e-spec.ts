@@ -12,7 +12,7 @@ import { ClientStubServer, success } from '../support/client-stub-server.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
-import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook.guard.js';
+import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp, type WebhookMount } from '../support/webhooks-app.js';

@@ -37,7 +37,7 @@ export interface WebhookPathMatching {
  * app's global prefix. A host route that merely ends the same way (`/legacy/payments/webhook`)
  * is the host's.
  */
-export function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', matching: WebhookPathMatching = {}): boolean {
+function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', matching: WebhookPathMatching = {}): boolean {
   const { ignoreCase = false, trailingSlash = true } = matching;
   const end = trailingSlash && urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
   const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
@@ -54,7 +54,7 @@ function pathOf(url: string | undefined): string {
 }
 
 /** Body of an Express body-parser error, or `undefined` when it is not a client error of the parser. */
-export function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | undefined {
+function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | undefined {
   const status = error.status ?? error.statusCode;
   switch (error.type) {
     case 'entity.too.large':

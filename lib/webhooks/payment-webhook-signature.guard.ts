@@ -26,8 +26,8 @@ import {
  * declared size (413), raw body present (500 with the fix), actual size (413), signature
  * and replay window (400/401).
  *
- * The module's own route does not use it (`PaymentWebhookReceiver` runs the same checks
- * in one call). The hooks are `protected` so an app can subclass it (other secret source,
+ * The module's own route and `PaymentWebhookReceiver` do not use it (both run the same checks
+ * through `PaymentWebhookProcessor`, in one call). The hooks are `protected` so an app can subclass it (other secret source,
  * other clock, a proxy that moves the header...) and register the subclass instead.
  * @publicApi
  */
