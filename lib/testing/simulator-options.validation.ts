@@ -1,7 +1,8 @@
 import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
-import { MAX_TIMER_MS } from './simulator.constants.js';
+import { BASE_PATHS, MAX_TIMER_MS } from './simulator.constants.js';
+import { isSimulatorRoute } from './simulator.router.js';
 import {
   PAYMENT_OUTCOMES,
   type PaymentServiceSimulatorOptions,
@@ -148,10 +149,11 @@ export function assertFault(fault: SimulatorFault): void {
   }
   // a string path is compared with the request's path as it is: without its leading '/', or with
   // a query, it would match nothing and the test it serves would pass untested
-  if (typeof fault.path === 'string' && (!fault.path.startsWith('/') || fault.path.includes('?') || fault.path.includes('#'))) {
+  if (typeof fault.path === 'string' && !isFaultablePath(fault.path)) {
     throw new TypeError(
-      `fault.path ${JSON.stringify(fault.path)} can never match: give the route from its leading '/' without a query ` +
-        "(e.g. '/payment/status'), or a RegExp",
+      `fault.path ${JSON.stringify(fault.path)} can never match: a string is compared with the whole route a request takes, ` +
+        "from its leading '/', without a query, with the real id (e.g. '/payment/create', '/payment/trx_123/refund'); " +
+        'for part of a path or any id, give a RegExp (e.g. /\\/refund$/)',
     );
   }
   assertOptionalBoolean('fault.afterHandling', fault.afterHandling);
@@ -193,6 +195,17 @@ export function assertSendEventArguments(type: unknown, data: unknown): void {
   if (!isRecord(data)) throw new TypeError(`sendEvent: data must be an object, the event's data (not ${show(data)})`);
 }
 
+/**
+ * Whether a string fault path names a request the simulator serves: a route (`/payment/create`),
+ * or one under an API base (`/sandbox/api/v1/payment/create`), with ids as they are sent (a
+ * `:trxId` or `{trxId}` placeholder is text that no client sends).
+ */
+function isFaultablePath(path: string): boolean {
+  if (/[?#{}]|\/:/.test(path)) return false;
+  const base = BASE_PATHS.find(([prefix]) => path.startsWith(`${prefix}/`));
+  return isSimulatorRoute(base === undefined ? path : path.slice(base[0].length));
+}
+
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */
 export function assertText(what: string, value: unknown): void {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${what} must be a non-empty string (not ${show(value)})`);
@@ -205,7 +218,13 @@ function assertOptionalBoolean(what: string, value: unknown): void {
 
 function assertKnownKeys(what: string, value: object, known: Record<string, true>): void {
   for (const key of Object.keys(value)) {
-    if (!Object.hasOwn(known, key)) throw new TypeError(`${what} '${key}' is unknown${likelyKey(key, Object.keys(known))}`);
+    if (!Object.hasOwn(known, key)) {
+      const names = Object.keys(known);
+      // a near spelling, else a known key this one begins (`retryAfter`), else the whole list
+      const begun = key.length >= 5 ? names.find((name) => name.toLowerCase().startsWith(key.toLowerCase())) : undefined;
+      const hint = likelyKey(key, names) || (begun === undefined ? `; known: ${names.join(', ')}` : `; did you mean '${begun}'?`);
+      throw new TypeError(`${what} '${key}' is unknown${hint}`);
+    }
   }
 }
 

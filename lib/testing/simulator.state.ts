@@ -162,6 +162,6 @@ export class SimulatorState {
 }
 
 function assertOutcome(o: PaymentOutcome): PaymentOutcome {
-  if (!PAYMENT_OUTCOMES.includes(o)) throw new TypeError(`Unknown payment outcome ${JSON.stringify(o)}`);
+  if (!PAYMENT_OUTCOMES.includes(o)) throw new TypeError(`Unknown payment outcome ${JSON.stringify(o)}; known: ${PAYMENT_OUTCOMES.join(', ')}`);
   return o;
 }

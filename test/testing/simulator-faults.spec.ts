@@ -169,11 +169,19 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
 
   it('refuses control arguments that would silently do nothing', () => {
     expect(() => sim.setMerchantActive(1, 'false' as never)).toThrow(TypeError);
+    expect(() => sim.scriptNextPayment('success' as never)).toThrow(/Unknown payment outcome "success"; known: manual, succeed, /);
     expect(() => sim.injectFault({ method: 'get' as never, kind: 'status', status: 500 })).toThrow(/fault.method "get" is unknown/);
     // a string path is the route as requested: without its '/', or with a query, it never matches
     expect(() => sim.injectFault({ kind: 'reset', path: 'payment/create' })).toThrow(/fault.path "payment\/create" can never match/);
     expect(() => sim.injectFault({ kind: 'status', status: 503, path: '/payment/status?trx_id=trx_1' })).toThrow(/can never match/);
     expect(() => sim.injectFault({ kind: 'status', status: 503, path: '/sandbox/api/v1/payment/status' })).not.toThrow();
+    // nor does part of a route, one no endpoint has, or an id placeholder: those are a RegExp's job
+    for (const path of ['/refund', '/payments/create', '/payment/:trxId/refund', '/payment/{trxId}/refund', '/api/v1/refund']) {
+      expect(() => sim.injectFault({ kind: 'status', status: 503, path })).toThrow(/can never match.*with the real id.*give a RegExp/);
+    }
+    for (const path of ['/payment/trx_1/refund', '/refund/rfd_1', '/payout/po_1', '/payout', '/api/v1/payment/create', '/authentication/token']) {
+      expect(() => sim.injectFault({ kind: 'status', status: 503, path })).not.toThrow();
+    }
     sim.clearFaults();
     expect(() => sim.injectFault({ kind: 'status', status: 429, retryAfterSeconds: Number.NaN })).toThrow(RangeError);
     expect(() => sim.setDeliveryFaults({ outOfOrdr: true } as never)).toThrow(/unknown switch "outOfOrdr"/);
@@ -186,6 +194,9 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
 
   it('refuses a fault that would match nothing or ignore a field: unknown keys, modes, path types, fields of another kind', () => {
     expect(() => sim.injectFault({ kind: 'status', status: 503, time: 3 } as never)).toThrow(/fault key 'time' is unknown; did you mean 'times'\?/);
+    // a key cut short is found too, and with no near key the known ones are listed
+    expect(() => sim.injectFault({ kind: 'status', status: 429, retryAfter: 3 } as never)).toThrow(/'retryAfter' is unknown; did you mean 'retryAfterSeconds'\?/);
+    expect(() => sim.injectFault({ kind: 'status', status: 429, delay: 3 } as never)).toThrow(/'delay' is unknown; known: method, path, /);
     expect(() => sim.injectFault({ kind: 'status', mode: 'production' as never })).toThrow(/fault.mode "production" is unknown/);
     expect(() => sim.injectFault({ kind: 'status', path: 42 as never })).toThrow(/fault.path must be a string or a RegExp \(not 42\)/);
     expect(() => sim.injectFault({ kind: 'reset', status: 503 })).toThrow(/fault.status only applies to kind 'status', not 'reset'/);

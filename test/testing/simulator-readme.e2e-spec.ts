@@ -39,7 +39,7 @@ describe('checkout', () => {
     class AppModule {}
     app = await NestFactory.create(AppModule, { rawBody: true, logger: false });
     await app.listen(0, '127.0.0.1');
-    sim.setWebhookUrl(1, `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/payments/webhook`);
+    sim.setWebhookUrl(1, `${await app.getUrl()}/payments/webhook`);
   });
 
   afterAll(async () => {
