@@ -303,6 +303,7 @@ export class SimulatorWebhookDeliverer {
     const record: SimulatorDeliveryRecord = {
       eventId: entry.envelope.eventId,
       eventType: entry.envelope.eventType,
+      merchantId: entry.state.merchantId,
       attempt,
       url,
       signature,

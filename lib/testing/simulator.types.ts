@@ -297,6 +297,8 @@ export interface SimulatorFault {
 export interface SimulatorDeliveryRecord {
   eventId: string;
   eventType: string;
+  /** The merchant the event belongs to (whose webhook URL and secret the attempt used). */
+  merchantId: number;
   /** 1…6 on the retry schedule; above 6 for re-triggers. */
   attempt: number;
   url: string;

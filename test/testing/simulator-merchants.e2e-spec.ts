@@ -43,7 +43,7 @@ describe('simulator with several merchants + one PaymentModule per merchant', ()
     class MerchantAppModule {}
     const app = await NestFactory.create(MerchantAppModule, { rawBody: true, logger: false });
     await app.listen(0, '127.0.0.1');
-    sim.setWebhookUrl(merchantId, `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/payments/webhook`);
+    sim.setWebhookUrl(merchantId, `${await app.getUrl()}/payments/webhook`);
     return app;
   }
 
@@ -67,6 +67,10 @@ describe('simulator with several merchants + one PaymentModule per merchant', ()
     await sim.waitForDeliveries();
     // the module answers 200 only to a valid signature under its own webhook secret
     expect(sim.deliveryLog.map((d) => d.status)).toEqual([200, 200, 200, 200]);
+    // each attempt names its merchant, so a test filters the log without parsing URLs
+    const urlOf = (id: number) => sim.merchant(id)?.webhookUrl;
+    for (const d of sim.deliveryLog) expect(d.url).toBe(urlOf(d.merchantId));
+    expect(sim.deliveryLog.map((d) => d.merchantId).sort()).toEqual([1, 1, 2, 2]);
     const received = (id: number) => apps.get(id)!.get(Received).events.map((e) => [e.eventType, e.data.custom, e.environment]);
     expect(received(1)).toEqual([
       ['payment.created', 'eu-order', 'sandbox'],
