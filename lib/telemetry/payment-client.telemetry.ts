@@ -143,7 +143,6 @@ export class PaymentClientCallTelemetry {
 
 /** Codes kept as they are in metrics; any other (a proxy's per-request code, say) is `other`, so series stay few. */
 const KNOWN_CODES: ReadonlySet<string> = new Set([...Object.values(PaymentErrorCode), ...Object.values(PaymentClientErrorCode)]);
-const KNOWN_CODE_PATTERN = /^(PAY_\d{4}|HTTP_\d{3})$/;
 
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
@@ -151,10 +150,15 @@ function codeOf(error: unknown): string {
   return metricCode(code, statusOf(error));
 }
 
-/** `code` when known; else the answer's status as `HTTP_<status>` (a bounded set), else `other`. */
+/**
+ * `code` when the spec or the client names it; else the answer's status as `HTTP_<status>` (a
+ * bounded set), else `other`. Only these: any other code is the answer's text (a `PAY_5059`
+ * the spec does not name, an `HTTP_999` in a body), and each would be a series of its own.
+ */
 function metricCode(code: string, httpStatus?: number): string {
-  if (KNOWN_CODES.has(code) || KNOWN_CODE_PATTERN.test(code)) return code;
-  return httpStatus !== undefined && Number.isInteger(httpStatus) && httpStatus >= 100 && httpStatus <= 599 ? `HTTP_${httpStatus}` : 'other';
+  const statusCode = httpStatus !== undefined && Number.isInteger(httpStatus) && httpStatus >= 100 && httpStatus <= 599 ? `HTTP_${httpStatus}` : undefined;
+  if (KNOWN_CODES.has(code) || code === statusCode) return code;
+  return statusCode ?? 'other';
 }
 
 function statusOf(error: unknown): number | undefined {
