@@ -2,6 +2,7 @@ import { type Context, context, type Span, SpanKind, SpanStatusCode, type Tracer
 import { asPromise } from '../common/as-promise.util.js';
 import { errorMessage } from '../common/error-message.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { clientErrorSummary } from './client-error-summary.js';
 import { PaymentSpanAttribute } from './payment-telemetry.names.js';
 import { telemetryFailed } from './telemetry-fault.js';
 
@@ -66,8 +67,17 @@ export function endSpan(span: Span, ...failure: [error: unknown] | []): void {
   }
 }
 
-/** Marks `span` failed with `error` (recorded as an exception, its message as the status). */
+/**
+ * Marks `span` failed with `error` (recorded as an exception, its message as the status); a
+ * client error of the module that reached the handler's caller by its code and status only.
+ */
 function recordSpanError(span: Span, error: unknown): void {
+  const summary = clientErrorSummary(error);
+  if (summary !== undefined) {
+    span.recordException({ name: (error as Error).name, message: summary });
+    span.setStatus({ code: SpanStatusCode.ERROR, message: summary });
+    return;
+  }
   span.recordException(error instanceof Error ? error : String(error));
   span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
 }

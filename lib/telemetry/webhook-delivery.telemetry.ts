@@ -5,6 +5,7 @@ import { redactRedisUrlIn } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { clientErrorSummary } from './client-error-summary.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
 import { endSpan } from './payment-handler.tracing.js';
@@ -230,12 +231,20 @@ export class WebhookDeliveryTelemetry {
     return reason;
   }
 
-  /** The answer's message and what caused it (e.g. the store's error), without the Redis password. */
+  /**
+   * The answer's message and what caused it (e.g. the store's error), without the Redis password;
+   * a client error (a failed reconciliation) by its code and status only, never the service's text.
+   */
   private reasonOf(error: unknown): string {
     const answer = error instanceof PaymentWebhookHttpException ? error.error : error;
     const parts: string[] = [];
     let current: unknown = answer;
     for (let depth = 0; depth < 3 && current instanceof Error; depth++) {
+      const summary = clientErrorSummary(current);
+      if (summary !== undefined) {
+        parts.push(summary);
+        break;
+      }
       // a wrapper that already quotes its cause's message ("could not claim: Command timed out") says it once
       if (parts.length === 0 || !parts[parts.length - 1]!.endsWith(current.message)) parts.push(current.message);
       current = current.cause;

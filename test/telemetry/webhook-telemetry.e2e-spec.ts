@@ -16,6 +16,11 @@ import {
   telemetryTexts,
   type TestOtel,
 } from '../support/otel-sdk.js';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentServiceSimulator } from '../../lib/testing/payment-service.simulator.js';
+import { SANDBOX_CLIENT } from '../support/client-simulator.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { envelope, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -36,6 +41,21 @@ class TracedHostController {
         span.end();
       }
     });
+  }
+}
+
+/** What a service answer may echo of a request: it must reach no span, metric or module log line. */
+const ECHOED = 'holder=Jane Roe card=4111111111111111 account=ACCT-998877';
+const echoingAnswer = () => ({ status: 400, body: { status: 'error', code: 'PAY_4000', message: `invalid request: ${ECHOED}`, errors: {}, data: [] } });
+
+/** A handler whose payout the service refuses; the client error propagates, the delivery fails. */
+@Injectable()
+class PayoutOnFailure {
+  constructor(private readonly client: PaymentGatewayService) {}
+
+  @OnPaymentEvent('payment.failed')
+  async onFailed(): Promise<void> {
+    await this.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: 'ACCT-998877' } });
   }
 }
 
@@ -237,6 +257,39 @@ describe('webhook telemetry with the real OpenTelemetry SDK', () => {
     const all = await otel.collect();
     expect(counterPoints(all, PaymentMetricName.WEBHOOK_REQUESTS)).toEqual(byAttributes(expected.map((a) => ({ ...a, value: 1 }))));
     expect(histogramCounts(all, PaymentMetricName.WEBHOOK_DURATION)).toEqual(byAttributes(expected.map((a) => ({ ...a, count: 1 }))));
+  });
+
+  describe("a client error's text (the service's message, which may echo request fields) stays out of the delivery's telemetry", () => {
+    let sim: PaymentServiceSimulator;
+    beforeEach(async () => {
+      sim = new PaymentServiceSimulator();
+      await sim.start();
+    });
+    afterEach(() => sim.stop());
+    const client = () => ({ baseUrl: sim.url, clientId: SANDBOX_CLIENT.clientId, clientSecret: SANDBOX_CLIENT.clientSecret, maxRetries: 0 });
+
+    it('a failed reconciliation: the delivery span and log line name the client error by code and status', async () => {
+      otel = await registerTestOtel();
+      const logger = new CollectingLogger();
+      w = await startWebhookApp({ adapter: 'express', logger, payment: { ...client(), reconcile: true } });
+      sim.injectFault({ method: 'GET', path: '/payment/status', kind: 'rewrite', rewrite: echoingAnswer });
+      expect(await postWebhook(w.url, envelope('payment.succeeded'))).toMatchObject({ status: 503, json: { code: 'WEBHOOK_RECONCILIATION_FAILED' } });
+      const [delivery] = byName(otel.spans(), 'payment webhook payment.succeeded');
+      expect(delivery?.status.message).toContain('PaymentValidationError PAY_4000 (HTTP 400)');
+      expect(telemetryTexts(await otel.collect(), otel.spans()).filter((text) => text.includes('4111111111111111'))).toEqual([]);
+      expect(logger.rendered.filter((line) => line.includes('4111111111111111'))).toEqual([]);
+      expect(logger.rendered.some((line) => line.includes('WEBHOOK_RECONCILIATION_FAILED') && line.includes('PAY_4000 (HTTP 400)'))).toBe(true);
+    });
+
+    it("a handler failing with a client error: its span records the error's class, code and status, not its message", async () => {
+      otel = await registerTestOtel();
+      w = await startWebhookApp({ adapter: 'express', payment: client(), extraProviders: [PayoutOnFailure] });
+      sim.injectFault({ method: 'POST', path: '/payout', kind: 'rewrite', rewrite: echoingAnswer });
+      expect((await postWebhook(w.url, envelope('payment.failed'))).status).toBe(500);
+      const [handler] = byName(otel.spans(), 'payment handler PayoutOnFailure.onFailed');
+      expect(handler?.status).toEqual({ code: SpanStatusCode.ERROR, message: 'PaymentValidationError PAY_4000 (HTTP 400)' });
+      expect(telemetryTexts(await otel.collect(), otel.spans()).filter((text) => text.includes('ACCT-998877'))).toEqual([]);
+    });
   });
 
   it('counts an event signed for the other environment as ignored (answered 2xx, not dispatched)', async () => {
