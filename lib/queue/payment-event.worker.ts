@@ -25,7 +25,8 @@ import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
-import { foreignJobError, handBackNewerJob } from './unrunnable-jobs.js';
+import { foreignJobError, handBackNewerJob, handBackOtherEnvironmentJob } from './unrunnable-jobs.js';
+import { isFromOtherEnvironment } from '../webhooks/webhook-event-environment.js';
 import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
@@ -66,6 +67,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
+  /** When jobs of the other environment were last reported (their hand-backs repeat every 30 s). */
+  private otherEnvironmentLoggedAt = Number.NEGATIVE_INFINITY;
   private readonly storeOutage: StoreOutageReport;
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly timedOutRunWaits: TimedOutRunWaits;
@@ -192,6 +195,13 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private process(job: PaymentEventJob, token?: string): Promise<void> {
     if (isNewerPaymentEventJob(job)) return handBackNewerJob(this.bull, this.logger, this.account, job, token);
     if (!isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
+    if (isFromOtherEnvironment(job.data.event.environment, this.options.environment === 'live')) {
+      return handBackOtherEnvironmentJob(this.bull, job, token, (message) => {
+        if (Date.now() - this.otherEnvironmentLoggedAt < ERROR_LOG_INTERVAL_MS) return;
+        this.otherEnvironmentLoggedAt = Date.now();
+        this.logger.warn(message);
+      });
+    }
     const settled = this.running.begin(job.id ?? '');
     const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
     run.then(settled, settled);

@@ -4,8 +4,8 @@ import type { PaymentEventJob } from './payment-event-job.js';
 
 // Jobs in an account's queue that this version of the worker must not run.
 
-/** How long a job of a later release's layout waits before a worker looks at it again. */
-const NEWER_JOB_DELAY_MS = 30_000;
+/** How long a job of a later release's layout, or of the other environment, waits before a worker looks at it again. */
+const HAND_BACK_DELAY_MS = 30_000;
 
 /**
  * A job this module did not write (another producer in the account's queue, an edited one):
@@ -23,10 +23,33 @@ export function foreignJobError(bull: BullMqModule, logger: LoggerService, accou
  * without using an attempt, for a worker that reads it.
  */
 export async function handBackNewerJob(bull: BullMqModule, logger: LoggerService, account: string, job: PaymentEventJob, token?: string): Promise<never> {
-  await job.moveToDelayed(Date.now() + NEWER_JOB_DELAY_MS, token);
+  await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
   logger.warn(
     `Worker of account ${account}: job ${job.id ?? '(no id)'} was written by a later version of nestjs-payment-gateway ` +
-      `(layout ${String((job.data as { v?: unknown }).v)}); handed back for ${NEWER_JOB_DELAY_MS / 1000} s, unrun: upgrade this worker`,
+      `(layout ${String((job.data as { v?: unknown }).v)}); handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun: upgrade this worker`,
+  );
+  throw new bull.DelayedError();
+}
+
+/**
+ * A job whose event belongs to the other environment (a live app's `production` event in a
+ * sandbox worker, or the reverse): the two apps share this queue, because they were given one
+ * explicit `redisKeyPrefix`. The route of this account would not take the event, so its worker
+ * must not run it either: back to the queue for a while, unrun and without using an attempt,
+ * for a worker of its own environment. `warn` says so (the caller limits how often).
+ */
+export async function handBackOtherEnvironmentJob(
+  bull: BullMqModule,
+  job: PaymentEventJob,
+  token: string | undefined,
+  warn: (message: string) => void,
+): Promise<never> {
+  await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
+  const { account, event } = job.data;
+  warn(
+    `Worker of account ${account}: event ${event.eventId} is of environment ${JSON.stringify(event.environment)}, not this app's; ` +
+      `handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun, for a worker of its environment. Apps of both environments share ` +
+      'this queue: give each its own redisKeyPrefix (PAYMENT_REDIS_KEY_PREFIX; the default holds the environment)',
   );
   throw new bull.DelayedError();
 }

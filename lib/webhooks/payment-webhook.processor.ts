@@ -25,6 +25,7 @@ import {
   WebhookDeduplicator,
 } from './webhook-deduplicator.js';
 import { webhookEventKey } from './webhook-store-keys.js';
+import { isFromOtherEnvironment } from './webhook-event-environment.js';
 
 /**
  * Answer body of a delivery that was handled (or had been handled before).
@@ -45,9 +46,6 @@ export interface PaymentWebhookAck {
 const RECEIVER_BEHIND_INTERCEPTOR_FIX =
   'PaymentWebhookReceiver verifies and deduplicates by itself: remove PaymentWebhookIdempotencyInterceptor (and the ' +
   'signature and envelope guards) from the route that calls receive(); with both, every delivery found its own claim held';
-
-/** The `environment` value of live events; sandbox events use any other value. */
-const LIVE_EVENT_ENVIRONMENT = 'production';
 
 /**
  * One account's webhook pipeline: verify → deduplicate → dispatch, in one call per delivery.
@@ -130,7 +128,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     let outcome: PaymentWebhookOutcome;
     let ack: PaymentWebhookAck;
     try {
-      if (this.isFromOtherEnvironment(event)) {
+      if (isFromOtherEnvironment(event.environment, this.live)) {
         this.warnOtherEnvironment(event);
         outcome = 'ignored';
         // a new object per answer: a host interceptor may add to it
@@ -155,15 +153,6 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     return ack;
   }
 
-  /**
-   * A live account takes only `production` events and a sandbox account never takes them.
-   * An event without `environment` (or with another type) is not judged: it is dispatched.
-   */
-  private isFromOtherEnvironment(event: AnyPaymentEvent): boolean {
-    const environment: unknown = event.environment;
-    if (typeof environment !== 'string') return false;
-    return this.live ? environment !== LIVE_EVENT_ENVIRONMENT : environment === LIVE_EVENT_ENVIRONMENT;
-  }
 
   /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator. */
   private warnOtherEnvironment(event: AnyPaymentEvent): void {

@@ -125,6 +125,43 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     }
   });
 
+  it("a worker never runs an event of the other environment: sandbox and live apps given one redisKeyPrefix share a queue, and a live event waits for a live worker", async () => {
+    const prefix = 'shared-env:';
+    const logger = new CollectingLogger();
+    const liveWeb = await startQueueApp(redis.url, { payment: { redisKeyPrefix: prefix, environment: 'live', queueWorker: false } });
+    // created last: Nest's logger is one per process, the last app's
+    const sandbox = await startQueueApp(redis.url, { payment: { redisKeyPrefix: prefix }, logger });
+    let liveWorker: QueueApp | undefined;
+    const { Queue: BullQueue } = await import('bullmq');
+    const jobs: Queue = new BullQueue('default', { connection: { url: redis.url }, prefix: `${prefix}_queue` });
+    try {
+      const events = [1, 2, 3].map(() => envelope('payment.succeeded', { environment: 'production' }));
+      for (const event of events) expect((await postWebhook(liveWeb.url, event)).json).toEqual({ received: true, queued: true });
+      await waitFor('the sandbox worker handed the live events back', async () => (await jobs.getDelayedCount()) === 3);
+      for (const event of events) expect(sandbox.handlers.count('entered', event.eventId as string)).toBe(0);
+      for (const job of await jobs.getDelayed()) expect(job.attemptsMade).toBe(0); // handed back, not failed
+      const warnings = () => logger.lines.filter((line) => line.level === 'warn' && line.message.includes("not this app's; handed back"));
+      await waitFor('the hand-back was logged', () => warnings().length > 0);
+      expect(warnings()).toHaveLength(1); // once, not per job
+      expect(warnings()[0]!.message).toContain('give each its own redisKeyPrefix');
+
+      // a worker of their environment runs them, once each; the sandbox worker, still taking jobs,
+      // may meet them again and hand them back again (promoted here: a hand-back waits 30 s)
+      liveWorker = await startQueueApp(redis.url, { payment: { redisKeyPrefix: prefix, environment: 'live' } });
+      const ranInLive = () => events.every((event) => liveWorker!.handlers.count('done', event.eventId as string) === 1);
+      await waitFor('the live worker ran every event', async () => {
+        for (const job of await jobs.getDelayed()) await job.promote().catch(() => undefined);
+        return ranInLive();
+      });
+      for (const event of events) expect(sandbox.handlers.count('entered', event.eventId as string)).toBe(0);
+    } finally {
+      await jobs.close();
+      await liveWorker?.close();
+      await liveWeb.close();
+      await sandbox.close();
+    }
+  });
+
   it('still rejects bad signatures and envelopes before anything is queued', async () => {
     const event = envelope('payment.succeeded');
     expect(await postWebhook(q.url, event, { secret: 'whsec_wrong' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
