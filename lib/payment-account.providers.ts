@@ -49,8 +49,8 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     { provide: PAYMENT_ACCOUNT_MODULE, useValue: account },
     {
       provide: optionsToken,
-      inject: [PAYMENT_MODULE_OPTIONS, PaymentAccountRegistry, { token: ConfigService, optional: true }],
-      useFactory: (options: PaymentModuleOptions | undefined, accounts: PaymentAccountRegistry, config?: ConfigService) => {
+      inject: [PAYMENT_MODULE_OPTIONS, { token: ConfigService, optional: true }],
+      useFactory: (options: PaymentModuleOptions | undefined, config?: ConfigService) => {
         // The host's ConfigService when it has a global ConfigModule (its env file and
         // validation choices stand); else the process environment. The module never loads a .env itself.
         const read = (name: string): unknown => (config ? config.get(name) : process.env[name]);
@@ -63,11 +63,19 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
           const setting = options?.processing === 'queue' ? 'the processing option' : paymentEnvSources('processing', account);
           loadBullMq(undefined, { account, setting });
         }
+        return resolved;
+      },
+    },
+    {
+      // registered here, from whatever the public token gives: a test that overrides that token
+      // (Test.overrideProvider(getPaymentOptionsToken('eu'))) still has its account registered
+      provide: PAYMENT_ACCOUNT_OPTIONS,
+      inject: [optionsToken, PaymentAccountRegistry],
+      useFactory: (resolved: ResolvedPaymentOptions, accounts: PaymentAccountRegistry) => {
         accounts.register(resolved);
         return resolved;
       },
     },
-    { provide: PAYMENT_ACCOUNT_OPTIONS, useExisting: optionsToken },
     {
       provide: clientToken,
       inject: [PAYMENT_ACCOUNT_OPTIONS, { token: PAYMENT_CLIENT_RUNTIME, optional: true }, PaymentIpRateLimits],

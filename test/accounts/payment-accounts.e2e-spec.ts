@@ -7,7 +7,9 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import { getPaymentGatewayToken, getPaymentOptionsToken, InjectPaymentGateway } from '../../lib/accounts/payment-account.tokens.js';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentApiError } from '../../lib/client/payment-api.errors.js';
+import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
@@ -198,6 +200,26 @@ describe('named accounts in tests', () => {
     await moduleRef.init();
     expect(moduleRef.get(EuCheckout).eu).toBe(fake);
     expect(moduleRef.get(EuCheckout).payments).toBeInstanceOf(PaymentGatewayService);
+    await moduleRef.close();
+  });
+
+  it("Test.overrideProvider(getPaymentOptionsToken(name)) gives the account other options; it stays registered (a handler bound to it boots)", async () => {
+    @Injectable()
+    class EuHandler {
+      @OnPaymentEvent('payment.succeeded', { account: 'eu' })
+      onPaid(): void {}
+    }
+    @Module({ imports: [accountModule('eu', 'http://127.0.0.1:9'), accountModule('default', 'http://127.0.0.1:9')], providers: [EuCheckout, EuHandler] })
+    class AppModule {}
+    const options = resolvePaymentOptions({ baseUrl: 'http://127.0.0.1:8', webhookSecret: 'whsec_test' }, {}, 'eu');
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(getPaymentOptionsToken('eu'))
+      .useValue(options)
+      .compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init(); // a handler bound to an account nobody registered would stop the boot here
+    expect(moduleRef.get(PaymentAccountRegistry).require('eu').options).toBe(options);
+    expect(moduleRef.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu')).apiBaseUrl).toContain('127.0.0.1:8');
     await moduleRef.close();
   });
 });
