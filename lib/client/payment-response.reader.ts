@@ -16,11 +16,13 @@ export function answerData(body: unknown): unknown {
 }
 
 /**
- * Whether a 2xx body is the service's error envelope (`status: 'error'` and a code): the answer
- * contradicts itself, so it is neither a success nor a refusal the caller may simply repeat.
+ * Whether a 2xx body is the service's error envelope (`status: 'error'`, a code, no payload: its
+ * `data` absent or the empty array): the answer contradicts itself, so it is neither a success
+ * nor a refusal the caller may simply repeat. A record that carries `data` is read as a success.
  */
 export function isErrorEnvelope(body: unknown): boolean {
-  return isRecord(body) && body.status === 'error' && typeof body.code === 'string';
+  if (!isRecord(body) || body.status !== 'error' || typeof body.code !== 'string') return false;
+  return body.data === undefined || (Array.isArray(body.data) && body.data.length === 0);
 }
 
 /**

@@ -12,14 +12,18 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   // longer one into pieces that then match nothing and stay readable around the marker
   const ordered = [...secrets].filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
-    const urlForms = [encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
+    const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
     if (secret.length < SHORT_SECRET_LENGTH) {
-      for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1), ...urlForms])) out = redactWord(out, form);
+      const json = JSON.stringify(secret).slice(1, -1);
+      // also as PHP's json_encode writes it: "/" as "\/", non-ASCII as \uXXXX
+      const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      for (const form of new Set([...plainForms, json, php])) out = redactWord(out, form);
       continue;
     }
-    for (const form of urlForms) out = out.split(form).join(REDACTED);
-    // the secret itself and every way a JSON encoder may write it (this covers the plain text too)
+    // every way a JSON encoder may write it inside a string; first, since an escaped secret can
+    // hold the plain one (`\\\\x` holds `\\x`), which would leave its start readable
     out = out.replace(new RegExp(jsonStringPattern(secret), 'g'), REDACTED);
+    for (const form of plainForms) out = out.split(form).join(REDACTED);
   }
   return out;
 }
@@ -35,10 +39,16 @@ function jsonStringPattern(secret: string): string {
   for (let i = 0; i < secret.length; i++) {
     const unit = secret.charCodeAt(i);
     const hex = unit.toString(16).padStart(4, '0');
-    // the unit itself, written as a regular-expression escape (safe for any character)
-    const alternatives = [`\\u${hex}`, `\\\\u${[...hex].map((d) => (d >= 'a' ? `[${d}${d.toUpperCase()}]` : d)).join('')}`];
+    const alternatives = [`\\\\u${[...hex].map((d) => (d >= 'a' ? `[${d}${d.toUpperCase()}]` : d)).join('')}`];
     const short = JSON.stringify(secret[i]).slice(1, -1);
-    if (short.length === 2 && short[0] === '\\') alternatives.push(`\\\\\\${short[1]}`);
+    if (short.length === 2 && short[0] === '\\') {
+      // `\n`, `\"`, `\\`: never the character itself, which JSON cannot hold unescaped (and a
+      // bare backslash as well as `\\` would let a run of them match in exponentially many ways)
+      alternatives.push(`\\\\${/[A-Za-z]/.test(short[1]!) ? short[1] : `\\${short[1]}`}`);
+    } else {
+      // the unit itself, as a regular-expression escape (safe for any character)
+      alternatives.push(`\\u${hex}`);
+    }
     if (secret[i] === '/') alternatives.push('\\\\/');
     pattern += `(?:${alternatives.join('|')})`;
   }

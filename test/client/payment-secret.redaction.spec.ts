@@ -31,6 +31,22 @@ describe('redactSecrets', () => {
     expect(redactSecrets(`bad body {"client_secret":"${encoded}"}`, [secret])).toBe('bad body {"client_secret":"[redacted]"}');
   });
 
+  it('removes a secret with control characters echoed in JSON (\\t, \\n), and a short one as PHP writes it', () => {
+    const secret = 'abcd\tefgh\nijkl';
+    expect(redactSecrets(`{"client_secret":${JSON.stringify(secret)}}`, [secret])).toBe('{"client_secret":"[redacted]"}');
+    expect(redactSecrets(`{"client_secret":${JSON.stringify(secret).replace('\\t', '\\u0009')}}`, [secret])).toBe('{"client_secret":"[redacted]"}');
+    expect(redactSecrets('{"client_secret":"a\\/b"}', ['a/b'])).toBe('{"client_secret":"[redacted]"}');
+  });
+
+  it('stays linear on a secret of many backslashes (each has one JSON form, so no run matches in many ways)', () => {
+    const secret = `${'\\'.repeat(40)}x`;
+    const text = `bad ${JSON.stringify(secret).slice(1, -1).slice(0, -1)}y ${'\\'.repeat(2_000)}`;
+    const startedAt = performance.now();
+    expect(redactSecrets(text, [secret])).toBe(text); // almost the secret, and a long run of backslashes: no match
+    expect(performance.now() - startedAt).toBeLessThan(1_000); // exponential backtracking took minutes here
+    expect(redactSecrets(`x ${JSON.stringify(secret)} ${secret}`, [secret])).toBe('x "[redacted]" [redacted]');
+  });
+
   it('removes a secret with an astral character (a surrogate pair) written as two \\u escapes', () => {
     const secret = 'emoji-😀-secret';
     const escaped = 'emoji-\\ud83d\\uDE00-secret';
