@@ -25,8 +25,7 @@ import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
-import { foreignJobError, handBackNewerJob, handBackOtherEnvironmentJob } from './unrunnable-jobs.js';
-import { isFromOtherEnvironment } from '../webhooks/webhook-event-environment.js';
+import { foreignJobError, handBackNewerJob, OtherEnvironmentJobs } from './unrunnable-jobs.js';
 import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
@@ -67,8 +66,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
-  /** When jobs of the other environment were last reported (their hand-backs repeat every 30 s). */
-  private otherEnvironmentLoggedAt = Number.NEGATIVE_INFINITY;
+  private readonly otherEnvironment: OtherEnvironmentJobs;
   private readonly storeOutage: StoreOutageReport;
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
   private readonly timedOutRunWaits: TimedOutRunWaits;
@@ -113,6 +111,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.running = new WorkerRunningJobs(options.queueLockDurationMs);
     this.timedOutRunWaits = new TimedOutRunWaits(this.logger, this.account, options.queueJobTimeoutMs);
     this.storeOutage = new StoreOutageReport(this.logger, this.account, this.describe);
+    this.otherEnvironment = new OtherEnvironmentJobs(bull, this.logger, options.environment === 'live');
   }
 
   onApplicationBootstrap(): void {
@@ -195,15 +194,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private process(job: PaymentEventJob, token?: string): Promise<void> {
     if (isNewerPaymentEventJob(job)) return handBackNewerJob(this.bull, this.logger, this.account, job, token);
     if (!isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
-    if (isFromOtherEnvironment(job.data.event.environment, this.options.environment === 'live')) {
-      return handBackOtherEnvironmentJob(this.bull, job, token, (message) => {
-        if (Date.now() - this.otherEnvironmentLoggedAt < ERROR_LOG_INTERVAL_MS) return;
-        this.otherEnvironmentLoggedAt = Date.now();
-        this.logger.warn(message);
-      });
-    }
     const settled = this.running.begin(job.id ?? '');
-    const run = this.stopped ? this.handBack(job, token) : this.run(job, token);
+    const run = this.stopped
+      ? this.handBack(job, token)
+      : this.otherEnvironment.has(job)
+        ? this.otherEnvironment.handBack(job, token).finally(() => this.recorded(job))
+        : this.run(job, token);
     run.then(settled, settled);
     return run;
   }

@@ -1,6 +1,7 @@
 import { errorMessage } from '../common/error-message.util.js';
 import { PaymentEventHandlerError } from '../events/payment-event.errors.js';
 import { PaymentWebhookError, PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { clientErrorSummary } from '../telemetry/client-error-summary.js';
 
 /**
  * Queue mode could not hand the event to Redis within the time-out (Redis down, slow or
@@ -75,17 +76,20 @@ export function jobTimeoutError(eventType: string, eventId: string, timeoutMs: n
 }
 
 /**
- * The error a failed attempt is recorded with (the dead letter's `lastError`): handler
- * failures name each handler with its error, other errors add their cause's message.
+ * The error a failed attempt is recorded with (the dead letter's `lastError`, the attempt's log
+ * line): handler failures name each handler with its error, other errors add their cause's
+ * message. A client error of this module is named by class, code and status, not its message,
+ * which quotes the service's answer (it may echo request fields).
  */
 export function attemptError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
+  const describe = (cause: unknown) => clientErrorSummary(cause) ?? errorMessage(cause);
   let message: string | undefined;
   if (error instanceof PaymentEventHandlerError) {
-    const details = error.failures.map((f) => `${f.handler}: ${errorMessage(f.error)}`).join('; ');
+    const details = error.failures.map((f) => `${f.handler}: ${describe(f.error)}`).join('; ');
     message = `${error.failures.length} handler(s) failed for ${error.eventType} event ${error.eventId}: ${details}`;
   } else if (error.cause !== undefined) {
-    message = `${error.message} (${errorMessage(error.cause)})`;
+    message = `${error.message} (${describe(error.cause)})`;
   }
   if (message === undefined) return error;
   const wrapped = new Error(message, { cause: error });

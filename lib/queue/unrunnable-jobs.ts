@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { BullMqModule } from './bullmq.loader.js';
 import type { PaymentEventJob } from './payment-event-job.js';
+import { isFromOtherEnvironment } from '../webhooks/webhook-event-environment.js';
 
 // Jobs in an account's queue that this version of the worker must not run.
 
@@ -32,24 +33,37 @@ export async function handBackNewerJob(bull: BullMqModule, logger: LoggerService
 }
 
 /**
- * A job whose event belongs to the other environment (a live app's `production` event in a
+ * Jobs whose event belongs to the other environment (a live app's `production` event in a
  * sandbox worker, or the reverse): the two apps share this queue, because they were given one
  * explicit `redisKeyPrefix`. The route of this account would not take the event, so its worker
  * must not run it either: back to the queue for a while, unrun and without using an attempt,
- * for a worker of its own environment. `warn` says so (the caller limits how often).
+ * for a worker of its own environment. Said at most every 30 s (a job comes back every 30 s).
  */
-export async function handBackOtherEnvironmentJob(
-  bull: BullMqModule,
-  job: PaymentEventJob,
-  token: string | undefined,
-  warn: (message: string) => void,
-): Promise<never> {
-  await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
-  const { account, event } = job.data;
-  warn(
-    `Worker of account ${account}: event ${event.eventId} is of environment ${JSON.stringify(event.environment)}, not this app's; ` +
-      `handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun, for a worker of its environment. Apps of both environments share ` +
-      'this queue: give each its own redisKeyPrefix (PAYMENT_REDIS_KEY_PREFIX; the default holds the environment)',
-  );
-  throw new bull.DelayedError();
+export class OtherEnvironmentJobs {
+  private loggedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly bull: BullMqModule,
+    private readonly logger: LoggerService,
+    private readonly accountIsLive: boolean,
+  ) {}
+
+  /** Whether `job` holds an event of the other environment (see `isFromOtherEnvironment`). */
+  has(job: PaymentEventJob): boolean {
+    return isFromOtherEnvironment(job.data.event.environment, this.accountIsLive);
+  }
+
+  async handBack(job: PaymentEventJob, token: string | undefined): Promise<never> {
+    await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
+    if (Date.now() - this.loggedAt >= HAND_BACK_DELAY_MS) {
+      this.loggedAt = Date.now();
+      const { account, event } = job.data;
+      this.logger.warn(
+        `Worker of account ${account}: event ${event.eventId} is of environment ${JSON.stringify(event.environment)}, not this app's; ` +
+          `handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun, for a worker of its environment. Apps of both environments share ` +
+          'this queue: give each its own redisKeyPrefix (PAYMENT_REDIS_KEY_PREFIX; the default holds the environment)',
+      );
+    }
+    throw new this.bull.DelayedError();
+  }
 }
