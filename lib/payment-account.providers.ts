@@ -5,6 +5,7 @@ import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreTok
 import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
+import { PaymentConfigurationError } from './config/payment-configuration.errors.js';
 import { paymentEnvSources, readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import type { ModuleWebhookIdempotencyDefaults } from './webhooks/webhook-idempotency.interface.js';
@@ -72,6 +73,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
       provide: PAYMENT_ACCOUNT_OPTIONS,
       inject: [optionsToken, PaymentAccountRegistry],
       useFactory: (resolved: ResolvedPaymentOptions, accounts: PaymentAccountRegistry) => {
+        if (resolved?.account !== account) {
+          const given = resolved?.account === undefined ? 'no account name' : `those of account '${resolved.account}'`;
+          throw new PaymentConfigurationError([`the options provided for ${optionsToken} are ${given}: resolve them with account '${account}'`], account);
+        }
         accounts.register(resolved);
         return resolved;
       },

@@ -222,6 +222,14 @@ describe('named accounts in tests', () => {
     expect(moduleRef.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu')).apiBaseUrl).toContain('127.0.0.1:8');
     await moduleRef.close();
   });
+
+  it("an override holding another account's options says so, rather than 'registered twice'", async () => {
+    @Module({ imports: [accountModule('eu', 'http://127.0.0.1:9'), accountModule('default', 'http://127.0.0.1:9')] })
+    class AppModule {}
+    const defaults = resolvePaymentOptions({ baseUrl: 'http://127.0.0.1:8' }, {}, 'default');
+    const boot = Test.createTestingModule({ imports: [AppModule] }).overrideProvider(getPaymentOptionsToken('eu')).useValue(defaults).compile();
+    await expect(boot).rejects.toThrow("the options provided for nestjs-payment-gateway:eu:options are those of account 'default': resolve them with account 'eu'");
+  });
 });
 
 @Injectable()
