@@ -2,7 +2,7 @@ import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
 import { BASE_PATHS, MAX_TIMER_MS } from './simulator.constants.js';
-import { isSimulatorRoute } from './simulator.router.js';
+import { isSimulatorRoute, SIMULATOR_ROUTE_SHAPES } from './simulator.router.js';
 import {
   PAYMENT_OUTCOMES,
   type PaymentServiceSimulatorOptions,
@@ -196,14 +196,16 @@ export function assertSendEventArguments(type: unknown, data: unknown): void {
 }
 
 /**
- * Whether a string fault path names a request the simulator serves: a route (`/payment/create`),
- * or one under an API base (`/sandbox/api/v1/payment/create`), with ids as they are sent (a
- * `:trxId` or `{trxId}` placeholder is text that no client sends).
+ * Whether a string fault path can match a request: a whole path from its leading `/`, without
+ * a query, ids as they are sent (a `:trxId` or `{trxId}` placeholder is text no client sends),
+ * and not only the end of one of the simulator's routes (`/refund`, `/create`), which is what a
+ * RegExp is for. A path the simulator does not serve is allowed: a fault is taken before routing.
  */
 function isFaultablePath(path: string): boolean {
-  if (/[?#{}]|\/:/.test(path)) return false;
+  if (!path.startsWith('/') || /[?#{}]|\/:/.test(path)) return false;
   const base = BASE_PATHS.find(([prefix]) => path.startsWith(`${prefix}/`));
-  return isSimulatorRoute(base === undefined ? path : path.slice(base[0].length));
+  const route = base === undefined ? path : path.slice(base[0].length);
+  return isSimulatorRoute(route) || !SIMULATOR_ROUTE_SHAPES.some((shape) => shape !== route && shape.endsWith(route));
 }
 
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */

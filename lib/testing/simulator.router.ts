@@ -12,6 +12,9 @@ const REFUND_ROUTE = /^\/refund\/([^/]+)$/;
 const PAYOUT_ROUTE = /^\/payout\/([^/]+)$/;
 const FIXED_ROUTES: ReadonlySet<string> = new Set(['/authentication/token', '/payment/create', '/payment/status', '/payments/gateways', '/payout', '/subaccounts']);
 
+/** The simulator's routes, an id segment as `{id}`: what a fault path must not be only the end of. */
+export const SIMULATOR_ROUTE_SHAPES: readonly string[] = [...FIXED_ROUTES, '/payment/{id}/refund', '/refund/{id}', '/payout/{id}'];
+
 /** Whether a request to `route` (the path after the API base) reaches an endpoint of the simulator. */
 export function isSimulatorRoute(route: string): boolean {
   return FIXED_ROUTES.has(route) || [PAYMENT_REFUND_ROUTE, REFUND_ROUTE, PAYOUT_ROUTE].some((pattern) => pattern.test(route));
