@@ -190,16 +190,15 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     }
   }
 
-  /** Runs one job, tracked until its outcome is recorded in Redis. */
+  /** Runs one job, or hands it back unrun, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
-    if (isNewerPaymentEventJob(job)) return handBackNewerJob(this.bull, this.logger, this.account, job, token);
-    if (!isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
+    if (!isNewerPaymentEventJob(job) && !isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
     const settled = this.running.begin(job.id ?? '');
-    const run = this.stopped
-      ? this.handBack(job, token)
-      : this.otherEnvironment.has(job)
-        ? this.otherEnvironment.handBack(job, token).finally(() => this.recorded(job))
-        : this.run(job, token);
+    let run: Promise<void>;
+    if (isNewerPaymentEventJob(job)) run = handBackNewerJob(this.bull, this.logger, this.account, job, token).finally(() => this.recorded(job));
+    else if (this.stopped) run = this.handBack(job, token);
+    else if (this.otherEnvironment.has(job)) run = this.otherEnvironment.handBack(job, token).finally(() => this.recorded(job));
+    else run = this.run(job, token);
     run.then(settled, settled);
     return run;
   }

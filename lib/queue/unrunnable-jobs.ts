@@ -23,12 +23,19 @@ export function foreignJobError(bull: BullMqModule, logger: LoggerService, accou
  * must not fail, and this version cannot read it. Back to the queue for a while, unrun and
  * without using an attempt, for a worker that reads it.
  */
-export async function handBackNewerJob(bull: BullMqModule, logger: LoggerService, account: string, job: PaymentEventJob, token?: string): Promise<never> {
-  await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
-  logger.warn(
-    `Worker of account ${account}: job ${job.id ?? '(no id)'} was written by a later version of nestjs-payment-gateway ` +
-      `(layout ${String((job.data as { v?: unknown }).v)}); handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun: upgrade this worker`,
+export function handBackNewerJob(bull: BullMqModule, logger: LoggerService, account: string, job: PaymentEventJob, token?: string): Promise<never> {
+  return handBackForAWhile(bull, job, token, () =>
+    logger.warn(
+      `Worker of account ${account}: job ${job.id ?? '(no id)'} was written by a later version of nestjs-payment-gateway ` +
+        `(layout ${String((job.data as { v?: unknown }).v)}); handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun: upgrade this worker`,
+    ),
   );
+}
+
+/** Back to the queue for `HAND_BACK_DELAY_MS`, unrun and without using an attempt; `report` says why. */
+async function handBackForAWhile(bull: BullMqModule, job: PaymentEventJob, token: string | undefined, report: () => void): Promise<never> {
+  await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
+  report();
   throw new bull.DelayedError();
 }
 
@@ -53,9 +60,9 @@ export class OtherEnvironmentJobs {
     return isFromOtherEnvironment(job.data.event.environment, this.accountIsLive);
   }
 
-  async handBack(job: PaymentEventJob, token: string | undefined): Promise<never> {
-    await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
-    if (Date.now() - this.loggedAt >= HAND_BACK_DELAY_MS) {
+  handBack(job: PaymentEventJob, token: string | undefined): Promise<never> {
+    return handBackForAWhile(this.bull, job, token, () => {
+      if (Date.now() - this.loggedAt < HAND_BACK_DELAY_MS) return;
       this.loggedAt = Date.now();
       const { account, event } = job.data;
       this.logger.warn(
@@ -63,7 +70,6 @@ export class OtherEnvironmentJobs {
           `handed back for ${HAND_BACK_DELAY_MS / 1000} s, unrun, for a worker of its environment. Apps of both environments share ` +
           'this queue: give each its own redisKeyPrefix (PAYMENT_REDIS_KEY_PREFIX; the default holds the environment)',
       );
-    }
-    throw new this.bull.DelayedError();
+    });
   }
 }

@@ -141,7 +141,7 @@ export class PaymentClientCallTelemetry {
   }
 }
 
-/** Codes kept as they are in metrics; any other (a proxy's per-request code, say) is `other`, so series stay few. */
+/** Codes kept as they are in metrics; any other (a proxy's per-request code, say) counts by status (see `metricCode`), so series stay few. */
 const KNOWN_CODES: ReadonlySet<string> = new Set([...Object.values(PaymentErrorCode), ...Object.values(PaymentClientErrorCode)]);
 
 function codeOf(error: unknown): string {

@@ -2,7 +2,7 @@ import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
 import { BASE_PATHS, MAX_TIMER_MS } from './simulator.constants.js';
-import { isSimulatorRoute, SIMULATOR_ROUTE_SHAPES } from './simulator.router.js';
+import { SIMULATOR_ROUTE_SHAPES } from './simulator.router.js';
 import {
   PAYMENT_OUTCOMES,
   type PaymentServiceSimulatorOptions,
@@ -205,7 +205,7 @@ function isFaultablePath(path: string): boolean {
   if (!path.startsWith('/') || /[?#{}]|\/:/.test(path)) return false;
   const base = BASE_PATHS.find(([prefix]) => path.startsWith(`${prefix}/`));
   const route = base === undefined ? path : path.slice(base[0].length);
-  return isSimulatorRoute(route) || !SIMULATOR_ROUTE_SHAPES.some((shape) => shape !== route && shape.endsWith(route));
+  return !SIMULATOR_ROUTE_SHAPES.some((shape) => shape !== route && shape.endsWith(route));
 }
 
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */

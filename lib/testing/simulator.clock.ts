@@ -1,10 +1,11 @@
+/** Headroom kept below the last representable date for what is computed from the clock. */
+const YEAR_MS = 366 * 86_400_000;
+
 /**
  * The simulator's clock: a base clock plus whatever `advanceTime()` added. Token
  * expiry, rate-limit windows, session expiry and timestamps all read it, so a test
  * can jump ten minutes without waiting.
  */
-const YEAR_MS = 366 * 86_400_000;
-
 export class SimulatorClock {
   private offsetMs = 0;
 

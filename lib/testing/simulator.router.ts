@@ -6,19 +6,21 @@ import type { SimulatorRefundsHandler } from './simulator-refunds.handler.js';
 import { decodePathSegment, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
 import type { SimulatorSubaccountsHandler } from './simulator-subaccounts.handler.js';
 
-/** Routes with an id segment: refund of a payment, refund lookup, payout lookup. */
-const PAYMENT_REFUND_ROUTE = /^\/payment\/([^/]+)\/refund$/;
-const REFUND_ROUTE = /^\/refund\/([^/]+)$/;
-const PAYOUT_ROUTE = /^\/payout\/([^/]+)$/;
-const FIXED_ROUTES: ReadonlySet<string> = new Set(['/authentication/token', '/payment/create', '/payment/status', '/payments/gateways', '/payout', '/subaccounts']);
-
-/** The simulator's routes, an id segment as `{id}`: what a fault path must not be only the end of. */
-export const SIMULATOR_ROUTE_SHAPES: readonly string[] = [...FIXED_ROUTES, '/payment/{id}/refund', '/refund/{id}', '/payout/{id}'];
-
-/** Whether a request to `route` (the path after the API base) reaches an endpoint of the simulator. */
-export function isSimulatorRoute(route: string): boolean {
-  return FIXED_ROUTES.has(route) || [PAYMENT_REFUND_ROUTE, REFUND_ROUTE, PAYOUT_ROUTE].some((pattern) => pattern.test(route));
-}
+/**
+ * The simulator's routes, an id segment as `{id}` (those are matched in `route()` below): what a
+ * string fault path must not be only the end of.
+ */
+export const SIMULATOR_ROUTE_SHAPES: readonly string[] = [
+  '/authentication/token',
+  '/payment/create',
+  '/payment/status',
+  '/payments/gateways',
+  '/payout',
+  '/subaccounts',
+  '/payment/{id}/refund',
+  '/refund/{id}',
+  '/payout/{id}',
+];
 
 export interface SimulatorHandlers {
   auth: SimulatorAuthHandler;
@@ -67,15 +69,15 @@ export class SimulatorRouter {
         return subaccounts.list(req);
     }
     let m: RegExpExecArray | null;
-    if ((m = PAYMENT_REFUND_ROUTE.exec(req.route))) {
+    if ((m = /^\/payment\/([^/]+)\/refund$/.exec(req.route))) {
       allow('POST');
       return refunds.create(req, decodePathSegment(m[1]));
     }
-    if ((m = REFUND_ROUTE.exec(req.route))) {
+    if ((m = /^\/refund\/([^/]+)$/.exec(req.route))) {
       allow('GET');
       return refunds.lookup(req, decodePathSegment(m[1]));
     }
-    if ((m = PAYOUT_ROUTE.exec(req.route))) {
+    if ((m = /^\/payout\/([^/]+)$/.exec(req.route))) {
       allow('GET');
       return payouts.lookup(req, decodePathSegment(m[1]));
     }
