@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { PaymentEventJobData } from '../../lib/queue/payment-event-job.js';
@@ -132,8 +132,7 @@ describe('queue mode: acknowledgement, deduplication and retries', () => {
     // created last: Nest's logger is one per process, the last app's
     const sandbox = await startQueueApp(redis.url, { payment: { redisKeyPrefix: prefix }, logger });
     let liveWorker: QueueApp | undefined;
-    const { Queue: BullQueue } = await import('bullmq');
-    const jobs: Queue = new BullQueue('default', { connection: { url: redis.url }, prefix: `${prefix}_queue` });
+    const jobs = new Queue('default', { connection: { url: redis.url }, prefix: `${prefix}_queue` });
     try {
       const events = [1, 2, 3].map(() => envelope('payment.succeeded', { environment: 'production' }));
       for (const event of events) expect((await postWebhook(liveWeb.url, event)).json).toEqual({ received: true, queued: true });
