@@ -154,4 +154,4 @@ export type {
 export { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
 export { PAYMENT_DEAD_LETTER_EVENT } from './queue/payment-dead-letter.interface.js';
 export type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './queue/payment-dead-letter.interface.js';
-export { BullMqMissingError, PaymentQueueUnavailableError } from './queue/payment-queue.errors.js';
+export { BullMqMissingError, PaymentDeadLetterBusyError, PaymentQueueUnavailableError } from './queue/payment-queue.errors.js';

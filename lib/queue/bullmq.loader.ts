@@ -33,6 +33,8 @@ export interface BullJob<T> {
   readonly failedReason?: string;
   /** Time the job was added, epoch ms. */
   readonly timestamp: number;
+  /** Set when a worker took the job (again on each attempt). */
+  readonly processedOn?: number;
   /** Set when the job reached the completed or failed set. */
   readonly finishedOn?: number;
   getState(): Promise<string>;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
+import { PaymentDeadLetterBusyError } from './payment-queue.errors.js';
 
 /**
  * A replay or discard takes a few round trips; its lock lapses after this if its holder died,
@@ -48,7 +49,7 @@ export async function withDeadLetterLock<T>(
   const lockMs = Math.max(DEAD_LETTER_LOCK_MS, DEAD_LETTER_LOCK_REDIS_TIMEOUTS * redisTimeoutMs);
   while ((await connection.eval(ACQUIRE_LOCK_SCRIPT, 1, key, token, lockMs)) !== 'OK') {
     if (Date.now() > deadline) {
-      throw new Error(`Another replay or discard of dead letter ${eventId} (account ${account}) is still under way; try again`);
+      throw new PaymentDeadLetterBusyError(account, eventId);
     }
     await sleep(20);
   }

@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
-import type { PaymentEventQueue } from './payment-event-queue.js';
 import { isPaymentEventJob, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
@@ -30,16 +30,22 @@ export class PaymentDeadLetterService {
     return this.registry.queueAccountNames();
   }
 
-  /** Dead letters of one account, newest first. */
+  /**
+   * Dead letters of one account, newest first. `offset` and `limit` count dead letters only:
+   * other failed jobs in the account's queue (another producer's) are neither returned nor counted.
+   */
   async list(options: PaymentDeadLetterListOptions = {}): Promise<PaymentDeadLetter[]> {
-    const offset = options.offset ?? 0;
-    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError('PaymentDeadLetterService.list: options must be an object ({ account?, offset?, limit? }) or left out');
+    }
+    const { account = DEFAULT_PAYMENT_ACCOUNT, offset = 0, limit = DEFAULT_LIST_LIMIT } = options;
     if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError('PaymentDeadLetterService.list: offset must be a whole number, 0 or more');
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       throw new RangeError(`PaymentDeadLetterService.list: limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
     }
-    const queue = this.registry.requireQueue(options.account ?? DEFAULT_PAYMENT_ACCOUNT);
-    const jobs = await queue.boundedRead(() => queue.queue.getFailed(offset, offset + limit - 1));
+    const queue = this.registry.requireQueue(account);
+    const ids = await queue.boundedRead(() => queue.deadLetterJobIds(offset, limit), true);
+    const jobs = await queue.boundedRead(() => Promise.all(ids.map((id) => queue.queue.getJob(id))));
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))
       .map((job) => toPaymentDeadLetter(job, queue.account, queue.options.queueDeadLetterRetentionMs));
@@ -71,21 +77,19 @@ export class PaymentDeadLetterService {
   async discard(eventId: string, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<boolean> {
     const queue = this.registry.requireQueue(account);
     assertEventId(eventId);
-    return queue.withDeadLetterLock(eventId, () => this.discardNow(queue, eventId));
-  }
-
-  private async discardNow(queue: PaymentEventQueue, eventId: string): Promise<boolean> {
-    const account = queue.account;
-    const job = await queue.findDeadLetter(eventId);
-    if (job === undefined) return false;
-    await job.remove();
-    this.logger.log(`Dead letter ${eventId} (account ${account}) discarded`);
-    return true;
+    return queue.actOnDeadLetter(eventId, async (job) => {
+      await job.remove();
+      this.logger.log(`Dead letter ${eventId} (account ${queue.account}) discarded`);
+      return true;
+    });
   }
 }
 
+/** An id the webhook route could have taken (see the envelope's checks); anything else is a caller's mistake. */
 function assertEventId(eventId: unknown): asserts eventId is string {
-  if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > MAX_EVENT_ID_LENGTH) {
-    throw new TypeError(`PaymentDeadLetterService: eventId must be a string of 1 to ${MAX_EVENT_ID_LENGTH} characters`);
+  if (typeof eventId !== 'string' || eventId.trim().length === 0 || eventId.length > MAX_EVENT_ID_LENGTH || !isWellFormedUnicode(eventId)) {
+    throw new TypeError(
+      `PaymentDeadLetterService: eventId must be a non-blank string of at most ${MAX_EVENT_ID_LENGTH} characters (well-formed Unicode)`,
+    );
   }
 }

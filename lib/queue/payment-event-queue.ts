@@ -25,6 +25,7 @@ import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './pa
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 import { withDeadLetterLock } from './dead-letter-lock.js';
 import { trimExpiredDeadLetters } from './dead-letter-trim.js';
+import { deadLetterPage } from './dead-letter-listing.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
@@ -157,7 +158,9 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
-    // both commands leave together (one round trip); the failed set does not change on add
+    // Sent side by side; BullMQ's add may reach Redis after the state read. Either order gives the
+    // same answer: an add never changes a job that exists, and a job cannot use its last attempt
+    // and fail in between unless the read already said it was on it.
     const timestamp = Date.now();
     const [, met] = await Promise.all([
       this.queue.add(event.eventType, data, { jobId, timestamp }),
@@ -183,15 +186,22 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   /**
    * A dead-letter read, bounded by `redisTimeoutMs`: BullMQ's reads wait for its connection
    * without a limit, so an admin route would hang while Redis is down or refuses the password.
+   * A read of several steps that bounds each itself (`boundsItself`) is not bounded as a whole.
    */
-  async boundedRead<T>(read: () => Promise<T>): Promise<T> {
+  async boundedRead<T>(read: () => Promise<T>, boundsItself = false): Promise<T> {
     const ms = this.options.redisTimeoutMs;
     try {
       if (this.#connection.status !== 'ready') await this.untilConnected();
-      return await withTimeout(read(), ms, () => new Error(`Redis did not answer within ${ms} ms`));
+      return await (boundsItself ? read() : withTimeout(read(), ms, () => new Error(`Redis did not answer within ${ms} ms`)));
     } catch (error) {
       throw new PaymentQueueUnavailableError(this.account, this.describe(error));
     }
+  }
+
+  /** Job ids of a page of dead letters, newest first (see `dead-letter-listing.ts`); each Redis call bounded. */
+  deadLetterJobIds(offset: number, limit: number): Promise<string[]> {
+    const { deadLetterKey: failedKey, jobKeyPrefix } = this;
+    return deadLetterPage(this.#connection, { failedKey, jobKeyPrefix, offset, limit, timeoutMs: this.options.redisTimeoutMs });
   }
 
   /**
@@ -206,15 +216,28 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   }
 
   /**
+   * Runs `act` on the dead letter of `eventId` as it is when called, under the dead-letter lock;
+   * `false` when there is none, or another replay or discard acted on it meanwhile. (With the lock
+   * alone, of two replays at once the second could find the first's run failed again: a new dead letter.)
+   */
+  async actOnDeadLetter(eventId: string, act: (job: PaymentEventJob) => Promise<boolean>): Promise<boolean> {
+    const asked = await this.findDeadLetter(eventId);
+    if (asked === undefined) return false;
+    return this.withDeadLetterLock(eventId, async () => {
+      const job = await this.findDeadLetter(eventId);
+      if (job === undefined || failureOf(job) !== failureOf(asked)) return false;
+      return act(job);
+    });
+  }
+
+  /**
    * Puts the dead letter of `eventId` back in the queue with a fresh set of attempts, under the
    * dead-letter lock; `false` when the event is not (or no longer) a dead letter.
    */
   replayDeadLetter(eventId: string): Promise<boolean> {
     // the replay's span (a new delivery's, the caller's), not the first delivery's, is its runs' parent
     const parent = queuedTraceParent();
-    return this.withDeadLetterLock(eventId, async () => {
-      const job = await this.findDeadLetter(eventId);
-      if (job === undefined) return false;
+    return this.actOnDeadLetter(eventId, async (job) => {
       try {
         await setJobTraceParent(job, parent);
         await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
@@ -318,4 +341,9 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
       `The event queue of account ${this.account} is unavailable; webhooks are answered 503 (the service retries): ${this.describe(error)}`,
     );
   }
+}
+
+/** Which failure of a job this is: a replayed job that failed again was taken and finished later. */
+function failureOf(job: PaymentEventJob): string {
+  return `${job.processedOn ?? ''}:${job.finishedOn ?? ''}`;
 }

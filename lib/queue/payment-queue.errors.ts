@@ -39,6 +39,25 @@ export class PaymentQueueUnavailableError extends Error {
 }
 
 /**
+ * A `PaymentDeadLetterService.replay()` or `discard()` waited 10 s for another replay or discard
+ * of the same dead letter (in this or another instance) to finish, and gave up: nothing was done.
+ * Try again (an admin route may answer 409).
+ * @publicApi
+ */
+export class PaymentDeadLetterBusyError extends Error {
+  override readonly name = 'PaymentDeadLetterBusyError';
+  readonly code = 'DEAD_LETTER_BUSY';
+
+  constructor(
+    /** The account of the dead letter. */
+    readonly account: string,
+    readonly eventId: string,
+  ) {
+    super(`Another replay or discard of dead letter ${eventId} (account ${account}) is still under way; try again`);
+  }
+}
+
+/**
  * An account uses `processing: 'queue'` but the optional peer `bullmq` (or `ioredis`,
  * which bullmq 6 needs) is not installed. Thrown at boot.
  * @publicApi

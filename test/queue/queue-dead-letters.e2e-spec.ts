@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
+import { PaymentDeadLetterBusyError } from '../../lib/queue/payment-queue.errors.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -238,6 +239,47 @@ describe('queue mode: dead letters', () => {
     }
   });
 
+  it('two replays of one dead letter at the same moment (a double click) run it once, even when that run fails at once', async () => {
+    // one attempt: the replayed run fails and is a dead letter again within milliseconds
+    const quick = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'one-attempt:', queueAttempts: 1 }, eventEmitter: true });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const event = envelope('payment.succeeded');
+        const id = event.eventId as string;
+        quick.handlers.failing.add(id);
+        expect(await postWebhook(quick.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+        await waitFor(`${id} is a dead letter`, async () => (await quick.deadLetters.get(id)) !== undefined);
+        const announced = quick.listener!.received.length;
+        const replays = await Promise.all([quick.deadLetters.replay(id), quick.deadLetters.replay(id), quick.deadLetters.discard(id)]);
+        expect(replays.filter(Boolean)).toHaveLength(1);
+        if (replays[2]) continue; // the discard came first: nothing ran
+        await waitFor(`${id} is a dead letter again`, () => quick.listener!.received.length > announced);
+        await sleep(300);
+        expect(quick.handlers.count('entered', id)).toBe(2); // the first run and one replay
+        expect(quick.listener!.received.length).toBe(announced + 1);
+        expect(await quick.deadLetters.get(id)).toBeDefined(); // the new dead letter stays
+      }
+    } finally {
+      await quick.close();
+    }
+  });
+
+  it('a replay or discard that waits 10 s for the lock of another one rejects with PaymentDeadLetterBusyError and does nothing', async () => {
+    const { id } = await deadLetterOf();
+    const queue = q.app.get(PaymentAccountRegistry).requireQueue('default');
+    const client = new Redis(redis.url);
+    try {
+      // another instance's replay of it, still under way
+      await client.set(`${queue.options.redisKeyPrefix}default:dead-letter-lock:${id}`, 'another-instance', 'PX', 60_000);
+      const error = await q.deadLetters.discard(id).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PaymentDeadLetterBusyError);
+      expect(error).toMatchObject({ code: 'DEAD_LETTER_BUSY', account: 'default', eventId: id });
+      expect(await q.deadLetters.get(id)).toBeDefined();
+    } finally {
+      client.disconnect();
+    }
+  }, 20_000);
+
   it('discard removes a dead letter without running it', async () => {
     const { id } = await deadLetterOf();
     expect(await q.deadLetters.discard(id)).toBe(true);
@@ -273,10 +315,34 @@ describe('queue mode: dead letters', () => {
     await expect(q.deadLetters.list({ limit: 0 })).rejects.toThrow(RangeError);
     await expect(q.deadLetters.list({ offset: -1 })).rejects.toThrow(RangeError);
     await expect(q.deadLetters.get('')).rejects.toThrow(TypeError);
+    // ids the webhook route would refuse, as it does
+    await expect(q.deadLetters.get('   ')).rejects.toThrow(TypeError);
+    await expect(q.deadLetters.replay('\uD800')).rejects.toThrow(TypeError);
+    // options that are no object, and an account of null, are refused as the other methods refuse them
+    await expect(q.deadLetters.list(null as never)).rejects.toThrow('PaymentDeadLetterService.list: options must be an object');
+    await expect(q.deadLetters.list({ account: null as never })).rejects.toThrow(PaymentConfigurationError);
+    await expect(q.deadLetters.replay(a.id, null as never)).rejects.toThrow(PaymentConfigurationError);
     await expect(q.deadLetters.get(a.id, 'nope')).rejects.toThrow(PaymentConfigurationError);
     await expect(q.deadLetters.list({ account: 'nope' })).rejects.toThrow("no account 'nope' is registered by PaymentModule.forRoot() (queue-mode accounts: default, eu)");
     // the names an admin route can check first
     expect(q.deadLetters.accounts()).toEqual(['default', 'eu']);
+  });
+
+  it("pages over dead letters only: another producer's failed jobs in the queue are neither listed nor counted", async () => {
+    const older = await deadLetterOf();
+    const newer = await deadLetterOf();
+    const foreign = new Queue('default', { connection: { url: redis.url }, prefix: 'payment-gateway:sandbox:_queue' });
+    try {
+      // more foreign failures than a page, all newer than the dead letters
+      const jobs = await foreign.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'send-email', data: { to: `someone${i}@example.com` } })));
+      await waitFor('the foreign jobs failed', async () => (await Promise.all(jobs.map((j) => foreign.getJobState(j.id!)))).every((s) => s === 'failed'));
+      expect((await q.deadLetters.list({ limit: 1 })).map((l) => l.eventId)).toEqual([newer.id]);
+      expect((await q.deadLetters.list({ offset: 1, limit: 1 })).map((l) => l.eventId)).toEqual([older.id]);
+      expect((await q.deadLetters.list()).slice(0, 2).map((l) => l.eventId)).toEqual([newer.id, older.id]);
+      await Promise.all(jobs.map((j) => j.remove()));
+    } finally {
+      await foreign.close();
+    }
   });
 
   it('removes a dead letter past its retention; a new copy of its event then runs (it was a silent no-op)', async () => {
