@@ -100,6 +100,11 @@ export function toPaymentDeadLetter(job: PaymentEventJob, account: string, reten
   };
 }
 
+/** Which failure of a job this is: a replayed job that failed again was taken and finished later. */
+export function jobFailureMark(job: PaymentEventJob): string {
+  return `${job.processedOn ?? ''}:${job.finishedOn ?? ''}`;
+}
+
 /** A job this module wrote (a foreign job in the same queue is never reported or moved). */
 export function isPaymentEventJob(job: PaymentEventJob): boolean {
   const data = job.data as Partial<PaymentEventJobData> | undefined;

@@ -14,6 +14,7 @@ import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullQueue } from './bullmq.loader.js';
 import {
   isPaymentEventJob,
+  jobFailureMark,
   type PaymentEventJob,
   type PaymentEventJobData,
   paymentEventJobId,
@@ -59,6 +60,9 @@ if job[4] then
 end
 if tonumber(job[2] or '0') + 1 >= attempts then return ${MetJob.OnLastAttempt} end
 return ${MetJob.Other}`;
+
+/** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
+const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -225,7 +229,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     if (asked === undefined) return false;
     return this.withDeadLetterLock(eventId, async () => {
       const job = await this.findDeadLetter(eventId);
-      if (job === undefined || failureOf(job) !== failureOf(asked)) return false;
+      if (job === undefined || jobFailureMark(job) !== jobFailureMark(asked)) return false;
       return act(job);
     });
   }
@@ -240,6 +244,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     return this.actOnDeadLetter(eventId, async (job) => {
       try {
         await setJobTraceParent(job, parent);
+        // its take-overs too: BullMQ's retry keeps the stall count of one whose workers were killed
+        await this.#connection.eval(RESET_STALLS_SCRIPT, 1, this.jobKeyPrefix + (job.id ?? ''));
         await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       } catch (error) {
         // the job moved meanwhile (BullMQ's retry checks the failed set itself)
@@ -341,9 +347,4 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
       `The event queue of account ${this.account} is unavailable; webhooks are answered 503 (the service retries): ${this.describe(error)}`,
     );
   }
-}
-
-/** Which failure of a job this is: a replayed job that failed again was taken and finished later. */
-function failureOf(job: PaymentEventJob): string {
-  return `${job.processedOn ?? ''}:${job.finishedOn ?? ''}`;
 }

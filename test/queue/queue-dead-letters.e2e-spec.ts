@@ -199,6 +199,22 @@ describe('queue mode: dead letters', () => {
     expect(q.handlers.count('done', id)).toBe(1);
   });
 
+  it("a replay gives the event back its take-overs: BullMQ's count of the stalls of its killed workers starts again", async () => {
+    const { id } = await deadLetterOf();
+    const queue = q.app.get(PaymentAccountRegistry).requireQueue('default');
+    const client = new Redis(redis.url);
+    try {
+      const jobKey = `payment-gateway:sandbox:_queue:default:${queue.jobId(id)}`;
+      await client.hset(jobKey, 'stc', '2'); // as BullMQ leaves it after two workers died running it
+      q.handlers.failing.delete(id);
+      expect(await q.deadLetters.replay(id)).toBe(true);
+      await waitFor('the replayed event was handled', () => q.handlers.count('done', id) === 1);
+      expect(await client.hget(jobKey, 'stc')).toBeNull();
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('a replayed event that fails again gets a fresh set of attempts and becomes a dead letter again', async () => {
     const { id } = await deadLetterOf();
     const announced = q.listener!.received.length;
