@@ -13,13 +13,14 @@ import {
   Version,
   VERSION_NEUTRAL,
 } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { METHOD_METADATA, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants.js';
 import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
 import { installWebhookBodyErrorHandler } from './webhook-body-parser-refusals.js';
+import { type WebhookRouteVersion, webhookRoutePaths } from './webhook-route-paths.js';
 import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 
@@ -27,6 +28,8 @@ import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 export interface PaymentWebhookRoute {
   /** Path without leading slash, relative to any global prefix; `undefined` when there is no route. */
   path?: string;
+  /** The route's version metadata (`VERSION_NEUTRAL` unless `webhookDecorators` set one). */
+  version?: WebhookRouteVersion;
 }
 
 /** What no path means in messages. */
@@ -122,7 +125,7 @@ export function createPaymentWebhookRoute(
     accounts.registerWebhookPath(options.account, path);
     Reflect.defineMetadata(PATH_METADATA, path, handler);
     Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
-    return { path };
+    return { path, version: Reflect.getMetadata(VERSION_METADATA, handler) ?? Reflect.getMetadata(VERSION_METADATA, controller) };
   };
 
   return { controller, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };
@@ -144,11 +147,17 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (this.route.path !== undefined && adapter) {
+    const { path, version } = this.route;
+    if (path !== undefined && adapter) {
+      const config = this.appConfig;
       installWebhookBodyErrorHandler(
         adapter,
-        this.route.path,
-        () => this.appConfig.getGlobalPrefix(),
+        () =>
+          webhookRoutePaths(path, version, {
+            globalPrefix: config.getGlobalPrefix(),
+            exclude: config.getGlobalPrefixOptions().exclude,
+            versioning: config.getVersioning(),
+          }),
         (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
       );
     }

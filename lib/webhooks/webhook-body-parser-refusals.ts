@@ -33,18 +33,15 @@ export interface WebhookPathMatching {
 }
 
 /**
- * True when `urlPath` (no query) is the webhook route: `/<webhookPath>`, or the same under the
- * app's global prefix. A host route that merely ends the same way (`/legacy/payments/webhook`)
- * is the host's.
+ * True when `urlPath` (no query) is one of `routePaths`, the paths Nest serves the webhook route
+ * at (see `webhookRoutePaths`), compared as the router compares them. A host route that merely
+ * ends the same way (`/legacy/payments/webhook`) is the host's.
  */
-function isWebhookPath(urlPath: string, webhookPath: string, globalPrefix = '', matching: WebhookPathMatching = {}): boolean {
+function isWebhookPath(urlPath: string, routePaths: readonly string[], matching: WebhookPathMatching = {}): boolean {
   const { ignoreCase = false, trailingSlash = true } = matching;
   const end = trailingSlash && urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
   const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
-  const route = ignoreCase ? webhookPath.toLowerCase() : webhookPath;
-  if (p === `/${route}`) return true;
-  const prefix = globalPrefix.replace(/^\/+|\/+$/g, '');
-  return prefix !== '' && p === `/${ignoreCase ? prefix.toLowerCase() : prefix}/${route}`;
+  return routePaths.some((route) => p === (ignoreCase ? route.toLowerCase() : route));
 }
 
 function pathOf(url: string | undefined): string {
@@ -72,7 +69,7 @@ function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | 
   }
 }
 
-/** The route's path test: the global prefix is read per request (it is set after the module is built). */
+/** The route's path test. */
 type WebhookPathTest = (urlPath: string) => boolean;
 
 /**
@@ -81,11 +78,14 @@ type WebhookPathTest = (urlPath: string) => boolean;
  */
 export type WebhookBodyRefusalListener = (request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody) => void;
 
-/** Installs the adapter-level error shaping for `webhookPath` (Express or Fastify; others untouched). */
+/**
+ * Installs the adapter-level error shaping for the webhook route (Express or Fastify; others
+ * untouched). `routePaths` gives the paths Nest serves it at, read per request: a host sets its
+ * global prefix and versioning after the module was built.
+ */
 export function installWebhookBodyErrorHandler(
   adapter: HttpServer,
-  webhookPath: string,
-  globalPrefix: () => string = () => '',
+  routePaths: () => readonly string[],
   onRefused: WebhookBodyRefusalListener = () => undefined,
 ): void {
   const type = (adapter as { getType?: () => string }).getType?.();
@@ -94,13 +94,13 @@ export function installWebhookBodyErrorHandler(
     // app's settings when it was created), so paths are compared as the route itself is matched.
     const app = adapter.getInstance() as { router?: { caseSensitive?: boolean; strict?: boolean } };
     const isWebhook: WebhookPathTest = (urlPath) =>
-      isWebhookPath(urlPath, webhookPath, globalPrefix(), {
+      isWebhookPath(urlPath, routePaths(), {
         ignoreCase: app.router?.caseSensitive !== true,
         trailingSlash: app.router?.strict !== true,
       });
     installExpress(adapter, isWebhook, onRefused);
   } else if (type === 'fastify') {
-    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, webhookPath, globalPrefix());
+    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, routePaths());
     installFastify(adapter, isWebhook, onRefused);
   }
 }

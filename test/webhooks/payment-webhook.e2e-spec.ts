@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, RequestMethod, Version, VersioningType } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { FastifyInstance } from 'fastify';
 import { PaymentModule } from '../../lib/payment.module.js';
@@ -481,6 +481,38 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       });
     } finally {
       await w.close();
+    }
+  });
+
+  it("parser errors are the webhook's on the paths Nest serves the route at, and only there: a URI version, a prefix the route is excluded from", async () => {
+    const versioned = await startWebhookApp({
+      adapter,
+      globalPrefix: 'api',
+      payment: { webhookDecorators: [Version('2')] },
+      configure: (app) => app.enableVersioning({ type: VersioningType.URI }),
+    });
+    const excluded = await startWebhookApp({
+      adapter,
+      configure: (app) => app.setGlobalPrefix('api', { exclude: [{ path: 'payments/webhook', method: RequestMethod.POST }] }),
+    });
+    const invalidJson = { status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } };
+    try {
+      expect(await postWebhook(versioned.url, envelope(), { path: 'api/v2/payments/webhook' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(versioned.url, '{broken', { path: 'api/v2/payments/webhook' })).toMatchObject(invalidJson);
+      expect(await postWebhook(excluded.url, envelope(), { path: 'payments/webhook' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(excluded.url, '{broken', { path: 'payments/webhook' })).toMatchObject(invalidJson);
+      // paths the route is not served at are the host's (their parser errors, their 404s)
+      for (const [app, path] of [
+        [versioned, 'api/payments/webhook'],
+        [versioned, 'payments/webhook'],
+        [excluded, 'api/payments/webhook'],
+      ] as const) {
+        expect(await postWebhook(app.url, envelope(), { path })).toMatchObject({ status: 404 });
+        expect(String((await postWebhook(app.url, '{broken', { path })).json?.code)).not.toMatch(/^WEBHOOK_/);
+      }
+    } finally {
+      await versioned.close();
+      await excluded.close();
     }
   });
 });
