@@ -122,15 +122,29 @@ export class WebhookDeduplicator {
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
       // a lapsed lease would let another delivery claim the event and run it again
-      try {
-        await this.recordCompletion(key, claim.claimToken, settings);
-      } finally {
-        renewer.untrack(tracked);
-      }
+      if (await this.recordCompletion(key, claim.claimToken, settings)) renewer.untrack(tracked);
+      else this.keepCompleting(key, claim.claimToken, settings, () => renewer.untrack(tracked));
       return result;
     } finally {
-      if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+      this.endRun();
     }
+  }
+
+  private endRun(): void {
+    if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /**
+   * After the route answered 2xx without its completion recorded (the store failed on every
+   * attempt): retried in the background, at most a second apart, until the store answers or
+   * shutdown, the claim still renewed meanwhile. Left as it was, the key would keep the claim
+   * until its lease lapsed, and a copy answered 409 during the run would run the handlers again
+   * on the service's retry. Not a run shutdown waits for: with the store down, waiting would
+   * mostly hold the shutdown for nothing; `close()` ends the retries, with an error line.
+   */
+  private keepCompleting(key: string, claimToken: string, settings: WebhookDeduplicationSettings, done: () => void): void {
+    if (this.closing.signal.aborted) return done();
+    void this.recordCompletion(key, claimToken, settings, true).finally(done);
   }
 
   /** Runs between the start of their claim and its outcome (completion recorded or claim released). */
@@ -216,51 +230,59 @@ export class WebhookDeduplicator {
   }
 
   /**
-   * Marks the key processed after the work succeeded. If the store keeps failing, the
-   * request is STILL answered 2xx, on purpose: the handlers' effects already happened,
-   * and any non-2xx makes the sender deliver again, which would repeat them (a refund
-   * sent twice) as soon as the lease expires or the store recovers. A 2xx ends the
-   * retries, so the effects stay single; the remaining risk (a spontaneous duplicate
-   * arriving after the lease expires) is logged as an error for the operator.
+   * Marks the key processed after the work succeeded; `false` when the store kept failing. The
+   * request is STILL answered 2xx then, on purpose: the handlers' effects already happened, and
+   * any non-2xx makes the sender deliver again, which would repeat them (a refund sent twice) as
+   * soon as the lease expires or the store recovers. The route goes on in the background
+   * (`inBackground`, see `keepCompleting`) until the store answers.
    *
    * The queue worker retries without limit instead (`completeAttempts: Infinity`): there
    * the job's own outcome is lost in the same outage, and BullMQ's stalled-job check is a
    * redelivery that would run the handlers again unless the completion gets recorded first.
    */
-  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings): Promise<void> {
-    const attempts = Math.max(1, settings.completeAttempts);
+  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings, inBackground = false): Promise<boolean> {
     // endless retries end with close(), even in the middle of an attempt or a pause: at shutdown the
     // worker must get the job recorded completed before it closes, or the job is taken over and run again
-    const endless = attempts === Number.POSITIVE_INFINITY;
+    const endless = inBackground || settings.completeAttempts === Number.POSITIVE_INFINITY;
+    const attempts = endless ? Number.POSITIVE_INFINITY : Math.max(1, settings.completeAttempts);
     for (let attempt = 1; ; attempt++) {
       try {
         // a store that never answers must not hold a queue worker's slot without a word
         const completing = withStoreTimeout(this.store.complete(key, claimToken, settings.retentionMs), settings.completeTimeoutMs);
         await (endless ? untilAborted(completing, this.closing.signal) : completing);
         if (attempt > 1 && endless) {
-          this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} attempts`);
+          this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} ${inBackground ? 'more ' : ''}attempts`);
         }
-        return;
+        return true;
       } catch (error) {
-        if (attempt >= attempts || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless);
-        if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless) {
+        if (attempt >= attempts || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
+        if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless && !inBackground) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
               `(${describeError(error)}); retrying, at most a second apart, until the store answers, so a retry does not run them again`,
           );
         }
         await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless);
-        if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless);
+        if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
       }
     }
   }
 
-  private completionGivenUp(key: string, error: unknown, endless: boolean): void {
-    this.logger.error(
-      `Handlers of webhook event "${key}" succeeded but completion could not be recorded ` +
-        `(${describeError(error)}); ${endless ? 'the job is recorded completed' : 'answering 2xx'} so the handlers are not run again by a retry. ` +
-        'A duplicate delivery arriving after the lease expires would run them again.',
-    );
+  private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): false {
+    const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
+    if (!endless) {
+      this.logger.error(
+        `${failed}answering 2xx so the handlers are not run again by a retry, and retrying in the background, ` +
+          'at most a second apart, until the store answers (copies meanwhile get 409)',
+      );
+    } else {
+      this.logger.error(
+        failed +
+          (inBackground ? 'shutdown stopped the retries. ' : 'the job is recorded completed so the handlers are not run again by a retry. ') +
+          'A duplicate delivery arriving after the lease expires would run them again.',
+      );
+    }
+    return false;
   }
 
   /** Waits `ms`; with `endsOnClose`, no longer than until `close()`. */

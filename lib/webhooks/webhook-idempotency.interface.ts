@@ -28,7 +28,10 @@ export interface WebhookIdempotencyOptions {
   retentionMs?: number;
   /** Body answered (with the route's status) for a request already processed. @default { received: true, duplicate: true } */
   duplicateResponse?: (request: any) => unknown;
-  /** Attempts at recording completion before answering 2xx anyway (a retry would run the handler again). @default 3 */
+  /**
+   * Attempts at recording completion before answering 2xx anyway (a retry would run the handler
+   * again); the completion is then retried in the background until the store answers. @default 3
+   */
   completeAttempts?: number;
   /**
    * While the handler runs, the claim is renewed every third of `leaseMs` (stores with
