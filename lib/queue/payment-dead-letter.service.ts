@@ -14,9 +14,9 @@ const MAX_LIST_LIMIT = 1000;
  * Inject it anywhere `PaymentModule` is imported, e.g. behind an admin route or from a REPL
  * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method names the account
  * (its last argument, `list`'s `options.account`; default: the default account); an account without `processing: 'queue'` is a
- * `PaymentConfigurationError`. `list` and `get` reject with a `PaymentQueueUnavailableError`
- * when Redis cannot be reached within `redisTimeoutMs`; `replay` and `discard` with the error
- * of the command that failed.
+ * `PaymentConfigurationError`. Every method rejects with a `PaymentQueueUnavailableError` when
+ * Redis cannot be reached within `redisTimeoutMs`; a `replay` or `discard` that Redis fails
+ * halfway with the error of the command that failed.
  * @publicApi
  */
 @Injectable()
@@ -44,7 +44,7 @@ export class PaymentDeadLetterService {
       throw new RangeError(`PaymentDeadLetterService.list: limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
     }
     const queue = this.registry.requireQueue(account);
-    const ids = await queue.boundedRead(() => queue.deadLetterJobIds(offset, limit), true);
+    const ids = await queue.boundedRead(() => queue.deadLetterJobIds(offset, limit));
     const jobs = await queue.boundedRead(() => Promise.all(ids.map((id) => queue.queue.getJob(id))));
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))

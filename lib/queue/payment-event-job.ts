@@ -20,13 +20,16 @@ export interface PaymentEventJobData {
 
 export type PaymentEventJob = BullJob<PaymentEventJobData>;
 
+/** How the id of every job this module writes begins. */
+export const PAYMENT_EVENT_JOB_ID_PREFIX = 'evt-';
+
 /**
  * The job id of an event: the same for every copy of it, so a duplicate delivery finds the
  * existing job instead of adding one. A hash of account and `eventId`: BullMQ refuses ids
  * with ':' (but exactly two) and integer ids, and an `eventId` may be either.
  */
 export function paymentEventJobId(account: string, eventId: string): string {
-  return `evt-${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
+  return `${PAYMENT_EVENT_JOB_ID_PREFIX}${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
 }
 
 /**

@@ -190,22 +190,20 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   /**
    * A dead-letter read, bounded by `redisTimeoutMs`: BullMQ's reads wait for its connection
    * without a limit, so an admin route would hang while Redis is down or refuses the password.
-   * A read of several steps that bounds each itself (`boundsItself`) is not bounded as a whole.
    */
-  async boundedRead<T>(read: () => Promise<T>, boundsItself = false): Promise<T> {
+  async boundedRead<T>(read: () => Promise<T>): Promise<T> {
     const ms = this.options.redisTimeoutMs;
     try {
       if (this.#connection.status !== 'ready') await this.untilConnected();
-      return await (boundsItself ? read() : withTimeout(read(), ms, () => new Error(`Redis did not answer within ${ms} ms`)));
+      return await withTimeout(read(), ms, () => new Error(`Redis did not answer within ${ms} ms`));
     } catch (error) {
       throw new PaymentQueueUnavailableError(this.account, this.describe(error));
     }
   }
 
-  /** Job ids of a page of dead letters, newest first (see `dead-letter-listing.ts`); each Redis call bounded. */
+  /** Job ids of a page of dead letters, newest first (see `dead-letter-listing.ts`). */
   deadLetterJobIds(offset: number, limit: number): Promise<string[]> {
-    const { deadLetterKey: failedKey, jobKeyPrefix } = this;
-    return deadLetterPage(this.#connection, { failedKey, jobKeyPrefix, offset, limit, timeoutMs: this.options.redisTimeoutMs });
+    return deadLetterPage(this.#connection, { failedKey: this.deadLetterKey, offset, limit });
   }
 
   /**
@@ -225,7 +223,8 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
    * alone, of two replays at once the second could find the first's run failed again: a new dead letter.)
    */
   async actOnDeadLetter(eventId: string, act: (job: PaymentEventJob) => Promise<boolean>): Promise<boolean> {
-    const asked = await this.findDeadLetter(eventId);
+    // bounded: BullMQ's read would wait without a limit for a connection down since boot
+    const asked = await this.boundedRead(() => this.findDeadLetter(eventId));
     if (asked === undefined) return false;
     return this.withDeadLetterLock(eventId, async () => {
       const job = await this.findDeadLetter(eventId);
@@ -245,7 +244,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
       try {
         await setJobTraceParent(job, parent);
         // its take-overs too: BullMQ's retry keeps the stall count of one whose workers were killed
-        await this.#connection.eval(RESET_STALLS_SCRIPT, 1, this.jobKeyPrefix + (job.id ?? ''));
+        if (job.id !== undefined) await this.#connection.eval(RESET_STALLS_SCRIPT, 1, this.jobKeyPrefix + job.id);
         await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       } catch (error) {
         // the job moved meanwhile (BullMQ's retry checks the failed set itself)

@@ -20,7 +20,7 @@ export class WebhookQueueUnavailableError extends PaymentWebhookError {
 }
 
 /**
- * A `PaymentDeadLetterService` read (`list`, `get`) found the account's queue Redis unreachable
+ * A `PaymentDeadLetterService` method found the account's queue Redis unreachable
  * (down, refusing the password) or silent within `redisTimeoutMs`. Its message says why,
  * without the Redis password.
  * @publicApi

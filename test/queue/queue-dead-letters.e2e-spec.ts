@@ -5,6 +5,7 @@ import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.regis
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
 import { PaymentDeadLetterBusyError } from '../../lib/queue/payment-queue.errors.js';
+import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { type QueueApp, sleep, startQueueApp, waitFor } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
@@ -120,10 +121,15 @@ describe('queue mode: dead letters', () => {
       // and its dead letter is the queue's account's too, received when it failed if its own time is none
       const editedFailing = envelope('payment.succeeded');
       q.handlers.failing.add(editedFailing.eventId as string);
-      await foreign.add('payment.succeeded', { v: 1, account: 'someone-else', event: editedFailing, receivedAt: 'not a date' }, { attempts: 1 });
-      // (listed, not found by id: its job id is not the one the module gives an event)
-      const find = async () => (await q.deadLetters.list({ limit: 1000 })).find((l) => l.eventId === editedFailing.eventId);
+      const editedId = editedFailing.eventId as string;
+      await foreign.add(
+        'payment.succeeded',
+        { v: 1, account: 'someone-else', event: editedFailing, receivedAt: 'not a date' },
+        { attempts: 1, jobId: paymentEventJobId('default', editedId) },
+      );
+      const find = async () => (await q.deadLetters.list({ limit: 1000 })).find((l) => l.eventId === editedId);
       await waitFor('the edited job is a dead letter', async () => (await find()) !== undefined);
+      expect(await q.deadLetters.get(editedId)).toMatchObject({ account: 'default', eventId: editedId });
       const letter = (await find())!;
       expect(letter.account).toBe('default');
       expect(Number.isNaN(letter.receivedAt.getTime())).toBe(false);

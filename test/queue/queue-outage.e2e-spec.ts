@@ -138,9 +138,10 @@ describe('queue mode: dead letters while Redis cannot be reached', () => {
   it.each([
     ['a refused password', () => redis.url.replace('redis://', 'redis://:wrong-pass@'), /WRONGPASS|NOAUTH|invalid/i],
     ['Redis down since boot', () => 'redis://127.0.0.1:1', /not connected|ECONNREFUSED/i],
-  ])('with %s, list() and get() reject with PaymentQueueUnavailableError within redisTimeoutMs, no password in it', async (_label, url, reason) => {
+  ])('with %s, list(), get(), replay() and discard() reject with PaymentQueueUnavailableError within redisTimeoutMs, no password in it', async (_label, url, reason) => {
     app = await startQueueApp(url(), { payment: { redisTimeoutMs: 500, queueWorker: false } });
-    for (const read of [() => app!.deadLetters.list(), () => app!.deadLetters.get('evt_1')]) {
+    const d = app.deadLetters;
+    for (const read of [() => d.list(), () => d.get('evt_1'), () => d.replay('evt_1'), () => d.discard('evt_1')]) {
       const { error, ms } = await settled(read);
       expect(error).toMatchObject({ name: 'PaymentQueueUnavailableError', code: 'QUEUE_UNAVAILABLE', account: 'default' });
       expect((error as Error).message).toMatch(reason);
