@@ -78,6 +78,7 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
           throw new PaymentConfigurationError([`the options provided for ${optionsToken} are ${given}: resolve them with account '${account}'`], account);
         }
         accounts.register(resolved);
+        warnIfKeyPrefixRunsIntoAccount(resolved);
         return resolved;
       },
     },
@@ -150,5 +151,21 @@ function warnIfLiveOverPlainHttp(options: ResolvedPaymentOptions): void {
   new Logger('PaymentGatewayService').warn(
     `Account '${options.account}' is live but its base URL is plain http:// (${url.host}): the client secret and bearer tokens ` +
       'travel unencrypted unless something on the way (an egress proxy, a sidecar) adds TLS; use https://',
+  );
+}
+
+/**
+ * Redis keys are `<redisKeyPrefix><account>:…`. A prefix that ends with a character an account
+ * name may have runs into the name, and two apps' keys can then meet (`shop-e` + `u` is `shop-` +
+ * `eu`), each taking the other's events for processed ones. Said at boot rather than refused: an
+ * app whose keys already exist under such a prefix would lose them.
+ */
+function warnIfKeyPrefixRunsIntoAccount(options: ResolvedPaymentOptions): void {
+  if (options.redisUrl === undefined && options.processing !== 'queue') return;
+  const prefix = options.redisKeyPrefix;
+  if (!/[A-Za-z0-9._-]$/.test(prefix)) return;
+  new Logger('PaymentModule').warn(
+    `Account '${options.account}': redisKeyPrefix '${prefix}' ends with a character account names may have, so another app's ` +
+      `prefix and account can make the same Redis keys (prefix 'shop-e' with account 'u' is 'shop-' with 'eu'); end it with ':' ('${prefix}:')`,
   );
 }

@@ -348,6 +348,26 @@ describe('PaymentModule configuration', () => {
     expect(await warnings('http://pay.example.com', 'sandbox')).toEqual([]);
   });
 
+  it("a redisKeyPrefix that runs into the account name (another app's prefix and account could make its keys) is warned about at boot", async () => {
+    restore = withEnv({});
+    const warnings = async (options: Parameters<typeof PaymentModule.forRoot>[0]) => {
+      const logger = new CollectingLogger();
+      const ref = await Test.createTestingModule({ imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', ...options })] })
+        .setLogger(logger)
+        .compile();
+      await ref.close();
+      return logger.lines.filter((l) => l.level === 'warn' && l.context === 'PaymentModule').map((l) => l.message);
+    };
+    const redisUrl = 'redis://127.0.0.1:1'; // never reached: the check is at boot
+    expect(await warnings({ redisUrl, redisKeyPrefix: 'shop-', account: 'eu' })).toEqual([
+      "Account 'eu': redisKeyPrefix 'shop-' ends with a character account names may have, so another app's prefix and account can " +
+        "make the same Redis keys (prefix 'shop-e' with account 'u' is 'shop-' with 'eu'); end it with ':' ('shop-:')",
+    ]);
+    expect(await warnings({ redisUrl, redisKeyPrefix: 'shop:' })).toEqual([]);
+    expect(await warnings({ redisUrl })).toEqual([]); // the default ends with ':'
+    expect(await warnings({ redisKeyPrefix: 'shop-' })).toEqual([]); // no Redis: the prefix is not used
+  });
+
   it('stops the app at boot with one error naming every bad key', async () => {
     restore = withEnv({ PAYMENT_ENVIRONMENT: 'staging', PAYMENT_CLIENT_SECRET: 'never-print-me' });
     const boot = Test.createTestingModule({ imports: [PaymentModule.forRoot()] }).compile();
