@@ -1,6 +1,7 @@
-import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory, type ModuleMetadata } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory, type ModuleMetadata, type Provider } from '@nestjs/common';
 import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import type { PaymentModuleOptions } from './config/payment-module-options.interface.js';
+import { withRedactedModuleOptions } from './config/payment-options.redaction.js';
 import { createPaymentAccountProviders } from './payment-account.providers.js';
 import { PaymentCoreModule } from './payment-core.module.js';
 import { PAYMENT_MODULE_OPTIONS } from './payment.constants.js';
@@ -68,7 +69,7 @@ export const {
         global: extras.isGlobal,
         imports: [...(definition.imports ?? []), ...(extras.webhookImports ?? []), PaymentCoreModule],
         controllers: account.controllers,
-        providers: [...(definition.providers ?? []), ...account.providers],
+        providers: [...(definition.providers ?? []).map(redactingModuleOptions), ...account.providers],
         exports: [PaymentCoreModule, ...account.exports],
       };
     },
@@ -79,3 +80,14 @@ export const {
 export type PaymentModuleRootOptions = typeof PAYMENT_OPTIONS_TYPE;
 /** What `PaymentModule.forRootAsync()` takes. @publicApi */
 export type PaymentModuleAsyncOptions = typeof PAYMENT_ASYNC_OPTIONS_TYPE;
+
+/** The provider of the raw options, made to hand out their redacted copy (see `withRedactedModuleOptions`). */
+function redactingModuleOptions(provider: Provider): Provider {
+  if (typeof provider !== 'object' || provider.provide !== PAYMENT_MODULE_OPTIONS) return provider;
+  if ('useValue' in provider) return { ...provider, useValue: withRedactedModuleOptions(provider.useValue) };
+  if ('useFactory' in provider) {
+    const factory = provider.useFactory;
+    return { ...provider, useFactory: async (...args: unknown[]) => withRedactedModuleOptions(await factory(...args)) };
+  }
+  return provider;
+}

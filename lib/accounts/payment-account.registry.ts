@@ -184,7 +184,11 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplica
    * Nest container and the raw `forRoot()` options in it (secrets included), and the host's
    * handler instances; every public service that holds this registry prints through here.
    */
+  toJSON(): Record<string, unknown> {
+    return { accounts: [...this.accounts.keys()] };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentAccountRegistry', { accounts: [...this.accounts.keys()] }, depth, options);
+    return inspectSummary('PaymentAccountRegistry', this.toJSON(), depth, options);
   }
 }

@@ -68,8 +68,12 @@ export class PaymentEventDispatcher {
   ) {}
 
   /** The account only: `moduleRef` reaches the Nest container, where the raw `forRoot()` options (secrets included) are. */
+  toJSON(): Record<string, unknown> {
+    return { account: this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentEventDispatcher', { account: this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT }, depth, options);
+    return inspectSummary('PaymentEventDispatcher', this.toJSON(), depth, options);
   }
 
   /**

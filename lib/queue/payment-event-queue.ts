@@ -206,10 +206,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     return deadLetterPage(this.#connection, { failedKey: this.deadLetterKey, offset, limit });
   }
 
-  /**
-   * The failed job of `eventId`, a job this module wrote. One past its own retention counts
-   * until the hourly trim removes it.
-   */
+  /** The failed job of `eventId`, a job this module wrote (one past its retention too, until the trim). */
   async findDeadLetter(eventId: string): Promise<PaymentEventJob | undefined> {
     const job = await this.queue.getJob(this.jobId(eventId));
     if (job === undefined || !isPaymentEventJob(job) || job.data.event.eventId !== eventId) return undefined;
@@ -233,10 +230,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     });
   }
 
-  /**
-   * Puts the dead letter of `eventId` back in the queue with a fresh set of attempts, under the
-   * dead-letter lock; `false` when the event is not (or no longer) a dead letter.
-   */
+  /** Puts the dead letter of `eventId` back in the queue with fresh attempts; `false` when it is none (any more). */
   replayDeadLetter(eventId: string): Promise<boolean> {
     // the replay's span (a new delivery's, the caller's), not the first delivery's, is its runs' parent
     const parent = queuedTraceParent();
@@ -333,9 +327,13 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
-  /** The account only: the BullMQ queue and its connection hold the Redis password. */
+  /** The account only: the BullMQ queue and its connection hold the Redis password (`inspect` and JSON loggers alike). */
+  toJSON(): Record<string, unknown> {
+    return { account: this.account };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentEventQueue', { account: this.account }, depth, options);
+    return inspectSummary('PaymentEventQueue', this.toJSON(), depth, options);
   }
 
   /** Once per outage: a flood of deliveries must not flood the log. */

@@ -312,8 +312,12 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
+  toJSON(): Record<string, unknown> {
+    return { account: this.account, running: this.running.handlers };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentEventWorker', { account: this.account, running: this.running.handlers }, depth, options);
+    return inspectSummary('PaymentEventWorker', this.toJSON(), depth, options);
   }
 
   /** Connection errors repeat while Redis is down; BullMQ reconnects by itself. */

@@ -39,8 +39,12 @@ export class PaymentWorkerShutdown {
     return this.stopping;
   }
 
-  /** A count only: the workers hold the accounts' options. */
+  /** A count only: the workers hold the accounts' options; `inspect` and JSON loggers alike. */
+  toJSON(): Record<string, unknown> {
+    return { workers: this.workers.size };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentWorkerShutdown', { workers: this.workers.size }, depth, options);
+    return inspectSummary('PaymentWorkerShutdown', this.toJSON(), depth, options);
   }
 }

@@ -79,8 +79,12 @@ export class PaymentRedisConnections {
     await closeRedisClient(entry.client, entry.timeoutMs);
   }
 
-  /** How many connections, never their URLs (they hold the passwords). */
+  /** How many connections, never their URLs (they hold the passwords); `inspect` and JSON loggers alike. */
+  toJSON(): Record<string, unknown> {
+    return { connections: this.connections.size };
+  }
+
   [inspect.custom](depth: number, options: InspectOptions): string {
-    return inspectSummary('PaymentRedisConnections', { connections: this.connections.size }, depth, options);
+    return inspectSummary('PaymentRedisConnections', this.toJSON(), depth, options);
   }
 }

@@ -29,6 +29,21 @@ function expectNoPassword(text: string): void {
 /** Everything an error holds, hidden properties and the whole cause chain included. */
 const inspectAll = (value: unknown): string => inspect(value, { depth: Infinity, showHidden: true });
 
+/**
+ * What a JSON logger prints of an object (Nest's `ConsoleLogger` with `json: true`, pino): its
+ * JSON, `toJSON()` honoured, a reference met again printed as `[Circular]` rather than thrown on.
+ */
+function jsonOfLogger(value: unknown): string {
+  const seen = new WeakSet<object>();
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'bigint') return String(v);
+    if (typeof v !== 'object' || v === null) return v;
+    if (seen.has(v)) return '[Circular]';
+    seen.add(v);
+    return v;
+  });
+}
+
 /** A host's "log every exception" filter: what it would print of each exception. */
 @Catch()
 class InspectingExceptionFilter extends BaseExceptionFilter {
@@ -144,6 +159,31 @@ describe('reliability: a password-protected Redis (requirepass)', () => {
       expect(next).toMatchObject({ code: 'WEBHOOK_STORE_UNAVAILABLE' });
       expectNoPassword(inspectAll(first) + inspectAll(next));
     }
+  });
+
+  it("queue mode: no provider of the app shows a secret when a JSON logger serialises it or it is inspected (Nest's own internals aside)", async () => {
+    const CLIENT_SECRET = 'cs_never_printed_42';
+    const url = urlWith(PASSWORD);
+    const q = await startQueueApp(url, { payment: { redisUrl: url, clientId: 'shop', clientSecret: CLIENT_SECRET } });
+    closers.push(() => q.close());
+    expect(await postWebhook(q.url, envelope())).toMatchObject({ status: 200 });
+    // the container's own services reach every provider and option object: their output is Nest's
+    const nestInternal = /^(ModuleRef|ApplicationConfig|Reflector|HttpAdapterHost|LazyModuleLoader|DiscoveryService|MetadataScanner|ModulesContainer|SerializedGraph|ExternalContextCreator)$/;
+    const container = (q.app as unknown as { container: { getModules(): Map<string, { providers: Map<unknown, { name: unknown; instance: unknown }> }> } }).container;
+    let checked = 0;
+    const shown: string[] = [];
+    for (const module of container.getModules().values()) {
+      for (const [token, wrapper] of module.providers) {
+        const name = typeof token === 'function' ? token.name : String(token);
+        if (wrapper.instance === null || typeof wrapper.instance !== 'object' || nestInternal.test(name)) continue;
+        checked++;
+        const text = `${jsonOfLogger(wrapper.instance)}\n${inspect(wrapper.instance, { depth: 12, showHidden: true })}`;
+        const secrets = { password: PASSWORD, 'encoded password': encodeURIComponent(PASSWORD), 'client secret': CLIENT_SECRET, 'webhook secret': WEBHOOK_SECRET };
+        for (const [what, secret] of Object.entries(secrets)) if (text.includes(secret)) shown.push(`${name}: ${what}`);
+      }
+    }
+    expect(shown).toEqual([]);
+    expect(checked).toBeGreaterThan(20);
   });
 
   it('a refused password: the console shows neither password nor ioredis\' own error print, and the process ends soon after app.close()', async () => {
