@@ -4,7 +4,8 @@ const SHORT_SECRET_LENGTH = 4;
 
 /**
  * `text` without any of `secrets`, each also as sent in a form body or a URL and inside a
- * JSON string: a service echoing the request shows one of those forms.
+ * JSON string (a service echoing the request shows one of those forms), percent-encoded as
+ * RFC 3986 asks and HTML-escaped, in any letter case. A cut-short echo stays readable.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
   let out = text;
@@ -23,9 +24,27 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
     // every way a JSON encoder may write it inside a string; first, since an escaped secret can
     // hold the plain one (`\\\\x` holds `\\x`), which would leave its start readable
     out = out.replace(new RegExp(jsonStringPattern(secret), 'g'), REDACTED);
-    for (const form of plainForms) out = out.split(form).join(REDACTED);
+    // and as other echoes show it: percent-encoded as RFC 3986 asks, HTML-escaped (an error page);
+    // whatever the case (lower-case hex, an upper-cased message): longest form first
+    const forms = [...new Set([...plainForms, strictPercentEncoded(secret), ...htmlEscaped(secret)])].sort((a, b) => b.length - a.length);
+    out = out.replace(new RegExp(forms.map(escapeRegExp).join('|'), 'gi'), REDACTED);
   }
   return out;
+}
+
+/** `encodeURIComponent` plus the characters RFC 3986 reserves that it leaves as they are. */
+function strictPercentEncoded(secret: string): string {
+  return encodeURIComponent(secret).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** `secret` as HTML escapes it (`'` written either way). */
+function htmlEscaped(secret: string): string[] {
+  const escaped = secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return [escaped.replace(/'/g, '&#39;'), escaped.replace(/'/g, '&#x27;')];
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /**
@@ -61,6 +80,5 @@ function jsonStringPattern(secret: string): string {
  * markers, while an echo of it stands between spaces, quotes, `=` or `&`.
  */
 function redactWord(text: string, word: string): string {
-  const escaped = word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return text.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${escaped}(?![\\p{L}\\p{N}_])`, 'gu'), REDACTED);
+  return text.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(word)}(?![\\p{L}\\p{N}_])`, 'gu'), REDACTED);
 }

@@ -9,6 +9,16 @@ describe('redactSecrets', () => {
     expect(out).toBe(`bad: ${Array(4).fill('[redacted]').join(' | ')}`);
   });
 
+  it.each([
+    ['HTML-escaped (an error page)', 'p<ss>&w0rd"q\'x', (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')],
+    ['percent-encoded with lower-case hex', 'a/b+c=d?e-secret', (s: string) => encodeURIComponent(s).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())],
+    ["percent-encoded as RFC 3986 asks (also !'()*)", "s3cr3t!*'()-value", (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)],
+    ['upper-cased', 'cs_live_8f3a9b2c7d1e6f50', (s: string) => s.toUpperCase()],
+  ])('removes a secret echoed %s', (_label, secret, echo) => {
+    expect(echo(secret)).not.toBe(secret);
+    expect(redactSecrets(`invalid client_secret ${echo(secret)} given`, [secret])).toBe('invalid client_secret [redacted] given');
+  });
+
   it('removes a secret echoed as PHP json_encode writes it: "/" as "\\/", non-ASCII as \\uXXXX', () => {
     const secret = 'Zk9/aB+c/Qw€y12==';
     const php = JSON.stringify(secret).slice(1, -1).replace(/\//g, '\\/').replace('€', '\\u20ac');
