@@ -161,7 +161,8 @@ function warnIfLiveOverPlainHttp(options: ResolvedPaymentOptions): void {
  * app whose keys already exist under such a prefix would lose them.
  */
 function warnIfKeyPrefixRunsIntoAccount(options: ResolvedPaymentOptions): void {
-  if (options.redisUrl === undefined && options.processing !== 'queue') return;
+  // used by the Redis store made from redisUrl (a store of your own wins over it) and the queue
+  if ((options.redisUrl === undefined || options.store !== undefined) && options.processing !== 'queue') return;
   const prefix = options.redisKeyPrefix;
   if (!/[A-Za-z0-9._-]$/.test(prefix)) return;
   new Logger('PaymentModule').warn(

@@ -19,6 +19,9 @@ const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
   queueMaxStalledCount: true,
 };
 
+/** Every key of `PaymentModuleOptions`. */
+export const PAYMENT_OPTION_KEYS: readonly string[] = Object.keys(OPTION_KEYS);
+
 /** The module extras (`PaymentModuleExtras`): `forRoot()` takes them off before the options are read. */
 const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', 'webhookClassDecorators', 'webhookImports', 'webhookRoute', 'readEnv']);
 

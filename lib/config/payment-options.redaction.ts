@@ -1,4 +1,5 @@
-import type { PaymentModuleOptions, ResolvedPaymentOptions } from './payment-module-options.interface.js';
+import { PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
+import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
 import { redactRedisUrl } from './redact-url.js';
 
 const REDACTED = '[redacted]';
@@ -28,26 +29,36 @@ export function withRedactedSecrets(options: ResolvedPaymentOptions): ResolvedPa
   return options;
 }
 
+/** The options that hold a secret (a Redis URL may carry a password). */
+const SECRET_OPTION_KEYS: ReadonlySet<string> = new Set(['clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
+
 /**
  * A copy of the options given to `forRoot()` (or returned by a `forRootAsync()` factory) whose
- * JSON and `inspect` output show no secret. Nest keeps them as a provider, so whatever reaches
- * its container (a JSON logger serialising a service that holds `ModuleRef` or `DiscoveryService`)
- * would print them. Anything but an object is returned as it is, for the resolver to refuse.
+ * JSON and `inspect` output show no secret, and whose secret fields a spread copy does not
+ * carry. Nest keeps them as a provider, so whatever reaches its container (a JSON logger
+ * serialising a service that holds `ModuleRef` or `DiscoveryService`) would print them. Each
+ * option is read as the resolver reads it (a class's getters too); an unknown own key is kept
+ * for the resolver to refuse. Anything but a plain object or instance is returned as it is.
  */
 export function withRedactedModuleOptions<T>(options: T): T {
-  if (typeof options !== 'object' || options === null) return options;
-  const copy = { ...options } as T & PaymentModuleOptions;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
+  const given = options as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const key of new Set([...Object.keys(given), ...PAYMENT_OPTION_KEYS])) {
+    if (key in given) Object.defineProperty(copy, key, { value: given[key], enumerable: !SECRET_OPTION_KEYS.has(key) });
+  }
   const url = (value: unknown) => (typeof value === 'string' ? redactRedisUrl(value) : value);
   const secret = (value: unknown) => (value === undefined ? undefined : Array.isArray(value) ? value.map(() => REDACTED) : REDACTED);
+  const store = copy['store'] as object | undefined;
   const redacted = () => ({
     ...copy,
-    clientSecret: secret(copy.clientSecret),
-    webhookSecret: secret(copy.webhookSecret),
-    redisUrl: url(copy.redisUrl),
-    queueRedisUrl: url(copy.queueRedisUrl),
-    store: copy.store ? copy.store.constructor?.name ?? 'custom store' : undefined,
+    clientSecret: secret(copy['clientSecret']),
+    webhookSecret: secret(copy['webhookSecret']),
+    redisUrl: url(copy['redisUrl']),
+    queueRedisUrl: url(copy['queueRedisUrl']),
+    store: store ? store.constructor?.name ?? 'custom store' : undefined,
   });
   Object.defineProperty(copy, 'toJSON', { value: redacted, enumerable: false });
   Object.defineProperty(copy, Symbol.for('nodejs.util.inspect.custom'), { value: redacted, enumerable: false });
-  return copy;
+  return copy as T;
 }

@@ -37,22 +37,24 @@ export interface DeadLetterPageOptions {
 /**
  * Job ids of one page of dead letters, newest first: `offset` of them skipped, at most `limit`
  * (the caller bounds the whole walk in time).
- * A failure recorded between two calls shifts the ranks by one, so an id may come twice (kept
- * once); a job removed meanwhile may let one go unseen until the next listing.
+ * A failure recorded between two calls shifts the ranks by one, so an id may come twice (counted
+ * once, skipped or taken); a job removed meanwhile may let one go unseen until the next listing.
  */
 export async function deadLetterPage(redis: RedisClientLike, options: DeadLetterPageOptions): Promise<string[]> {
   const step = options.step ?? LISTING_STEP;
-  const page = new Set<string>();
+  const page: string[] = [];
+  const seen = new Set<string>();
   let toSkip = options.offset;
-  for (let rank = 0; page.size < options.limit; rank += step) {
+  for (let rank = 0; page.length < options.limit; rank += step) {
     const answer = await redis.eval(LISTING_STEP_SCRIPT, 1, options.failedKey, rank, step, PAYMENT_EVENT_JOB_ID_PREFIX);
     const [lookedAt, ...ids] = answer as [number, ...string[]];
     for (const id of ids) {
-      if (page.has(id)) continue;
+      if (seen.has(id)) continue; // skipped or taken already
+      seen.add(id);
       if (toSkip > 0) toSkip--;
-      else if (page.size < options.limit) page.add(id);
+      else if (page.length < options.limit) page.push(id);
     }
     if (lookedAt < step) break;
   }
-  return [...page];
+  return page;
 }

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../common/error-message.util.js';
+import { monotonicNow } from '../common/monotonic-clock.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
@@ -37,6 +38,11 @@ export const DEFAULT_COMPLETE_ATTEMPTS = 3;
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
 const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
 
+/** How long the route retries a completion after answering without it (see `keepCompleting`). */
+const BACKGROUND_COMPLETION_MS = 15 * 60 * 1000;
+/** Completions retried in the background at once, at most: beyond, one is given up (and logged). */
+const MAX_BACKGROUND_COMPLETIONS = 1000;
+
 /** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
 export function accountDeduplicationSettings(options: {
   webhookLeaseMs: number;
@@ -72,6 +78,8 @@ export class WebhookDeduplicator {
   private lastRenewal: { settings: WebhookDeduplicationSettings; renewer: WebhookLeaseRenewer } | undefined;
   /** Runs from the start of their claim to their outcome, and who waits for them to reach none (`whenIdle`). */
   private running = 0;
+  /** Completions being retried in the background (`keepCompleting`). */
+  private completing = 0;
   private readonly idleWaiters: Array<() => void> = [];
   /**
    * Aborted by `close()`: endless completion retries give up, and stop waiting on the store at
@@ -122,8 +130,9 @@ export class WebhookDeduplicator {
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
       // a lapsed lease would let another delivery claim the event and run it again
-      if (await this.recordCompletion(key, claim.claimToken, settings)) renewer.untrack(tracked);
-      else this.keepCompleting(key, claim.claimToken, settings, () => renewer.untrack(tracked));
+      const recorded = await this.recordCompletion(key, claim.claimToken, settings);
+      renewer.untrack(tracked);
+      if (!recorded) this.keepCompleting(key, claim.claimToken, settings);
       return result;
     } finally {
       this.endRun();
@@ -136,15 +145,24 @@ export class WebhookDeduplicator {
 
   /**
    * After the route answered 2xx without its completion recorded (the store failed on every
-   * attempt): retried in the background, at most a second apart, until the store answers or
-   * shutdown, the claim still renewed meanwhile. Left as it was, the key would keep the claim
-   * until its lease lapsed, and a copy answered 409 during the run would run the handlers again
-   * on the service's retry. Not a run shutdown waits for: with the store down, waiting would
-   * mostly hold the shutdown for nothing; `close()` ends the retries, with an error line.
+   * attempt): retried in the background, at most a second apart, until the store answers, for
+   * up to 15 minutes. Left as it was, the key would keep the claim until its lease lapsed, and a
+   * copy answered 409 during the run would run the handlers again on the service's retry; the
+   * store's completion also marks a key whose lease lapsed meanwhile, so the claim is not renewed.
+   * Not a run shutdown waits for (with the store down it would wait for nothing): `close()`
+   * ends the retries, with an error line.
    */
-  private keepCompleting(key: string, claimToken: string, settings: WebhookDeduplicationSettings, done: () => void): void {
-    if (this.closing.signal.aborted) return done();
-    void this.recordCompletion(key, claimToken, settings, true).finally(done);
+  private keepCompleting(key: string, claimToken: string, settings: WebhookDeduplicationSettings): void {
+    if (this.closing.signal.aborted) return;
+    if (this.completing >= MAX_BACKGROUND_COMPLETIONS) {
+      this.logger.error(
+        `Completion of webhook event "${key}" is not retried: ${MAX_BACKGROUND_COMPLETIONS} completions are being retried already. ` +
+          'A duplicate delivery arriving after the lease expires would run its handlers again.',
+      );
+      return;
+    }
+    this.completing++;
+    void this.recordCompletion(key, claimToken, settings, monotonicNow() + BACKGROUND_COMPLETION_MS).finally(() => this.completing--);
   }
 
   /** Runs between the start of their claim and its outcome (completion recorded or claim released). */
@@ -240,9 +258,10 @@ export class WebhookDeduplicator {
    * the job's own outcome is lost in the same outage, and BullMQ's stalled-job check is a
    * redelivery that would run the handlers again unless the completion gets recorded first.
    */
-  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings, inBackground = false): Promise<boolean> {
+  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings, backgroundUntil?: number): Promise<boolean> {
     // endless retries end with close(), even in the middle of an attempt or a pause: at shutdown the
     // worker must get the job recorded completed before it closes, or the job is taken over and run again
+    const inBackground = backgroundUntil !== undefined;
     const endless = inBackground || settings.completeAttempts === Number.POSITIVE_INFINITY;
     const attempts = endless ? Number.POSITIVE_INFINITY : Math.max(1, settings.completeAttempts);
     for (let attempt = 1; ; attempt++) {
@@ -255,14 +274,15 @@ export class WebhookDeduplicator {
         }
         return true;
       } catch (error) {
-        if (attempt >= attempts || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
+        const outOfTime = inBackground && monotonicNow() >= backgroundUntil;
+        if (attempt >= attempts || outOfTime || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
         if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless && !inBackground) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
               `(${describeError(error)}); retrying, at most a second apart, until the store answers, so a retry does not run them again`,
           );
         }
-        await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless);
+        await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless, inBackground);
         if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
       }
     }
@@ -270,23 +290,23 @@ export class WebhookDeduplicator {
 
   private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): false {
     const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
-    if (!endless) {
+    const runAgain = 'A duplicate delivery arriving after the lease expires would run them again.';
+    if (!endless && !this.closing.signal.aborted) {
       this.logger.error(
         `${failed}answering 2xx so the handlers are not run again by a retry, and retrying in the background, ` +
-          'at most a second apart, until the store answers (copies meanwhile get 409)',
+          'at most a second apart, until the store answers (for up to 15 minutes)',
       );
+    } else if (!endless || inBackground) {
+      const why = this.closing.signal.aborted ? 'shutdown stopped the retries' : 'the store did not answer for 15 minutes';
+      this.logger.error(`${failed}${why}. ${runAgain}`);
     } else {
-      this.logger.error(
-        failed +
-          (inBackground ? 'shutdown stopped the retries. ' : 'the job is recorded completed so the handlers are not run again by a retry. ') +
-          'A duplicate delivery arriving after the lease expires would run them again.',
-      );
+      this.logger.error(`${failed}the job is recorded completed so the handlers are not run again by a retry. ${runAgain}`);
     }
     return false;
   }
 
-  /** Waits `ms`; with `endsOnClose`, no longer than until `close()`. */
-  private pause(ms: number, endsOnClose: boolean): Promise<void> {
+  /** Waits `ms`; with `endsOnClose`, no longer than until `close()`; `unref`: without holding the process open. */
+  private pause(ms: number, endsOnClose: boolean, unref = false): Promise<void> {
     return new Promise<void>((resolve) => {
       const signal = this.closing.signal;
       const end = () => {
@@ -295,6 +315,7 @@ export class WebhookDeduplicator {
         resolve();
       };
       const timer = setTimeout(end, ms);
+      if (unref) timer.unref();
       if (endsOnClose) signal.addEventListener('abort', end, { once: true });
     });
   }

@@ -1,11 +1,14 @@
 import 'reflect-metadata';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { inspect } from 'node:util';
 import { join } from 'node:path';
 import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LazyModuleLoader } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+import { PAYMENT_MODULE_OPTIONS } from '../../lib/payment.constants.js';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import {
   PaymentConfigurationError,
@@ -119,6 +122,47 @@ describe('PaymentModule configuration', () => {
     const options = await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: OptionsFactory, readEnv: false })] });
     expect(options.baseUrl).toBe('https://class.example.com');
     expect(options.environment).toBe('sandbox');
+  });
+
+  it('options whose values are getters (a factory returning itself) are read; an array returned is refused as such', async () => {
+    restore = withEnv({});
+    @Injectable()
+    class SelfFactory implements PaymentOptionsFactory {
+      get baseUrl(): string {
+        return 'https://getter.example.com';
+      }
+      get clientId(): string {
+        return 'shop';
+      }
+      get clientSecret(): string {
+        return 'cs_from_a_getter';
+      }
+      createPaymentOptions(): PaymentModuleOptions {
+        return this;
+      }
+    }
+    const options = await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useClass: SelfFactory })] });
+    expect([options.baseUrl, options.clientSecret]).toEqual(['https://getter.example.com', 'cs_from_a_getter']);
+    await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => [] as never })] })).rejects.toThrow(
+      'the options must be an object, not an array',
+    );
+  });
+
+  it('the options given to forRoot() are kept so that neither JSON, inspect nor a spread copy of them shows a secret', async () => {
+    restore = withEnv({});
+    const given = { baseUrl: 'https://pay.example.com', clientId: 'shop', clientSecret: 'cs_kept_hidden', webhookSecret: ['whsec_a', 'whsec_b'], redisUrl: 'redis://:pa55word@redis.internal:6379' };
+    for (const module of [PaymentModule.forRoot(given), PaymentModule.forRootAsync({ useFactory: () => given })]) {
+      const ref = await Test.createTestingModule({ imports: [module] }).compile();
+      try {
+        const kept = ref.get<Record<string, unknown>>(PAYMENT_MODULE_OPTIONS, { strict: false });
+        expect(kept).not.toBe(given);
+        const shown = [JSON.stringify(kept), inspect(kept, { depth: 5, showHidden: true }), JSON.stringify({ ...kept })].join('\n');
+        for (const secret of ['cs_kept_hidden', 'whsec_a', 'whsec_b', 'pa55word']) expect(shown).not.toContain(secret);
+        expect(JSON.parse(JSON.stringify(kept))).toMatchObject({ clientId: 'shop', clientSecret: '[redacted]', webhookSecret: ['[redacted]', '[redacted]'] });
+      } finally {
+        await ref.close();
+      }
+    }
   });
 
   it('forRootAsync() with useExisting: a factory another module provides', async () => {
@@ -366,6 +410,7 @@ describe('PaymentModule configuration', () => {
     expect(await warnings({ redisUrl, redisKeyPrefix: 'shop:' })).toEqual([]);
     expect(await warnings({ redisUrl })).toEqual([]); // the default ends with ':'
     expect(await warnings({ redisKeyPrefix: 'shop-' })).toEqual([]); // no Redis: the prefix is not used
+    expect(await warnings({ redisUrl, redisKeyPrefix: 'shop-', store: new MemoryWebhookEventStore() })).toEqual([]); // nor with a store of your own
   });
 
   it('stops the app at boot with one error naming every bad key', async () => {

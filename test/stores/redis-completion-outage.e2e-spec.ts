@@ -3,6 +3,7 @@
 // would run the handler again), and the completion is recorded once Redis is back, so the copy
 // another instance answered 409 meanwhile, which the service retries later, finds the event handled.
 import 'reflect-metadata';
+import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
@@ -52,5 +53,34 @@ describe('inline mode: completion recorded after a Redis outage that began while
     await sleep(LEASE_MS + 500);
     expect(await postWebhook(b.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
     expect(a.handlers.count('payment.*', id) + b.handlers.count('payment.*', id)).toBe(1);
+  });
+});
+
+/** A store of the host's own whose completion always fails (its backend refuses writes). */
+class CompleteFailingStore extends MemoryWebhookEventStore {
+  completeCalls = 0;
+  override complete(): Promise<void> {
+    this.completeCalls++;
+    return Promise.reject(new Error('backend refuses writes'));
+  }
+}
+
+describe('inline mode: completions retried in the background', () => {
+  it('hold no timer that keeps the process alive, and end at app.close()', async () => {
+    const store = new CompleteFailingStore();
+    const app = await startWebhookApp({ adapter: 'express', payment: { store } });
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    try {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => postWebhook(app.url, envelope('payment.succeeded'))));
+      expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200)); // the handlers ran: 2xx all the same
+      await waitFor('the background retries run', () => store.completeCalls > 40 * 5);
+      expect(timers() - before).toBeLessThan(5); // 40 loops pausing, none holding the process open
+    } finally {
+      await app.close();
+    }
+    const calls = store.completeCalls;
+    await sleep(1500);
+    expect(store.completeCalls).toBe(calls);
   });
 });
