@@ -28,7 +28,7 @@ import { createPaymentQueueProviders } from './queue/payment-queue.providers.js'
 import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
 import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
 import { PaymentWebhookProcessor } from './webhooks/payment-webhook.processor.js';
-import { accountDeduplicationSettings } from './webhooks/webhook-deduplicator.js';
+import { accountDeduplicationSettings } from './webhooks/webhook-deduplication.settings.js';
 
 /** Controllers, providers and exports of one account's module instance. */
 export interface PaymentAccountDefinition {

@@ -37,16 +37,20 @@ const SECRET_OPTION_KEYS: ReadonlySet<string> = new Set(['clientSecret', 'webhoo
  * JSON and `inspect` output show no secret, and whose secret fields a spread copy does not
  * carry. Nest keeps them as a provider, so whatever reaches its container (a JSON logger
  * serialising a service that holds `ModuleRef` or `DiscoveryService`) would print them. Each
- * option is read as the resolver reads it (a class's getters too); an unknown own key is kept
- * for the resolver to refuse. Anything but a plain object or instance is returned as it is.
+ * option is read as the resolver reads it (a class's getters, a proxy's `get`); an unknown own
+ * key is kept for the resolver to refuse. An array or anything but an object is returned as it is.
  */
 export function withRedactedModuleOptions<T>(options: T): T {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
   const given = options as Record<string, unknown>;
   const copy: Record<string, unknown> = {};
   for (const key of new Set([...Object.keys(given), ...PAYMENT_OPTION_KEYS])) {
-    if (key in given) Object.defineProperty(copy, key, { value: given[key], enumerable: !SECRET_OPTION_KEYS.has(key) });
+    const value = given[key];
+    if (value === undefined && !Object.hasOwn(given, key)) continue;
+    Object.defineProperty(copy, key, { value, enumerable: !SECRET_OPTION_KEYS.has(key), writable: true, configurable: true });
   }
+  // an own `toJSON` is no option: kept as given, for the resolver to refuse
+  if (Object.hasOwn(copy, 'toJSON')) return copy as T;
   const url = (value: unknown) => (typeof value === 'string' ? redactRedisUrl(value) : value);
   const secret = (value: unknown) => (value === undefined ? undefined : Array.isArray(value) ? value.map(() => REDACTED) : REDACTED);
   const store = copy['store'] as object | undefined;
@@ -58,7 +62,7 @@ export function withRedactedModuleOptions<T>(options: T): T {
     queueRedisUrl: url(copy['queueRedisUrl']),
     store: store ? store.constructor?.name ?? 'custom store' : undefined,
   });
-  Object.defineProperty(copy, 'toJSON', { value: redacted, enumerable: false });
-  Object.defineProperty(copy, Symbol.for('nodejs.util.inspect.custom'), { value: redacted, enumerable: false });
+  Object.defineProperty(copy, 'toJSON', { value: redacted, enumerable: false, configurable: true });
+  Object.defineProperty(copy, Symbol.for('nodejs.util.inspect.custom'), { value: redacted, enumerable: false, configurable: true });
   return copy as T;
 }

@@ -11,12 +11,8 @@ import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.name
 import { QueueJobTelemetry } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookErrorCode, WebhookStoreUnavailableResponseError } from '../webhooks/payment-webhook.errors.js';
-import {
-  accountDeduplicationSettings,
-  ALREADY_PROCESSED,
-  type WebhookDeduplicationSettings,
-  WebhookDeduplicator,
-} from '../webhooks/webhook-deduplicator.js';
+import { ALREADY_PROCESSED, WebhookDeduplicator } from '../webhooks/webhook-deduplicator.js';
+import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from '../webhooks/webhook-deduplication.settings.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';

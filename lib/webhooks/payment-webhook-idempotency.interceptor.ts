@@ -21,13 +21,8 @@ import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
-import {
-  ALREADY_PROCESSED,
-  DEFAULT_COMPLETE_ATTEMPTS,
-  DEFAULT_MAX_LEASE_RENEWAL_MS,
-  type WebhookDeduplicationSettings,
-  WebhookDeduplicator,
-} from './webhook-deduplicator.js';
+import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
+import { DEFAULT_COMPLETE_ATTEMPTS, DEFAULT_MAX_LEASE_RENEWAL_MS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';

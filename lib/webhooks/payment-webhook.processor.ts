@@ -18,12 +18,8 @@ import { PaymentWebhookHttpException, routeMisconfigured, toWebhookHttpException
 import { type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
-import {
-  accountDeduplicationSettings,
-  ALREADY_PROCESSED,
-  type WebhookDeduplicationSettings,
-  WebhookDeduplicator,
-} from './webhook-deduplicator.js';
+import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
+import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import { webhookEventKey } from './webhook-store-keys.js';
 import { isFromOtherEnvironment } from './webhook-event-environment.js';
 

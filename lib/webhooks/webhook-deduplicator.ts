@@ -7,33 +7,8 @@ import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
-import { WebhookLeaseRenewer } from './webhook-lease-renewer.js';
-
-/** How one key is claimed, remembered and kept alive. */
-export interface WebhookDeduplicationSettings {
-  /** How long one delivery may hold the key before another may take it over. */
-  leaseMs: number;
-  /** How long a processed key is remembered. */
-  retentionMs: number;
-  /**
-   * Attempts at recording completion before giving up (see `recordCompletion`). `Infinity`
-   * (the queue worker) retries until the store answers or the deduplicator is closed.
-   */
-  completeAttempts: number;
-  /** Renewal of a running claim stops after this long. */
-  maxLeaseRenewalMs: number;
-  /**
-   * Longest wait for one `complete()` call: a store that never answers counts as a failed
-   * attempt. Unset (the route: its request has the sender's own time-out), no timer per delivery.
-   */
-  completeTimeoutMs?: number;
-}
-
-/** Renewal of a running claim stops after 15 minutes, so a hung handler cannot block its event for good. */
-export const DEFAULT_MAX_LEASE_RENEWAL_MS = 15 * 60 * 1000;
-
-/** Attempts at recording completion before answering anyway (a retry would run the work again). */
-export const DEFAULT_COMPLETE_ATTEMPTS = 3;
+import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
+import { type TrackedWebhookClaim, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
 
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
 const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
@@ -42,19 +17,8 @@ const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
 const BACKGROUND_COMPLETION_MS = 15 * 60 * 1000;
 /** Completions retried in the background at once, at most: beyond, one is given up (and logged). */
 const MAX_BACKGROUND_COMPLETIONS = 1000;
-
-/** An account's deduplication: its lease and retention, the defaults for the rest (the queue worker renews without limit). */
-export function accountDeduplicationSettings(options: {
-  webhookLeaseMs: number;
-  webhookRetentionMs: number;
-}): WebhookDeduplicationSettings {
-  return {
-    leaseMs: options.webhookLeaseMs,
-    retentionMs: options.webhookRetentionMs,
-    completeAttempts: DEFAULT_COMPLETE_ATTEMPTS,
-    maxLeaseRenewalMs: DEFAULT_MAX_LEASE_RENEWAL_MS,
-  };
-}
+/** Longest wait for one background attempt when the settings set none (the route's). */
+const BACKGROUND_ATTEMPT_TIMEOUT_MS = 30_000;
 
 /** What `run` returns when the key was processed before: the work did not run. */
 export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:already-processed');
@@ -130,9 +94,13 @@ export class WebhookDeduplicator {
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
       // a lapsed lease would let another delivery claim the event and run it again
-      const recorded = await this.recordCompletion(key, claim.claimToken, settings);
-      renewer.untrack(tracked);
-      if (!recorded) this.keepCompleting(key, claim.claimToken, settings);
+      const failure = await this.recordCompletion(key, claim.claimToken, settings);
+      // the route's few attempts failed: on in the background (endless ones ended at shutdown)
+      if (failure !== undefined && settings.completeAttempts !== Number.POSITIVE_INFINITY) {
+        this.keepCompleting(key, claim.claimToken, settings, failure.error, tracked, () => renewer.untrack(tracked));
+      } else {
+        renewer.untrack(tracked);
+      }
       return result;
     } finally {
       this.endRun();
@@ -146,23 +114,38 @@ export class WebhookDeduplicator {
   /**
    * After the route answered 2xx without its completion recorded (the store failed on every
    * attempt): retried in the background, at most a second apart, until the store answers, for
-   * up to 15 minutes. Left as it was, the key would keep the claim until its lease lapsed, and a
-   * copy answered 409 during the run would run the handlers again on the service's retry; the
-   * store's completion also marks a key whose lease lapsed meanwhile, so the claim is not renewed.
-   * Not a run shutdown waits for (with the store down it would wait for nothing): `close()`
-   * ends the retries, with an error line.
+   * up to 15 minutes, the claim still renewed (a store that is up but fails completions keeps
+   * the event's copies at 409). Left as it was, the key would keep the claim until its lease
+   * lapsed, and a copy answered 409 during the run would run the handlers again on the service's
+   * retry. Not a run shutdown waits for (with the store down it would wait for nothing):
+   * `close()` ends the retries. `done` lets go of the claim's renewal.
    */
-  private keepCompleting(key: string, claimToken: string, settings: WebhookDeduplicationSettings): void {
-    if (this.closing.signal.aborted) return;
-    if (this.completing >= MAX_BACKGROUND_COMPLETIONS) {
-      this.logger.error(
-        `Completion of webhook event "${key}" is not retried: ${MAX_BACKGROUND_COMPLETIONS} completions are being retried already. ` +
-          'A duplicate delivery arriving after the lease expires would run its handlers again.',
-      );
-      return;
+  private keepCompleting(
+    key: string,
+    claimToken: string,
+    settings: WebhookDeduplicationSettings,
+    error: unknown,
+    tracked: TrackedWebhookClaim | undefined,
+    done: () => void,
+  ): void {
+    const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); answering 2xx so a retry does not run them again, `;
+    const runAgain = 'A duplicate delivery arriving after the lease expires would run them again.';
+    const notRetried = this.closing.signal.aborted
+      ? 'shutdown under way'
+      : this.completing >= MAX_BACKGROUND_COMPLETIONS
+        ? `${MAX_BACKGROUND_COMPLETIONS} completions are being retried already`
+        : undefined;
+    if (notRetried !== undefined) {
+      this.logger.error(`${failed}not retried (${notRetried}). ${runAgain}`);
+      return done();
     }
+    this.logger.error(`${failed}retrying in the background, at most a second apart, until the store answers (for up to 15 minutes)`);
+    if (tracked !== undefined) tracked.completing = true;
     this.completing++;
-    void this.recordCompletion(key, claimToken, settings, monotonicNow() + BACKGROUND_COMPLETION_MS).finally(() => this.completing--);
+    void this.recordCompletion(key, claimToken, settings, monotonicNow() + BACKGROUND_COMPLETION_MS).finally(() => {
+      this.completing--;
+      done();
+    });
   }
 
   /** Runs between the start of their claim and its outcome (completion recorded or claim released). */
@@ -248,17 +231,22 @@ export class WebhookDeduplicator {
   }
 
   /**
-   * Marks the key processed after the work succeeded; `false` when the store kept failing. The
-   * request is STILL answered 2xx then, on purpose: the handlers' effects already happened, and
-   * any non-2xx makes the sender deliver again, which would repeat them (a refund sent twice) as
-   * soon as the lease expires or the store recovers. The route goes on in the background
-   * (`inBackground`, see `keepCompleting`) until the store answers.
+   * Marks the key processed after the work succeeded; the last error when the store kept
+   * failing. The request is STILL answered 2xx then, on purpose: the handlers' effects already
+   * happened, and any non-2xx makes the sender deliver again, which would repeat them (a refund
+   * sent twice) as soon as the lease expires or the store recovers. The route goes on in the
+   * background (`backgroundUntil`, see `keepCompleting`) until the store answers.
    *
    * The queue worker retries without limit instead (`completeAttempts: Infinity`): there
    * the job's own outcome is lost in the same outage, and BullMQ's stalled-job check is a
    * redelivery that would run the handlers again unless the completion gets recorded first.
    */
-  private async recordCompletion(key: string, claimToken: string, settings: WebhookDeduplicationSettings, backgroundUntil?: number): Promise<boolean> {
+  private async recordCompletion(
+    key: string,
+    claimToken: string,
+    settings: WebhookDeduplicationSettings,
+    backgroundUntil?: number,
+  ): Promise<{ error: unknown } | undefined> {
     // endless retries end with close(), even in the middle of an attempt or a pause: at shutdown the
     // worker must get the job recorded completed before it closes, or the job is taken over and run again
     const inBackground = backgroundUntil !== undefined;
@@ -266,13 +254,14 @@ export class WebhookDeduplicator {
     const attempts = endless ? Number.POSITIVE_INFINITY : Math.max(1, settings.completeAttempts);
     for (let attempt = 1; ; attempt++) {
       try {
-        // a store that never answers must not hold a queue worker's slot without a word
-        const completing = withStoreTimeout(this.store.complete(key, claimToken, settings.retentionMs), settings.completeTimeoutMs);
+        // a store that never answers must not hold a queue worker's slot, or a background retry, without a word
+        const timeoutMs = settings.completeTimeoutMs ?? (inBackground ? BACKGROUND_ATTEMPT_TIMEOUT_MS : undefined);
+        const completing = withStoreTimeout(this.store.complete(key, claimToken, settings.retentionMs), timeoutMs);
         await (endless ? untilAborted(completing, this.closing.signal) : completing);
         if (attempt > 1 && endless) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} ${inBackground ? 'more ' : ''}attempts`);
         }
-        return true;
+        return undefined;
       } catch (error) {
         const outOfTime = inBackground && monotonicNow() >= backgroundUntil;
         if (attempt >= attempts || outOfTime || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
@@ -288,21 +277,18 @@ export class WebhookDeduplicator {
     }
   }
 
-  private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): false {
-    const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
-    const runAgain = 'A duplicate delivery arriving after the lease expires would run them again.';
-    if (!endless && !this.closing.signal.aborted) {
-      this.logger.error(
-        `${failed}answering 2xx so the handlers are not run again by a retry, and retrying in the background, ` +
-          'at most a second apart, until the store answers (for up to 15 minutes)',
-      );
-    } else if (!endless || inBackground) {
-      const why = this.closing.signal.aborted ? 'shutdown stopped the retries' : 'the store did not answer for 15 minutes';
-      this.logger.error(`${failed}${why}. ${runAgain}`);
-    } else {
-      this.logger.error(`${failed}the job is recorded completed so the handlers are not run again by a retry. ${runAgain}`);
+  /** The last failure; said here where retries end for good (the route's first three: by `keepCompleting`). */
+  private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): { error: unknown } {
+    if (endless) {
+      const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
+      const outcome = !inBackground
+        ? 'the job is recorded completed so the handlers are not run again by a retry'
+        : this.closing.signal.aborted
+          ? 'shutdown stopped the retries'
+          : 'the retries ended after 15 minutes';
+      this.logger.error(`${failed}${outcome}. A duplicate delivery arriving after the lease expires would run them again.`);
     }
-    return false;
+    return { error };
   }
 
   /** Waits `ms`; with `endsOnClose`, no longer than until `close()`; `unref`: without holding the process open. */

@@ -30,7 +30,8 @@ export interface WebhookIdempotencyOptions {
   duplicateResponse?: (request: any) => unknown;
   /**
    * Attempts at recording completion before answering 2xx anyway (a retry would run the handler
-   * again); the completion is then retried in the background until the store answers. @default 3
+   * again); the completion is then retried in the background, the claim still renewed, until the
+   * store answers (for up to 15 minutes). @default 3
    */
   completeAttempts?: number;
   /**

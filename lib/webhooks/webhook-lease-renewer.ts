@@ -16,6 +16,8 @@ export interface TrackedWebhookClaim {
   /** Earliest time of the next renewal attempt. */
   nextAttemptAt: number;
   renewing: boolean;
+  /** The handlers finished; their completion is being retried (the claim is still renewed). */
+  completing?: boolean;
 }
 
 /**
@@ -74,7 +76,7 @@ export class WebhookLeaseRenewer {
 
   /** The keys of the claims being renewed (the running deliveries), for a shutdown report. */
   keys(): string[] {
-    return [...this.claims].map((claim) => claim.key);
+    return [...this.claims].filter((claim) => claim.completing !== true).map((claim) => claim.key);
   }
 
   /** Claims being renewed right now (for tests). */
@@ -101,7 +103,11 @@ export class WebhookLeaseRenewer {
       if (claim.renewing || now < claim.nextAttemptAt) continue;
       if (now - claim.startedAt >= this.maxRenewalMs) {
         this.claims.delete(claim);
-        this.logger.error(`Handlers of webhook event "${claim.key}" are still running; no longer renewing its claim`);
+        this.logger.error(
+          claim.completing === true
+            ? `Completion of webhook event "${claim.key}" is still being retried; no longer renewing its claim`
+            : `Handlers of webhook event "${claim.key}" are still running; no longer renewing its claim`,
+        );
         continue;
       }
       this.renew(claim, now);

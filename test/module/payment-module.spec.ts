@@ -146,6 +146,13 @@ describe('PaymentModule configuration', () => {
     await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => [] as never })] })).rejects.toThrow(
       'the options must be an object, not an array',
     );
+    // options read through a proxy's get trap alone (a config library's view)
+    const proxied = new Proxy({}, { get: (_t, key) => ({ baseUrl: 'https://proxy.example.com' })[key as 'baseUrl'] });
+    expect((await resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => proxied })] })).baseUrl).toBe('https://proxy.example.com');
+    // an own toJSON is an unknown option, refused as one
+    await expect(resolvedFrom({ imports: [PaymentModule.forRoot({ baseUrl: 'https://pay.example.com', toJSON: () => ({}) } as never)] })).rejects.toThrow(
+      "option 'toJSON' is unknown",
+    );
   });
 
   it('the options given to forRoot() are kept so that neither JSON, inspect nor a spread copy of them shows a secret', async () => {

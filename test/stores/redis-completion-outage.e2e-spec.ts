@@ -65,7 +65,35 @@ class CompleteFailingStore extends MemoryWebhookEventStore {
   }
 }
 
+/** A store of the host's own that fails completions until `heal()` (claims and renewals still answer). */
+class CompleteFailingForAWhileStore extends MemoryWebhookEventStore {
+  private healed = false;
+  heal(): void {
+    this.healed = true;
+  }
+  override complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    return this.healed ? super.complete(key, claimToken, retentionMs) : Promise.reject(new Error('backend refuses writes for now'));
+  }
+}
+
 describe('inline mode: completions retried in the background', () => {
+  it('keep their claim renewed meanwhile: a copy delivered after the lease is still a 409, and a duplicate once recorded', async () => {
+    const store = new CompleteFailingForAWhileStore();
+    const app = await startWebhookApp({ adapter: 'express', payment: { store, webhookLeaseMs: 300 } });
+    try {
+      const event = envelope('payment.succeeded');
+      expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { received: true } });
+      await sleep(900); // three leases
+      expect(await postWebhook(app.url, event)).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+      store.heal();
+      await waitFor('the completion is recorded', async () => (await postWebhook(app.url, event)).json?.duplicate === true);
+      expect(app.handlers.count('payment.*', event.eventId as string)).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+
   it('hold no timer that keeps the process alive, and end at app.close()', async () => {
     const store = new CompleteFailingStore();
     const app = await startWebhookApp({ adapter: 'express', payment: { store } });
