@@ -7,6 +7,7 @@ import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { notReadyReason, type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
@@ -250,15 +251,17 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   }
 
   /**
-   * Removes dead letters past their own retention (the one each was queued with, whatever
-   * this instance's is) now, and then every hour (every `queueDeadLetterRetentionMs` when
-   * shorter). Until it does, an expired dead letter stays listed and replayable.
+   * Removes dead letters past their own retention (the one each was queued with) now, then every
+   * hour (or `queueDeadLetterRetentionMs`); until then an expired one stays listed and replayable.
    */
   onApplicationBootstrap(): void {
     if (this.closed || this.trimTimer !== undefined) return;
     const retentionMs = this.options.queueDeadLetterRetentionMs;
-    void this.trimDeadLetters();
-    this.trimTimer = setInterval(() => void this.trimDeadLetters(), Math.max(1000, Math.min(retentionMs, DEAD_LETTER_TRIM_INTERVAL_MS)));
+    // outside the bootstrap's trace context: the trim belongs to no request
+    this.trimTimer = outsideTraceContext(() => {
+      void this.trimDeadLetters();
+      return setInterval(() => void this.trimDeadLetters(), Math.max(1000, Math.min(retentionMs, DEAD_LETTER_TRIM_INTERVAL_MS)));
+    });
     this.trimTimer.unref();
   }
 

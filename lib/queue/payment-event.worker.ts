@@ -13,6 +13,7 @@ import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.ex
 import { PaymentWebhookErrorCode, WebhookStoreUnavailableResponseError } from '../webhooks/payment-webhook.errors.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from '../webhooks/webhook-deduplicator.js';
 import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from '../webhooks/webhook-deduplication.settings.js';
+import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { webhookEventKey } from '../webhooks/webhook-store-keys.js';
 import type { BullMqModule, BullWorker } from './bullmq.loader.js';
 import type { PaymentEventQueue } from './payment-event-queue.js';
@@ -112,10 +113,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   onApplicationBootstrap(): void {
     if (this.worker !== undefined || this.stopped) return;
-    const worker = new this.bull.Worker<PaymentEventJobData>(
-      paymentQueueLayout(this.options).name,
-      (job, token) => this.process(job, token),
-      paymentWorkerOptions(this.options),
+    // made outside the bootstrap's trace context: BullMQ's loop keeps the context it was made in,
+    // and a job without a parent of its own (an untraced replay) would join a host's bootstrap span
+    const worker = outsideTraceContext(
+      () => new this.bull.Worker<PaymentEventJobData>(paymentQueueLayout(this.options).name, (job, token) => this.process(job, token), paymentWorkerOptions(this.options)),
     );
     worker.on('completed', (job) => {
       this.recorded(job);

@@ -8,6 +8,7 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
 import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
+import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { type TrackedWebhookClaim, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
 
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
@@ -142,7 +143,9 @@ export class WebhookDeduplicator {
     this.logger.error(`${failed}retrying in the background, at most a second apart, until the store answers (for up to 15 minutes)`);
     if (tracked !== undefined) tracked.completing = true;
     this.completing++;
-    void this.recordCompletion(key, claimToken, settings, monotonicNow() + BACKGROUND_COMPLETION_MS).finally(() => {
+    // after the answer: its store calls belong to no delivery's trace (the delivery's span has ended)
+    const retries = outsideTraceContext(() => this.recordCompletion(key, claimToken, settings, monotonicNow() + BACKGROUND_COMPLETION_MS));
+    void retries.finally(() => {
       this.completing--;
       done();
     });

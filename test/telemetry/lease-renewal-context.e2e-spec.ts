@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
-import { trace } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
@@ -34,6 +34,17 @@ class RecordingMemoryStore extends MemoryWebhookEventStore {
   override async extend(key: string, claimToken: string, leaseMs: number): Promise<boolean> {
     this.renewals.push({ key, activeSpan: activeSpanName() });
     return super.extend(key, claimToken, leaseMs);
+  }
+}
+
+/** Fails its first `failures` completions (the route's three, then background ones), recording the active span of each. */
+class CompleteFailingStore extends MemoryWebhookEventStore {
+  failures = 5;
+  readonly completions: Array<string | undefined> = [];
+  override async complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    this.completions.push(activeSpanName());
+    if (this.failures-- > 0) throw new Error('store down');
+    return super.complete(key, claimToken, retentionMs);
   }
 }
 
@@ -92,6 +103,38 @@ describe('lease renewals run outside every delivery\'s trace context (real OpenT
     expect(otel.spans().filter((s) => s.name === 'payment webhook refund.succeeded')).toHaveLength(2);
     expect(store.renewals.length).toBeGreaterThan(0);
     expect(store.renewals.filter((r) => r.activeSpan !== undefined)).toEqual([]);
+  });
+
+  it("inline: a completion retried in the background, after the delivery's answer, runs with no active span", async () => {
+    otel = await registerTestOtel();
+    const store = new CompleteFailingStore();
+    w = await startWebhookApp({ adapter: 'express', payment: { store } });
+    const event = envelope('payment.succeeded');
+    expect(await postWebhook(w.url, event)).toMatchObject({ status: 200 });
+    await waitFor('the completion recorded in the background', () => store.completions.length === 6);
+    const delivery = `payment webhook payment.succeeded ${String(event.eventId)}`;
+    // the route's three attempts belong to the delivery; the retries after its answer to none
+    expect(store.completions).toEqual([delivery, delivery, delivery, undefined, undefined, undefined]);
+  });
+
+  it('queue mode: a worker made while the host bootstrapped inside a span takes none of it: an untraced replay starts a trace of its own', async () => {
+    otel = await registerTestOtel();
+    const boot = trace.getTracer('host').startSpan('host bootstrap');
+    q = await context.with(trace.setSpan(context.active(), boot), () =>
+      startQueueApp(redis.url, { payment: { redisKeyPrefix: `boot-context-${Date.now()}:`, queueAttempts: 1 } }),
+    );
+    boot.end();
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    q.handlers.failTimes.set(id, 1);
+    expect((await postWebhook(q.url, event)).json).toEqual({ received: true, queued: true });
+    await waitFor('a dead letter', async () => (await q!.deadLetters.get(id)) !== undefined);
+    expect(await q.deadLetters.replay(id)).toBe(true); // no span active here
+    await waitFor('the replayed run', () => q!.handlers.count('done', id) === 1);
+    await waitFor('both job spans', () => otel.spans().filter((s) => s.name === 'payment job payment.succeeded').length === 2);
+    const replayed = otel.spans().filter((s) => s.name === 'payment job payment.succeeded')[1]!;
+    expect(replayed.parentSpanContext).toBeUndefined();
+    expect(replayed.spanContext().traceId).not.toBe(boot.spanContext().traceId);
   });
 
   it('queue mode: a worker\'s renewals run with no active span, not in the job span of the job that started the timer', async () => {
