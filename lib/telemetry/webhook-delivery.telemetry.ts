@@ -4,7 +4,7 @@ import { paymentEnvName } from '../config/payment-env.js';
 import { redactRedisUrlIn } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
-import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
+import { PaymentWebhookErrorCode, WebhookInvalidEnvelopeError } from '../webhooks/payment-webhook.errors.js';
 import { clientErrorSummary } from './client-error-summary.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
@@ -112,7 +112,9 @@ export class WebhookDeliveryTelemetry {
   rejected<E>(error: E, startedAt: number, log = true): E {
     const { code, status } = answerOf(error);
     this.record('rejected', code, undefined, startedAt);
-    if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, undefined, error);
+    // a signed body refused for its envelope: its id and type where they are well formed
+    const named = error instanceof PaymentWebhookHttpException && error.error instanceof WebhookInvalidEnvelopeError ? error.error.event : undefined;
+    if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, named, error);
     if (code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH) this.signatureMismatch();
     return error;
   }
@@ -221,9 +223,16 @@ export class WebhookDeliveryTelemetry {
   }
 
   /** Logs the delivery's one line; returns the reason it gave. */
-  private log(level: LogLevel, outcome: PaymentWebhookOutcome, status: number, code: string, event: AnyPaymentEvent | undefined, error: unknown): string {
+  private log(
+    level: LogLevel,
+    outcome: PaymentWebhookOutcome,
+    status: number,
+    code: string,
+    event: { eventId?: string; eventType?: string } | undefined,
+    error: unknown,
+  ): string {
     const reason = this.reasonOf(error);
-    const who = event === undefined ? '' : `eventId=${event.eventId} eventType=${event.eventType} `;
+    const who = `${event?.eventId === undefined ? '' : `eventId=${event.eventId} `}${event?.eventType === undefined ? '' : `eventType=${event.eventType} `}`;
     const line = `Webhook delivery ${outcome}, answered ${status} ${code}: ${who}account=${this.account}; ${reason}`;
     if (level === 'debug') this.logger.debug?.(line);
     else if (level === 'warn') this.logger.warn(line);

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { isRecord } from '../common/is-record.util.js';
+import { stripUndefined } from '../common/strip-undefined.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookInvalidEnvelopeError, WebhookInvalidJsonError } from './payment-webhook.errors.js';
@@ -75,7 +76,11 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
 
   if (!isRecord(body.data)) fail('data', 'must be an object');
 
-  if (errors !== undefined) throw new WebhookInvalidEnvelopeError(errors);
+  if (errors !== undefined) {
+    const failed: Record<string, string[]> = errors;
+    const wellFormed = (field: 'eventId' | 'eventType', value: unknown) => (failed[field] === undefined ? (value as string) : undefined);
+    throw new WebhookInvalidEnvelopeError(failed, stripUndefined({ eventId: wellFormed('eventId', eventId), eventType: wellFormed('eventType', eventType) }));
+  }
   checkDeliveredAsReceived(body, onAnomaly);
   return body as unknown as AnyPaymentEvent;
 }

@@ -198,7 +198,11 @@ export class WebhookInvalidJsonError extends PaymentWebhookError {
 /** Body is JSON but lacks what dispatch needs (`eventId`, `eventType`, `data`) (400). `errors` lists each bad field. */
 export class WebhookInvalidEnvelopeError extends PaymentWebhookError {
   override readonly name = 'WebhookInvalidEnvelopeError';
-  constructor(readonly errors: Record<string, string[]>) {
+  constructor(
+    readonly errors: Record<string, string[]>,
+    /** The body's `eventId` and `eventType` where each is well formed (for the log line; not in the answer). */
+    readonly event: { eventId?: string; eventType?: string } = {},
+  ) {
     super(
       PaymentWebhookErrorCode.INVALID_ENVELOPE,
       400,

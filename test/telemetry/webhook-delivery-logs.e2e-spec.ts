@@ -240,6 +240,27 @@ describe('webhook delivery log lines', () => {
     expect(deliveries(logger)).toHaveLength(3);
   });
 
+  it.each(ADAPTERS)('%s: a signed body refused for its envelope is logged at warn with its eventId and eventType where they are well formed', async (adapter) => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter, logger });
+    const badData = { ...envelope('payment.succeeded'), data: 'not an object' };
+    const badType = { ...envelope('payment.succeeded'), eventType: 'payment.*' };
+    for (const body of [badData, badType]) expect(await postWebhook(w.url, body)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_ENVELOPE' } });
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
+      [
+        'warn',
+        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${badData.eventId} eventType=payment.succeeded account=default; ` +
+          'The webhook body is not a valid event envelope (bad fields: data)',
+      ],
+      [
+        'warn',
+        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${badType.eventId} account=default; ` +
+          'The webhook body is not a valid event envelope (bad fields: eventType)',
+      ],
+    ]);
+  });
+
   it("express: a body over its parser's limit (100 kB) is counted, and the first one says how to raise the limit", async () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
