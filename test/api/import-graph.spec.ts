@@ -62,6 +62,11 @@ describe('lib/ import graph', () => {
     expect(outside('config', (t) => t.startsWith('config/') || t.startsWith('common/') || !t.includes('/'))).toEqual([]);
   });
 
+  it('keeps every file at 350 lines or fewer (CONTRIBUTING: smaller rooms)', () => {
+    const lines = (file: string) => readFileSync(join(lib, file), 'utf8').split('\n').length - 1;
+    expect([...graph.keys()].filter((file) => lines(file) > 350).map((file) => `${file}: ${lines(file)} lines`)).toEqual([]);
+  });
+
   it('reads every import it checks (the graph is not empty)', () => {
     expect(graph.size).toBeGreaterThan(80);
     expect(graph.get('webhooks/payment-webhook.processor.ts')).toContain('webhooks/payment-webhook.verifier.ts');
