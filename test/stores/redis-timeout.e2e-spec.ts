@@ -5,7 +5,8 @@
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
 import { MemoryWebhookEventStore } from '../../lib/stores/memory-webhook-event.store.js';
-import { startQueueApp, type QueueApp } from '../support/queue-app.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
+import { sleep, startQueueApp, type QueueApp, waitFor } from '../support/queue-app.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
@@ -51,6 +52,37 @@ describe('redisTimeoutMs: how long the module waits for a slow Redis', () => {
     const [waited, refused] = await Promise.all([postWebhook(patient.url, envelope()), postWebhook(hasty.url, envelope())]);
     expect(refused).toMatchObject({ status: 503, json: { statusCode: 503, code: 'WEBHOOK_STORE_UNAVAILABLE' } });
     expect(waited).toMatchObject({ status: 200, json: { received: true } });
+  });
+
+  it('inline mode: a lease renewal that Redis refuses is tried again before the lease lapses, so a later copy still gets 409', async () => {
+    const logger = new CollectingLogger();
+    const app = await startWebhookApp({
+      adapter: 'express',
+      logger,
+      payment: { redisUrl: redis.url, redisKeyPrefix: 'renewal:', redisTimeoutMs: 200, webhookLeaseMs: 1500 },
+    });
+    apps.push(app);
+    let release!: () => void;
+    app.handlers.gate = new Promise<void>((resolve) => (release = resolve));
+    const event = envelope('payment.succeeded');
+    const entered = app.handlers.entered;
+    const first = postWebhook(app.url, event);
+    await waitFor('the handler runs', () => app.handlers.entered === entered + 1);
+    await sleep(600); // one renewal went through
+    // Redis refuses writes for a moment (a paused Redis would run the renewal late, which renews too)
+    await admin.call('CONFIG', 'SET', 'min-replicas-to-write', '1');
+    try {
+      await waitFor('a renewal failed', () => logger.lines.some((l) => l.message.startsWith('Could not renew the claim') && l.message.endsWith('retrying')), 5000);
+    } finally {
+      await admin.call('CONFIG', 'SET', 'min-replicas-to-write', '0');
+    }
+    await sleep(1500); // past the lease the claim had before the refusal
+    const copy = await postWebhook(app.url, event);
+    release();
+    expect(copy).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    expect(await first).toMatchObject({ status: 200 });
+    expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(app.handlers.count('payment.*', event.eventId as string)).toBe(1);
   });
 
   it('queue mode: the route waits up to redisTimeoutMs for the job write; the default answers 503 after 2 s', async () => {
