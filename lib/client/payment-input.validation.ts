@@ -75,6 +75,12 @@ export class InputChecker {
       this.add(field, 'must not be "." or ".."');
       return undefined;
     }
+    if (/[/\\]/.test(value)) {
+      // the service uses ids as one path segment; encoded, a slash still reaches a proxy that decodes
+      // %2F before it routes (`x/../../payout` would take a refund's body elsewhere)
+      this.add(field, 'must not contain "/" or "\\" (an id is one path segment)');
+      return undefined;
+    }
     if (/[\u0000-\u001f\u007f]/.test(value)) {
       this.add(field, 'must not contain control characters');
       return undefined;

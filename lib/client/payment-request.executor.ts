@@ -207,7 +207,8 @@ export class PaymentRequestExecutor {
         const tooLong = failure instanceof PaymentRateLimitError ? retryAfterTooLongError(failure, retryAfterMs, this.options.maxRetryAfterMs) : failure;
         throw this.finalFailure(tooLong, mayHaveActed);
       }
-      const delayMs = retryAfterMs ?? this.backoff(retry);
+      // a Retry-After of 0 (or a date already past) names no pause: the backoff, not a burst at a per-minute limit
+      const delayMs = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : this.backoff(retry);
       retry++;
       previous = failure;
       mayHaveActed ||= !isRetryable('unsafe', failure);

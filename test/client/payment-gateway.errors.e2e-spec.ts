@@ -132,6 +132,8 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       [h.client.request({ method: 'GET', path: 'no-slash' }), 'path'],
       [h.client.request({ method: 'GET', path: '/payment/../../admin' }), 'path'],
       [h.client.refundPayment('..', { amount: '1' }), 'trxId'],
+      [h.client.refundPayment('x/../../payout', { amount: '1' }), 'trxId'],
+      [h.client.getRefund('r\\1'), 'refundUid'],
       [h.client.getPayout('.'), 'payoutUid'],
       // lone surrogates cannot be URL-encoded (a URIError, or a request that never leaves)
       [h.client.refundPayment('trx\ud800', { amount: '1' }), 'trxId'],

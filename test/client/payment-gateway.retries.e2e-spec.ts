@@ -108,6 +108,14 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
     });
   });
 
+  it('a Retry-After of 0 waits the backoff: no burst of retries at a limit counted per minute', async () => {
+    h = await startClientHarness({ maxRetries: 2, retryBaseDelayMs: 400 });
+    await h.client.listGateways();
+    h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 0, times: 2 });
+    await h.client.listGateways();
+    expect(h.clock.sleeps).toEqual([200, 400]); // half of each backoff ceiling, 400 then 800 ms (the harness's random is 0.5)
+  });
+
   describe('Retry-After is never cut short', () => {
     it('a token call limited for 60 s waits the whole 60 s and succeeds instead of burning its retries early', async () => {
       // another process on the same IP used the token window: the client's own queue knows nothing of it

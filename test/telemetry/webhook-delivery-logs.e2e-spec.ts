@@ -244,18 +244,18 @@ describe('webhook delivery log lines', () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter, logger });
-    const badData = { ...envelope('payment.succeeded'), data: 'not an object' };
-    const badType = { ...envelope('payment.succeeded'), eventType: 'payment.*' };
+    const badData: Record<string, unknown> = { ...envelope('payment.succeeded'), data: 'not an object' };
+    const badType: Record<string, unknown> = { ...envelope('payment.succeeded'), eventType: 'payment.*' };
     for (const body of [badData, badType]) expect(await postWebhook(w.url, body)).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_ENVELOPE' } });
     expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
       [
         'warn',
-        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${badData.eventId} eventType=payment.succeeded account=default; ` +
+        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${String(badData['eventId'])} eventType=payment.succeeded account=default; ` +
           'The webhook body is not a valid event envelope (bad fields: data)',
       ],
       [
         'warn',
-        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${badType.eventId} account=default; ` +
+        `Webhook delivery rejected, answered 400 WEBHOOK_INVALID_ENVELOPE: eventId=${String(badType['eventId'])} account=default; ` +
           'The webhook body is not a valid event envelope (bad fields: eventType)',
       ],
     ]);
