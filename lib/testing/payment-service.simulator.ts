@@ -241,6 +241,15 @@ export class PaymentServiceSimulator {
     this.deliverer.faults = {};
   }
 
+  /**
+   * Drops every outcome script not used yet (`scriptNextPayment`, `scriptPayment`,
+   * `scriptNextRefundFailure`, `scriptNextPayoutFailure`): between tests, so one that failed
+   * before using its script does not hand it to the next.
+   */
+  clearScripts(): void {
+    this.state.scripts.clear();
+  }
+
   /** Fate of the next created payment(s) without a more specific script (FIFO). */
   scriptNextPayment(...outcomes: PaymentOutcome[]): void {
     this.state.scripts.queueOutcomes(outcomes);

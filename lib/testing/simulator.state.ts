@@ -87,6 +87,14 @@ export class SimulatorScripts {
   takePayoutFailure(): string | undefined {
     return this.payoutFailures.shift();
   }
+
+  /** Drops every script not used yet. */
+  clear(): void {
+    this.nextOutcomes.length = 0;
+    this.outcomesByKey.clear();
+    this.refundFailures.length = 0;
+    this.payoutFailures.length = 0;
+  }
 }
 
 /** Everything the simulated service knows. Handlers change it; the facade reads copies of it. */

@@ -407,6 +407,22 @@ describe('PaymentServiceSimulator API', () => {
       expect(sim.events.at(-1)).toMatchObject({ eventType: 'refund.failed', data: { failureReason: 'bank said no' } });
     });
 
+    it('clearScripts() drops every script not used yet: payment outcomes (queued and by key), refund and payout failures', async () => {
+      const token = await simToken(sim);
+      const trxId = await paid(token);
+      sim.scriptNextPayment('fail', 'fail');
+      sim.scriptPayment('order-kept', 'fail');
+      sim.scriptNextRefundFailure('bank said no');
+      sim.scriptNextPayoutFailure('account closed');
+      sim.clearScripts();
+      const created = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: '10', idempotency_key: 'order-kept' }) });
+      expect(sim.payment(created.body.data.trxId)?.outcome).toBe('manual'); // this simulator's default, no script
+      const refund = await simCall(sim, 'POST', `/payment/${trxId}/refund`, { token, body: { amount: '1' } });
+      expect(refund.body.data).toMatchObject({ status: 'SUCCESS' });
+      const payout = await simCall(sim, 'POST', '/payout', { token, body: { amount: '1', currency: 'USD', recipient: { account_number: '1' } } });
+      expect(payout.body.data.status).not.toBe('FAILED');
+    });
+
     it('a refund that succeeds is taken out of the wallet (below zero if need be), a failed one is not', async () => {
       const token = await simToken(sim);
       const trxId = await paid(token); // wallet 100 + 10
