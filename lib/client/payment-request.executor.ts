@@ -21,7 +21,7 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
-import { answerData, isErrorEnvelope } from './payment-response.reader.js';
+import { answerData, isErrorEnvelope, unreadablePaymentCreation } from './payment-response.reader.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
 import { tokenFailureOfCall } from './payment-token-failure.js';
@@ -168,8 +168,9 @@ export class PaymentRequestExecutor {
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
-        if (success && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
-        failure = paymentErrorFromResponse({
+        const unreadable = success && call.operation === 'create_payment' ? unreadablePaymentCreation(call.method, call.path, answer.status, answer.body) : undefined;
+        if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
+        failure = unreadable ?? paymentErrorFromResponse({
           httpStatus: answer.status,
           body: answer.body,
           retryAfterSeconds: answer.retryAfterSeconds,

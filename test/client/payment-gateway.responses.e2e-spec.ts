@@ -255,6 +255,28 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
     });
   });
 
+  describe("a 2xx whose body is not the service's JSON (a firewall's page)", () => {
+    it('a payment creation is asked for again under its idempotency key, and resolves with the payment', async () => {
+      await start();
+      const page = { status: 200, body: undefined, html: '<html><body>Request blocked</body></html>' };
+      stub.answer('POST', '/payment/create', page, success({ trxId: 'trx_after_page' }));
+      const created = await client.createPayment({ amount: '1', currency: 'USD' }, { idempotencyKey: 'order-page-1' });
+      expect(created.trxId).toBe('trx_after_page');
+      const sent = stub.calls('/payment/create', 'POST');
+      expect(sent).toHaveLength(2);
+      expect(sent.map((r) => (r.body as { idempotency_key?: string }).idempotency_key)).toEqual(['order-page-1', 'order-page-1']);
+    });
+
+    it('a refund is not sent again: it resolves without its fields, as before', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: undefined, html: '<html>Request blocked</html>' });
+      const { result, error } = await captureLogs(() => client.refundPayment('trx_9', { amount: '1' }));
+      expect(error).toBeUndefined();
+      expect((result as { refundUid?: string }).refundUid).toBeUndefined();
+      expect(stub.calls('/payment/trx_9/refund')).toHaveLength(1);
+    });
+  });
+
   describe('getPaymentStatus', () => {
     it('works with data.status only: the asked id, pending false on 200', async () => {
       await start();

@@ -13,6 +13,8 @@ export interface StubAnswer {
   hold?: Promise<unknown>;
   /** Send the status line, the headers and half the body, then reset the connection. */
   cutBody?: boolean;
+  /** Send this text as the body (`text/html`) instead of `body` as JSON: a proxy's or firewall's page. */
+  html?: string;
 }
 
 export interface StubRequest {
@@ -87,9 +89,9 @@ export class ClientStubServer {
     else answer = { status: 404, body: { status: 'error', code: 'NOT_FOUND', message: 'No canned answer', errors: {}, data: [] } };
     if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     await answer.hold;
-    const payload = JSON.stringify(answer.body);
+    const payload = answer.html ?? JSON.stringify(answer.body);
     res.writeHead(answer.status ?? 200, {
-      'content-type': 'application/json',
+      'content-type': answer.html === undefined ? 'application/json' : 'text/html',
       'content-length': Buffer.byteLength(payload),
       ...answer.headers,
     });
