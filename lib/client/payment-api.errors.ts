@@ -245,6 +245,22 @@ export class PaymentNetworkError extends PaymentApiError {
 }
 
 /**
+ * A 2xx the client could not read (`why`: a body cut short, or no JSON object where the service
+ * answers one): the service got the request and acted on it. `isUnreadSuccess` recognises it.
+ */
+export function unreadSuccessError(method: string, path: string, httpStatus: number, why: string, failure: PaymentNetworkFailure): PaymentNetworkError {
+  return new PaymentNetworkError({
+    code: PaymentClientErrorCode.NETWORK_ERROR,
+    message: `${method} ${path} was answered ${httpStatus}, but ${why}`,
+    httpStatus,
+    method,
+    path,
+    mayHaveReachedService: true,
+    failure,
+  });
+}
+
+/**
  * The call's `signal` aborted it while it waited (rate-limit slot, token, backoff,
  * `Retry-After`); nothing was sent after that. @publicApi
  */

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { inspect, type InspectOptions } from 'node:util';
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { PendingWork } from '../common/pending-work.util.js';
-import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure } from './payment-api.errors.js';
+import { PaymentClientErrorCode, PaymentNetworkError, type PaymentNetworkFailure, unreadSuccessError } from './payment-api.errors.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 
 export interface HttpAttempt {
@@ -176,15 +176,7 @@ function networkErrorFrom(error: unknown, method: string, path: string, answered
   // a body that failed mid-stream carries its request; one refused up front has none
   if (code && REFUSED_BEFORE_SENDING_CODES.has(code) && !(error as { request?: unknown }).request) mayHaveReachedService = false;
   if (answeredStatus !== undefined) {
-    return new PaymentNetworkError({
-      code: PaymentClientErrorCode.NETWORK_ERROR,
-      message: `${method} ${path} was answered ${answeredStatus}, but its body could not be read (${code ?? 'unknown network error'})`,
-      httpStatus: answeredStatus,
-      method,
-      path,
-      mayHaveReachedService: true,
-      failure,
-    });
+    return unreadSuccessError(method, path, answeredStatus, `its body could not be read (${code ?? 'unknown network error'})`, failure);
   }
   const what = failure === 'timeout' ? 'timed out' : `failed without an answer (${code ?? 'unknown network error'})`;
   return new PaymentNetworkError({

@@ -12,6 +12,7 @@ import {
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
+  unreadSuccessError,
 } from './payment-api.errors.js';
 import { paymentErrorFromResponse } from './payment-error-response.reader.js';
 import { abortedCallError, abortedCheckError, eitherSignal } from './payment-call-abort.js';
@@ -21,7 +22,7 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
 import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
-import { answerData, isErrorEnvelope, unreadablePaymentCreation } from './payment-response.reader.js';
+import { answerData, isErrorEnvelope, isForeignSuccessBody } from './payment-response.reader.js';
 import { redactSecrets } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
 import { tokenFailureOfCall } from './payment-token-failure.js';
@@ -168,7 +169,8 @@ export class PaymentRequestExecutor {
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
-        const unreadable = success && call.operation === 'create_payment' ? unreadablePaymentCreation(call.method, call.path, answer.status, answer.body) : undefined;
+        const foreign = success && call.operation === 'create_payment' && isForeignSuccessBody(answer.body);
+        const unreadable = foreign ? unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other') : undefined;
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = unreadable ?? paymentErrorFromResponse({
           httpStatus: answer.status,
@@ -225,9 +227,8 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * The error the call ends with. A last attempt that surely did not act (a refused
-   * connection, a 429, a token failure) does not undo an earlier one that may have: the
-   * error says so (`mayHaveReachedService`).
+   * The error the call ends with. A last attempt that surely did not act (a refused connection, a
+   * 429, a token failure) does not undo an earlier one that may have: it says so (`mayHaveReachedService`).
    */
   private finalFailure<E extends PaymentApiError>(failure: E, mayHaveActed: boolean): E {
     return mayHaveActed ? failure.withEarlierAttemptMayHaveActed() : failure;

@@ -1,7 +1,6 @@
 import { isRecord } from '../common/is-record.util.js';
 import type { PaymentResponseFields } from '../config/payment-module-options.interface.js';
 import type { PaymentGateway } from './payment-api.types.js';
-import { PaymentClientErrorCode, PaymentNetworkError } from './payment-api.errors.js';
 
 /** The camelCase field a value is copied to. */
 export type PaymentResponseField = keyof PaymentResponseFields;
@@ -104,19 +103,10 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
 }
 
 /**
- * A payment creation's 2xx whose body is no JSON object (a proxy's or firewall's page, plain
- * text): not the service's answer, so it is read as a 2xx whose body could not be read, and the
- * payment is asked for again under its idempotency key. `undefined` for any other answer.
+ * Whether a 2xx body is none the service writes (no JSON object, and not empty either: a proxy's
+ * or firewall's page, plain text). Read as a 2xx whose body could not be read, a payment creation
+ * is asked for again under its idempotency key.
  */
-export function unreadablePaymentCreation(method: string, path: string, status: number, body: unknown): PaymentNetworkError | undefined {
-  if (isRecord(body) || body === undefined || body === '') return undefined;
-  return new PaymentNetworkError({
-    code: PaymentClientErrorCode.NETWORK_ERROR,
-    message: `${method} ${path} was answered ${status}, but its body is not the service's JSON`,
-    httpStatus: status,
-    method,
-    path,
-    mayHaveReachedService: true,
-    failure: 'other',
-  });
+export function isForeignSuccessBody(body: unknown): boolean {
+  return !isRecord(body) && body !== undefined && body !== '';
 }
