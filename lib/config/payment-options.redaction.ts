@@ -13,20 +13,33 @@ const SECRET_FIELDS = ['clientSecret', 'webhookSecrets', 'redisUrl', 'queueRedis
  * `structuredClone`, `Object.entries`) carries none of them.
  */
 export function withRedactedSecrets(options: ResolvedPaymentOptions): ResolvedPaymentOptions {
-  const redacted = () => ({
-    ...options,
-    clientSecret: options.clientSecret === undefined ? undefined : REDACTED,
-    webhookSecrets: options.webhookSecrets.map(() => REDACTED),
-    redisUrl: options.redisUrl === undefined ? undefined : redactRedisUrl(options.redisUrl),
-    queueRedisUrl: options.queueRedisUrl === undefined ? undefined : redactRedisUrl(options.queueRedisUrl),
-    store: options.store ? options.store.constructor?.name ?? 'custom store' : undefined,
-  });
   for (const field of SECRET_FIELDS) {
     Object.defineProperty(options, field, { value: options[field], enumerable: false, writable: false });
   }
+  printRedacted(options, 'webhookSecrets');
+  return options;
+}
+
+/**
+ * Makes JSON and `inspect` print `options` as its enumerable fields plus its secret ones
+ * redacted: secrets (one, or each of a list) as the marker, Redis URLs without their password,
+ * a store by its class name. `webhookSecrets` is the resolved options' name, `webhookSecret` the given ones'.
+ */
+function printRedacted(options: object, webhookSecretField: 'webhookSecret' | 'webhookSecrets'): void {
+  const fields = options as Record<string, unknown>;
+  const secret = (value: unknown) => (value === undefined ? undefined : Array.isArray(value) ? value.map(() => REDACTED) : REDACTED);
+  const url = (value: unknown) => (typeof value === 'string' ? redactRedisUrl(value) : value);
+  const store = fields['store'] as object | undefined;
+  const redacted = () => ({
+    ...fields,
+    clientSecret: secret(fields['clientSecret']),
+    [webhookSecretField]: secret(fields[webhookSecretField]),
+    redisUrl: url(fields['redisUrl']),
+    queueRedisUrl: url(fields['queueRedisUrl']),
+    store: store ? store.constructor?.name ?? 'custom store' : undefined,
+  });
   Object.defineProperty(options, 'toJSON', { value: redacted, enumerable: false });
   Object.defineProperty(options, Symbol.for('nodejs.util.inspect.custom'), { value: redacted, enumerable: false });
-  return options;
 }
 
 /** The options that hold a secret (a Redis URL may carry a password). */
@@ -50,19 +63,6 @@ export function withRedactedModuleOptions<T>(options: T): T {
     Object.defineProperty(copy, key, { value, enumerable: !SECRET_OPTION_KEYS.has(key), writable: true, configurable: true });
   }
   // an own `toJSON` is no option: kept as given, for the resolver to refuse
-  if (Object.hasOwn(copy, 'toJSON')) return copy as T;
-  const url = (value: unknown) => (typeof value === 'string' ? redactRedisUrl(value) : value);
-  const secret = (value: unknown) => (value === undefined ? undefined : Array.isArray(value) ? value.map(() => REDACTED) : REDACTED);
-  const store = copy['store'] as object | undefined;
-  const redacted = () => ({
-    ...copy,
-    clientSecret: secret(copy['clientSecret']),
-    webhookSecret: secret(copy['webhookSecret']),
-    redisUrl: url(copy['redisUrl']),
-    queueRedisUrl: url(copy['queueRedisUrl']),
-    store: store ? store.constructor?.name ?? 'custom store' : undefined,
-  });
-  Object.defineProperty(copy, 'toJSON', { value: redacted, enumerable: false, configurable: true });
-  Object.defineProperty(copy, Symbol.for('nodejs.util.inspect.custom'), { value: redacted, enumerable: false, configurable: true });
+  if (!Object.hasOwn(copy, 'toJSON')) printRedacted(copy, 'webhookSecret');
   return copy as T;
 }
