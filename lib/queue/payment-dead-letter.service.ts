@@ -1,8 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
-import { MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
+import { eventIdProblem, MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import { isPaymentEventJob, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
@@ -87,7 +86,7 @@ export class PaymentDeadLetterService {
 
 /** An id the webhook route could have taken (see the envelope's checks); anything else is a caller's mistake. */
 function assertEventId(eventId: unknown): asserts eventId is string {
-  if (typeof eventId !== 'string' || eventId.trim().length === 0 || eventId.length > MAX_EVENT_ID_LENGTH || !isWellFormedUnicode(eventId)) {
+  if (eventIdProblem(eventId) !== undefined) {
     throw new TypeError(
       `PaymentDeadLetterService: eventId must be a non-blank string of at most ${MAX_EVENT_ID_LENGTH} characters (well-formed Unicode)`,
     );

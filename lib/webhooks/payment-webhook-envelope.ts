@@ -41,6 +41,15 @@ export function parseWebhookJson(rawBody: Buffer | string): unknown {
   }
 }
 
+/** What is wrong with `eventId` as the route takes one, or `undefined` when nothing is. */
+export function eventIdProblem(eventId: unknown): string | undefined {
+  if (typeof eventId !== 'string') return 'must be a string';
+  if (eventId.trim().length === 0) return 'must not be empty';
+  if (eventId.length > MAX_EVENT_ID_LENGTH) return `must be at most ${MAX_EVENT_ID_LENGTH} characters`;
+  if (!isWellFormedUnicode(eventId)) return 'must be well-formed Unicode (no lone surrogates)';
+  return undefined;
+}
+
 /**
  * Checks a parsed, signature-verified body and returns it as an event. Only what dispatch
  * needs is required (400 `WEBHOOK_INVALID_ENVELOPE` listing every bad field otherwise):
@@ -64,10 +73,8 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   };
 
   const eventId = body.eventId;
-  if (typeof eventId !== 'string') fail('eventId', 'must be a string');
-  else if (eventId.trim().length === 0) fail('eventId', 'must not be empty');
-  else if (eventId.length > MAX_EVENT_ID_LENGTH) fail('eventId', `must be at most ${MAX_EVENT_ID_LENGTH} characters`);
-  else if (!isWellFormedUnicode(eventId)) fail('eventId', 'must be well-formed Unicode (no lone surrogates)');
+  const eventIdFault = eventIdProblem(eventId);
+  if (eventIdFault !== undefined) fail('eventId', eventIdFault);
 
   const eventType = body.eventType;
   if (typeof eventType !== 'string') fail('eventType', 'must be a string');
@@ -77,9 +84,9 @@ export function validateWebhookEnvelope(body: unknown, onAnomaly?: (anomaly: Web
   if (!isRecord(body.data)) fail('data', 'must be an object');
 
   if (errors !== undefined) {
-    const failed: Record<string, string[]> = errors;
-    const wellFormed = (field: 'eventId' | 'eventType', value: unknown) => (failed[field] === undefined ? (value as string) : undefined);
-    throw new WebhookInvalidEnvelopeError(failed, stripUndefined({ eventId: wellFormed('eventId', eventId), eventType: wellFormed('eventType', eventType) }));
+    // the id and type where they are well formed, for the refusal's log line
+    const named = { eventId: errors['eventId'] ? undefined : (eventId as string), eventType: errors['eventType'] ? undefined : (eventType as string) };
+    throw new WebhookInvalidEnvelopeError(errors, stripUndefined(named));
   }
   checkDeliveredAsReceived(body, onAnomaly);
   return body as unknown as AnyPaymentEvent;
