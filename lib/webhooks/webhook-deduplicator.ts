@@ -104,12 +104,8 @@ export class WebhookDeduplicator {
       }
       return result;
     } finally {
-      this.endRun();
+      if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-  }
-
-  private endRun(): void {
-    if (--this.running === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   /**
@@ -129,15 +125,14 @@ export class WebhookDeduplicator {
     tracked: TrackedWebhookClaim | undefined,
     done: () => void,
   ): void {
-    const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); answering 2xx so a retry does not run them again, `;
-    const runAgain = 'A duplicate delivery arriving after the lease expires would run them again.';
+    const failed = `${completionNotRecorded(key, error)}answering 2xx so a retry does not run them again, `;
     const notRetried = this.closing.signal.aborted
       ? 'shutdown under way'
       : this.completing >= MAX_BACKGROUND_COMPLETIONS
         ? `${MAX_BACKGROUND_COMPLETIONS} completions are being retried already`
         : undefined;
     if (notRetried !== undefined) {
-      this.logger.error(`${failed}not retried (${notRetried}). ${runAgain}`);
+      this.logger.error(`${failed}not retried (${notRetried}). ${RUN_AGAIN}`);
       return done();
     }
     this.logger.error(`${failed}retrying in the background, at most a second apart, until the store answers (for up to 15 minutes)`);
@@ -283,13 +278,12 @@ export class WebhookDeduplicator {
   /** The last failure; said here where retries end for good (the route's first three: by `keepCompleting`). */
   private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): { error: unknown } {
     if (endless) {
-      const failed = `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
       const outcome = !inBackground
         ? 'the job is recorded completed so the handlers are not run again by a retry'
         : this.closing.signal.aborted
           ? 'shutdown stopped the retries'
           : 'the retries ended after 15 minutes';
-      this.logger.error(`${failed}${outcome}. A duplicate delivery arriving after the lease expires would run them again.`);
+      this.logger.error(`${completionNotRecorded(key, error)}${outcome}. ${RUN_AGAIN}`);
     }
     return { error };
   }
@@ -324,6 +318,14 @@ export class WebhookDeduplicator {
     }
   }
 }
+
+/** What completion failures say first. */
+function completionNotRecorded(key: string, error: unknown): string {
+  return `Handlers of webhook event "${key}" succeeded but completion could not be recorded (${describeError(error)}); `;
+}
+
+/** What a completion given up risks. */
+const RUN_AGAIN = 'A duplicate delivery arriving after the lease expires would run them again.';
 
 /** `call`, bounded by `timeoutMs` where one is set (the queue worker; the route has its sender's time-out). */
 function withStoreTimeout<T>(call: Promise<T>, timeoutMs: number | undefined): Promise<T> {
