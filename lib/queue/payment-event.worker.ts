@@ -189,10 +189,11 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
 
   /** Runs one job, or hands it back unrun, tracked until its outcome is recorded in Redis. */
   private process(job: PaymentEventJob, token?: string): Promise<void> {
-    if (!isNewerPaymentEventJob(job) && !isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
+    const newer = isNewerPaymentEventJob(job);
+    if (!newer && !isPaymentEventJob(job)) return Promise.reject(foreignJobError(this.bull, this.logger, this.account, job));
     const settled = this.running.begin(job.id ?? '');
     let run: Promise<void>;
-    if (isNewerPaymentEventJob(job)) run = handBackNewerJob(this.bull, this.logger, this.account, job, token).finally(() => this.recorded(job));
+    if (newer) run = handBackNewerJob(this.bull, this.logger, this.account, job, token).finally(() => this.recorded(job));
     else if (this.stopped) run = this.handBack(job, token);
     else if (this.otherEnvironment.has(job)) run = this.otherEnvironment.handBack(job, token).finally(() => this.recorded(job));
     else run = this.run(job, token);
