@@ -56,29 +56,22 @@ describe('inline mode: completion recorded after a Redis outage that began while
   });
 });
 
-/** A store of the host's own whose completion always fails (its backend refuses writes). */
+/** A store of the host's own that fails completions until `heal()` (claims and renewals still answer), counting them. */
 class CompleteFailingStore extends MemoryWebhookEventStore {
   completeCalls = 0;
-  override complete(): Promise<void> {
-    this.completeCalls++;
-    return Promise.reject(new Error('backend refuses writes'));
-  }
-}
-
-/** A store of the host's own that fails completions until `heal()` (claims and renewals still answer). */
-class CompleteFailingForAWhileStore extends MemoryWebhookEventStore {
   private healed = false;
   heal(): void {
     this.healed = true;
   }
   override complete(key: string, claimToken: string, retentionMs: number): Promise<void> {
+    this.completeCalls++;
     return this.healed ? super.complete(key, claimToken, retentionMs) : Promise.reject(new Error('backend refuses writes for now'));
   }
 }
 
 describe('inline mode: completions retried in the background', () => {
   it('keep their claim renewed meanwhile: a copy delivered after the lease is still a 409, and a duplicate once recorded', async () => {
-    const store = new CompleteFailingForAWhileStore();
+    const store = new CompleteFailingStore();
     const app = await startWebhookApp({ adapter: 'express', payment: { store, webhookLeaseMs: 300 } });
     try {
       const event = envelope('payment.succeeded');
