@@ -44,10 +44,17 @@ function isWebhookPath(urlPath: string, routePaths: readonly string[], matching:
   return routePaths.some((route) => p === (ignoreCase ? route.toLowerCase() : route));
 }
 
+/** A request target's scheme and authority (absolute-form, `POST http://host/path`: what a proxy sends). */
+const ABSOLUTE_FORM_ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
+/** The path of a request target without its query, as Express's router reads it (an absolute-form target is routed by its path). */
 function pathOf(url: string | undefined): string {
   if (!url) return '/';
   const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+  const target = q === -1 ? url : url.slice(0, q);
+  if (target.startsWith('/')) return target;
+  const origin = ABSOLUTE_FORM_ORIGIN.exec(target);
+  return origin === null ? target : target.slice(origin[0].length) || '/';
 }
 
 /** Body of an Express body-parser error, or `undefined` when it is not a client error of the parser. */

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Body, Controller, HttpCode, Post, RequestMethod, Version, VersioningType } from '@nestjs/common';
@@ -18,6 +19,29 @@ import {
 } from '../support/webhooks-app.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
+
+/** A signed POST to the webhook path whose request line names the whole URL (absolute-form), as `fetch` never sends. */
+function postAbsoluteForm(baseUrl: string, body: string): Promise<{ status: number; json: any }> {
+  const target = `${baseUrl}/payments/webhook`;
+  const headers = { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(body, WEBHOOK_SECRET, now()) };
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(target, { method: 'POST', path: target, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let json: any;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, json });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
   let w: WebhookApp;
@@ -457,6 +481,11 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
           else expect({ path, code: String(broken.json?.code) }).toEqual({ path, code: expect.not.stringMatching(/^WEBHOOK_/) });
         }
       }
+      // a request line with an absolute URL (RFC 9112 absolute-form, as a proxy sends it) is routed by its path
+      const absolute = await postAbsoluteForm(apps[0]!.url, JSON.stringify(envelope()));
+      const absoluteBroken = await postAbsoluteForm(apps[0]!.url, '{broken');
+      if (absolute.status === 200) expect(absoluteBroken).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+      else expect(String(absoluteBroken.json?.code)).not.toMatch(/^WEBHOOK_/);
       expect((await postWebhook(apps[0]!.url, envelope(), { path: 'PAYMENTS/Webhook' })).status).toBe(adapter === 'express' ? 200 : 404);
       if (adapter === 'express') {
         // the settings change what the router routes, and the answers follow
