@@ -23,6 +23,7 @@ export const PaymentWebhookErrorCode = {
   QUEUE_UNAVAILABLE: 'WEBHOOK_QUEUE_UNAVAILABLE',
   RECONCILIATION_FAILED: 'WEBHOOK_RECONCILIATION_FAILED',
   BAD_REQUEST: 'WEBHOOK_BAD_REQUEST',
+  REQUEST_REFUSED: 'WEBHOOK_REQUEST_REFUSED',
   UNKNOWN_ACCOUNT: 'WEBHOOK_UNKNOWN_ACCOUNT',
   INTERNAL_ERROR: 'WEBHOOK_INTERNAL_ERROR',
   ROUTE_MISCONFIGURED: 'WEBHOOK_ROUTE_MISCONFIGURED',
@@ -50,7 +51,8 @@ export function webhookErrorCodeForStatus(status: number): PaymentWebhookErrorCo
     case 400:
       return PaymentWebhookErrorCode.BAD_REQUEST;
     default:
-      return status >= 500 ? PaymentWebhookErrorCode.INTERNAL_ERROR : PaymentWebhookErrorCode.BAD_REQUEST;
+      // another 4xx is a refusal of the app's, not a bad request (a rate limiter's 429, an auth guard's 403)
+      return status >= 500 ? PaymentWebhookErrorCode.INTERNAL_ERROR : PaymentWebhookErrorCode.REQUEST_REFUSED;
   }
 }
 

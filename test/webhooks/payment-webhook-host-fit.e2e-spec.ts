@@ -56,6 +56,17 @@ class HostAuthGuard implements CanActivate {
   }
 }
 
+/** A host guard on the route that refuses a request naming a status in `x-host-refuse` (a rate limiter's 429, a 403). */
+@Injectable()
+class HeaderRefusingGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const refuse = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-host-refuse'];
+    if (refuse === '429') throw new HttpException('Too Many Requests', 429);
+    if (refuse === 'coded') throw new HttpException({ statusCode: 403, code: 'HOST_IP_BLOCKED', message: 'Blocked' }, 403);
+    return refuse === undefined; // false: Nest's ForbiddenException
+  }
+}
+
 /** A host guard that reads `@Public()` from the controller class only, as some auth libraries do. */
 @Injectable()
 class ClassLevelAuthGuard extends HostAuthGuard {
@@ -436,6 +447,29 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         expect(await postWebhook(own.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
         // refused by the body parser before the route: the host's filter answers, as documented
         expect(await postWebhook(own.url, '{"eventId": broken', { signature: null })).toMatchObject({ status: 400, json: { path: 'host-shaped' } });
+      } finally {
+        await own.close();
+      }
+    });
+
+    it("PaymentWebhookExceptionFilter names another enhancer's 4xx WEBHOOK_REQUEST_REFUSED (not a bad request), and keeps a code the host gave", async () => {
+      const own = await startWebhookApp({
+        adapter,
+        payment: { webhookDecorators: [UseFilters(PaymentWebhookExceptionFilter), UseGuards(HeaderRefusingGuard)] },
+      });
+      try {
+        for (const [refuse, status] of [['429', 429], ['403', 403]] as const) {
+          expect(await postWebhook(own.url, envelope(), { headers: { 'x-host-refuse': refuse } })).toMatchObject({
+            status,
+            json: { statusCode: status, code: 'WEBHOOK_REQUEST_REFUSED' },
+          });
+        }
+        expect(await postWebhook(own.url, envelope(), { headers: { 'x-host-refuse': 'coded' } })).toMatchObject({
+          status: 403,
+          json: { statusCode: 403, code: 'HOST_IP_BLOCKED' },
+        });
+        expect(own.handlers.calls).toHaveLength(0);
+        expect(await postWebhook(own.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
       } finally {
         await own.close();
       }
