@@ -1,6 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
-import { PaymentAbortedError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
+import { PaymentAbortedError, PaymentApiError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
@@ -34,6 +34,15 @@ interface CachedToken {
 const REMEMBERED_TOKENS = 16;
 /** How long a failed check (`checkToken`) is answered again without a new token request. */
 const CHECK_FAILURE_HOLD_MS = 30_000;
+/** The longest hold a refusal's `Retry-After` stretches it to (a token's lifetime): an absurd one must not hold it for days. */
+const CHECK_FAILURE_MAX_HOLD_MS = 600_000;
+
+/** How long the check's failure is answered again: 30 s, or as long as the refusal's `Retry-After` asked (up to 10 minutes). */
+function checkFailureHoldMs(error: unknown): number {
+  const retryAfterSeconds = error instanceof PaymentApiError ? error.retryAfterSeconds : undefined;
+  if (retryAfterSeconds === undefined || !(retryAfterSeconds * 1000 > CHECK_FAILURE_HOLD_MS)) return CHECK_FAILURE_HOLD_MS;
+  return Math.min(retryAfterSeconds * 1000, CHECK_FAILURE_MAX_HOLD_MS);
+}
 
 /**
  * Access tokens (valid 10 minutes). Payment creations always get a token requested for them
@@ -93,7 +102,7 @@ export class PaymentTokenManager {
    * its own wait with its `signal` (rejecting with the signal's reason), and the request is
    * given up (while it waits for its slot: a token request is never cut on the wire) only once
    * every caller has; a request already sent is still shared by later checks. The service's
-   * refusal is answered again for `CHECK_FAILURE_HOLD_MS`; a request given up before it was sent is not.
+   * refusal is answered again for `CHECK_FAILURE_HOLD_MS` (longer when its `Retry-After` says so); a request given up before it was sent is not.
    */
   checkToken(signal?: AbortSignal): Promise<string> {
     const cached = this.usableToken();
@@ -142,7 +151,7 @@ export class PaymentTokenManager {
         },
         (error: unknown) => {
           // given up before it was sent: not the service's answer, so nothing to hold
-          if (!(error instanceof PaymentAbortedError)) this.#checkFailed = { error, until: this.clock.now() + CHECK_FAILURE_HOLD_MS };
+          if (!(error instanceof PaymentAbortedError)) this.#checkFailed = { error, until: this.clock.now() + checkFailureHoldMs(error) };
           throw error;
         },
       )

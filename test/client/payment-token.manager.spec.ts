@@ -1,4 +1,4 @@
-import { PaymentServerError } from '../../lib/client/payment-api.errors.js';
+import { PaymentRateLimitError, PaymentServerError } from '../../lib/client/payment-api.errors.js';
 import { PaymentTokenManager, parseTokenData } from '../../lib/client/payment-token.manager.js';
 import { ClientFakeClock } from '../support/client-fake-clock.js';
 
@@ -57,6 +57,35 @@ describe('PaymentTokenManager (fake clock)', () => {
     manager.invalidate('tok-2');
     expect(await manager.getToken()).toBe('tok-3');
     expect(count()).toBe(3);
+  });
+});
+
+describe("PaymentTokenManager.checkToken: a failed health check's hold", () => {
+  function refusing(retryAfterSeconds: number | undefined) {
+    const clock = new ClientFakeClock();
+    let asked = 0;
+    const manager = new PaymentTokenManager(
+      async () => {
+        asked++;
+        throw new PaymentRateLimitError({ message: 'Too many token requests', code: 'RATE_LIMITED', httpStatus: 429, retryAfterSeconds });
+      },
+      clock,
+      tokenOptions,
+    );
+    return { clock, manager, asked: () => asked };
+  }
+
+  it('answers a refusal again for 30 s, or as long as its Retry-After asked (up to 10 minutes), without a new token request', async () => {
+    for (const [retryAfterSeconds, holdMs] of [[undefined, 30_000], [5, 30_000], [90, 90_000], [86_400, 600_000]] as const) {
+      const { clock, manager, asked } = refusing(retryAfterSeconds);
+      await expect(manager.checkToken()).rejects.toBeInstanceOf(PaymentRateLimitError);
+      clock.advance(holdMs - 1);
+      await expect(manager.checkToken()).rejects.toBeInstanceOf(PaymentRateLimitError);
+      expect([retryAfterSeconds, asked()]).toEqual([retryAfterSeconds, 1]);
+      clock.advance(1);
+      await expect(manager.checkToken()).rejects.toBeInstanceOf(PaymentRateLimitError);
+      expect([retryAfterSeconds, asked()]).toEqual([retryAfterSeconds, 2]);
+    }
   });
 });
 
