@@ -10,6 +10,8 @@ import type {
 } from './payment-health.interface.js';
 
 const DEFAULT_TIMEOUT_MS = 3000;
+/** The longest delay Node's timers take. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness
@@ -40,18 +42,26 @@ export class PaymentHealthIndicator {
    * Runs the checks concurrently and resolves with `{ [key]: { status, reason?, accounts } }`:
    * `up` when every check passed, else `down` with `reason` listing the failed components.
    * @throws PaymentConfigurationError when `accounts` names an account no `forRoot()` registered.
+   * @throws RangeError when `include` or `exclude` names a check no account has, or `timeoutMs` is not 1 to 2^31 - 1 ms.
    */
   async isHealthy<K extends string = 'payments'>(key: K = 'payments' as K, options: PaymentHealthCheckOptions = {}): Promise<PaymentHealthIndicatorResult<K>> {
+    if (typeof options !== 'object' || options === null) throw new TypeError('PaymentHealthIndicator.isHealthy: options must be an object or left out');
+    if (options.accounts !== undefined && !Array.isArray(options.accounts)) throw new TypeError('PaymentHealthIndicator.isHealthy: accounts must be an array of account names');
     const names = options.accounts ?? this.accounts.names();
     for (const name of names) this.accounts.require(name);
-    const include = new Set(options.include ?? []);
+    const include = this.componentNames('include', options.include);
+    const exclude = this.componentNames('exclude', options.exclude);
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    // past 2^31 - 1 ms (Infinity, NaN too) Node's timers fire after 1 ms: every check would be down
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
+      throw new RangeError(`PaymentHealthIndicator.isHealthy: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
+    }
     // in registration order, whatever the order of `accounts`
     const selected = this.accounts
       .names()
       .filter((name) => names.includes(name))
       .flatMap((name) => this.accounts.require(name).probes)
-      .filter((p) => !p.onDemand || include.has(p.component));
+      .filter((p) => (!p.onDemand || include.has(p.component)) && !exclude.has(p.component));
 
     const states = await Promise.all(selected.map((probe) => runProbe(probe, timeoutMs)));
     const accounts: Record<string, Record<string, PaymentHealthComponentState>> = {};
@@ -64,6 +74,23 @@ export class PaymentHealthIndicator {
     });
     const result = failures.length === 0 ? { status: 'up' as const, accounts } : { status: 'down' as const, reason: failures.join('; '), accounts };
     return { [key]: result } as PaymentHealthIndicatorResult<K>;
+  }
+
+  /**
+   * The component names of `include` or `exclude`; a name no registered account has a check of
+   * is refused (a typo would leave a check out, or never run it, without a word).
+   */
+  private componentNames(option: 'include' | 'exclude', given: readonly string[] | undefined): ReadonlySet<string> {
+    if (given === undefined) return new Set();
+    if (!Array.isArray(given)) throw new TypeError(`PaymentHealthIndicator.isHealthy: ${option} must be an array of check names`);
+    const known = new Set(this.accounts.names().flatMap((name) => this.accounts.require(name).probes.map((p) => p.component)));
+    const unknown = given.filter((component) => !known.has(component));
+    if (unknown.length > 0) {
+      throw new RangeError(
+        `PaymentHealthIndicator.isHealthy: ${option} names ${unknown.map((c) => JSON.stringify(c)).join(', ')}, a check no account has (checks: ${[...known].join(', ')})`,
+      );
+    }
+    return new Set(given);
   }
 }
 

@@ -32,10 +32,17 @@ export interface PaymentHealthCheckOptions {
    * Checks that only run when named here. `'authentication'`: a token can be obtained from the
    * service (`PaymentGatewayService.checkAuthentication()`; no call while a cached token is valid); an
    * account without credentials is up with `configured: false`.
-   * @default [] (the webhook event stores only)
+   * @default [] (the webhook event stores, and the queues in queue mode)
    */
-  include?: readonly string[];
-  /** Longest wait for each check; a slower one is down. @default 3000 */
+  include?: readonly 'authentication'[];
+  /**
+   * Checks left out. `['store']` on a queue-mode instance without a worker (`queueWorker: false`):
+   * its route queues events while the store is down (the workers claim them once it is back), so a
+   * readiness probe must not take it out of rotation for that. A name no account's checks have is refused.
+   * @default []
+   */
+  exclude?: readonly ('store' | 'queue' | 'authentication')[];
+  /** Longest wait for each check, in ms (1 to 2,147,483,647); a slower one is down. @default 3000 */
   timeoutMs?: number;
 }
 

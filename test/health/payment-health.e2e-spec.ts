@@ -241,6 +241,51 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
     }
   });
 
+  it('in queue mode without a worker, exclude: [\'store\'] keeps readiness up while the store is down and the route still queues', async () => {
+    const [storeRedis, queueRedis] = await Promise.all([startRedisServer(), startRedisServer()]);
+    try {
+      w = await healthApp({ processing: 'queue', queueWorker: false, redisUrl: storeRedis.url, queueRedisUrl: queueRedis.url });
+      await storeRedis.stop();
+      // the route needs only the queue: the workers claim the event in the store once it is back
+      expect((await postWebhook(w.url, envelope())).json).toEqual({ received: true, queued: true });
+      const indicator = w.app.get(PaymentHealthIndicator);
+      expect((await indicator.isHealthy()).payments).toMatchObject({ status: 'down', accounts: { default: { store: { status: 'down' }, queue: { status: 'up' } } } });
+      const ready = (await indicator.isHealthy('payments', { exclude: ['store'] })).payments;
+      expect(ready).toMatchObject({ status: 'up', accounts: { default: { queue: { status: 'up' } } } });
+      expect(ready.accounts.default).not.toHaveProperty('store');
+    } finally {
+      await w?.close();
+      w = undefined;
+      await Promise.all([storeRedis.stop(), queueRedis.stop()]);
+    }
+  });
+
+  it('refuses check options that would quietly check something else: an unknown check name, a time-out timers cannot wait', async () => {
+    w = await healthApp({});
+    const indicator = w.app.get(PaymentHealthIndicator);
+    const refused = async (options: unknown) => {
+      try {
+        await indicator.isHealthy('payments', options as never);
+      } catch (error) {
+        return `${(error as Error).name}: ${(error as Error).message}`;
+      }
+      return 'accepted';
+    };
+    // a typo must not leave the credentials unchecked, or the store checked, without a word
+    expect(await refused({ include: ['auth'] })).toBe(
+      'RangeError: PaymentHealthIndicator.isHealthy: include names "auth", a check no account has (checks: store, authentication)',
+    );
+    expect(await refused({ exclude: ['stores'] })).toMatch(/^RangeError: .*exclude names "stores"/);
+    expect(await refused({ exclude: 'store' })).toMatch(/^TypeError: .*exclude must be an array/);
+    expect(await refused({ accounts: 'default' })).toMatch(/^TypeError: .*accounts must be an array/);
+    expect(await refused(null)).toMatch(/^TypeError: .*options must be an object/);
+    // Node fires a timer of Infinity, NaN or over 2^31 - 1 ms after 1 ms: a healthy store would be down
+    for (const timeoutMs of [Infinity, Number.NaN, 2 ** 31, 0, -5, 1.5]) {
+      expect([timeoutMs, await refused({ timeoutMs })]).toEqual([timeoutMs, expect.stringMatching(/^RangeError: .*timeoutMs must be a whole number of milliseconds from 1 to 2147483647$/)]);
+    }
+    expect(await refused({ include: ['authentication'], exclude: ['store'], timeoutMs: 2 ** 31 - 1 })).toBe('accepted');
+  });
+
   it('in queue mode with only the queue URL, names that URL (redacted) for the store built on it', async () => {
     const password = 'qu3ue-only-pa55word';
     const port = await unusedLoopbackPort();
