@@ -69,6 +69,17 @@ export function notConnectedReason(client: RedisClientLike, describe: (error: un
 type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 /**
+ * ioredis' `reconnectOnError`: a write refused `READONLY` means the connection reaches a primary
+ * demoted to a replica (a failover behind one endpoint, as managed Redis does it); a new
+ * connection reaches the new primary. The refused command is not sent again (`1`): it failed,
+ * and its caller answers as for any Redis error (the service retries a 503).
+ * @internal
+ */
+export function reconnectOnReadOnly(error: Error): 1 | false {
+  return typeof error?.message === 'string' && error.message.startsWith('READONLY') ? 1 : false;
+}
+
+/**
  * An ioredis client for the store: commands fail fast while Redis is down (no offline
  * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
  * background, at most every 2 s, so the store heals by itself.
@@ -83,6 +94,7 @@ export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAU
       connectTimeout: timeoutMs,
       commandTimeout: timeoutMs,
       retryStrategy: (times: number) => Math.min(times * 100, 2000),
+      reconnectOnError: reconnectOnReadOnly,
       // a socket that does not close when told to is destroyed after this (ioredis keeps the
       // process alive meanwhile, 2 s by default, even for a socket that died in an outage)
       disconnectTimeout: REDIS_CLOSE_GRACE_MS,
