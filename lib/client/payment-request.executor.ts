@@ -147,6 +147,7 @@ export class PaymentRequestExecutor {
         // the last moment the call can be given up: past it, the request is on the wire
         this.throwIfAborted(call, previous, mayHaveActed);
         sending = true;
+        observed?.sending(); // a repeat counts as a retry once sent (not when given up during its wait)
         sentAt = this.runtime.clock.now();
         answer = await this.http.send({
           method: call.method,
@@ -193,7 +194,7 @@ export class PaymentRequestExecutor {
         this.tokens.invalidate(token);
         token = undefined;
         this.logger.warn?.(`${call.method} ${call.path} (account ${this.options.account}): token rejected (${failure.code}); retrying once with a new token`);
-        observed?.retrying(failure.code, 0, failure.httpStatus);
+        observed?.attemptFailed(failure.code, 0, failure.httpStatus);
         continue;
       }
       const retryable = isRetryable(call.retry, failure);
@@ -215,10 +216,9 @@ export class PaymentRequestExecutor {
       retry++;
       previous = failure;
       mayHaveActed ||= !isRetryable('unsafe', failure);
-      // a signal that fired while the attempt was on the wire ends the call before a retry is
-      // counted: a clock of the app's own may not check it, and would keep a timer of up to maxRetryAfterMs
+      observed?.attemptFailed(failure.code, delayMs, failure.httpStatus);
+      // a signal that fired while the attempt was on the wire ends the call here: an app's clock may not check it (a timer of up to maxRetryAfterMs)
       this.throwIfAborted(call, previous, mayHaveActed);
-      observed?.retrying(failure.code, delayMs, failure.httpStatus);
       this.logger.warn?.(
         `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
       );

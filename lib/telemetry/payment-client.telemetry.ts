@@ -1,5 +1,5 @@
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
+import { PaymentAbortedError, PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
 import { isTokenFailureOfCall } from '../client/payment-token-failure.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
@@ -53,8 +53,14 @@ export class PaymentClientTelemetry {
 export class PaymentClientCallTelemetry {
   private readonly startedAt = performance.now();
   private retries = 0;
-  /** Status of the last answer a retried attempt got (a token failure ends a call with the token call's status). */
+  /**
+   * Status of the last answer a failed attempt that was to be repeated got: the call's status when
+   * it ends before that repeat is sent (given up during its wait, or a token failure, whose error
+   * carries the token call's status).
+   */
   private lastAnswerStatus: number | undefined;
+  /** The failed attempt whose repeat is waited for (`attemptFailed`), counted when it is sent. */
+  private repeat: { code: string; delayMs: number; httpStatus: number | undefined } | undefined;
 
   constructor(
     readonly operation: PaymentClientOperation,
@@ -85,10 +91,22 @@ export class PaymentClientCallTelemetry {
     }
   }
 
-  /** The attempt failed with `code` (its answer's `httpStatus`, if any) and is repeated after `delayMs`. */
-  retrying(code: string, delayMs: number, httpStatus?: number): void {
-    this.retries++;
+  /**
+   * An attempt failed with `code` (its answer's `httpStatus`, if any) and is to be repeated after
+   * `delayMs`: a retry once the repeat is sent (`sending`), none if the call ends first.
+   */
+  attemptFailed(code: string, delayMs: number, httpStatus: number | undefined): void {
     this.lastAnswerStatus = httpStatus;
+    this.repeat = { code, delayMs, httpStatus };
+  }
+
+  /** An attempt goes on the wire: the repeat of a failed one is counted as a retry. */
+  sending(): void {
+    const repeat = this.repeat;
+    if (repeat === undefined) return;
+    this.repeat = undefined;
+    this.retries++;
+    const { code, delayMs, httpStatus } = repeat;
     const known = metricCode(code, httpStatus);
     try {
       this.instruments?.clientRetries.add(1, { operation: this.operation, code: known, account: this.account });
@@ -101,9 +119,9 @@ export class PaymentClientCallTelemetry {
   /** The call's measurements and the end of its span, each guarded on its own: one failing never skips the other. */
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
     const code = error === undefined ? undefined : codeOf(error);
-    // a call not sent (again) for want of a token: the status on its error is the token call's;
-    // the call's own last answer is the one before (none when it was never sent)
-    const httpStatus = error === undefined ? okStatus : isTokenFailureOfCall(error) ? this.lastAnswerStatus : statusOf(error);
+    // a call not sent (again) for want of a token, or given up: the status on a token failure is
+    // the token call's; the call's own last answer is the one before (none when it was never sent)
+    const httpStatus = error === undefined ? okStatus : isTokenFailureOfCall(error) || error instanceof PaymentAbortedError ? this.lastAnswerStatus : statusOf(error);
     if (this.instruments !== undefined) {
       try {
         const attributes: Attributes = { operation: this.operation, outcome, account: this.account };

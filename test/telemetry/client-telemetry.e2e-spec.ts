@@ -6,6 +6,7 @@ import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { rejectionOf, SANDBOX_CLIENT, startClientHarness, type ClientHarness } from '../support/client-simulator.js';
+import { waitFor } from '../support/wait.js';
 import {
   byAttributes,
   counterPoints,
@@ -154,6 +155,40 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
         { operation: 'list_gateways', outcome: 'error', code: 'PAY_1004', http_status: 401, account: 'default', value: 1 },
       ]),
     );
+  });
+
+  it('counts a retry when the repeat is sent: a call given up during its wait, or whose renewed token never came, counts none, and keeps its last answer\'s status', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    await h.client.listGateways(); // a cached token
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 503, retryAfterSeconds: 5 });
+    const controller = new AbortController();
+    const aborted = rejectionOf(h.client.listGateways({ signal: controller.signal }));
+    await waitFor('the 503 was answered', () => h.calls(GATEWAYS).length === 2);
+    controller.abort();
+    expect((await aborted).code).toBe('ABORTED');
+    // a renewal decided after PAY_1003, its token refused: the call is not sent again
+    h.sim.injectFault({ path: '/authentication/token', kind: 'status', code: 'PAY_1004' });
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', code: 'PAY_1003' });
+    expect((await rejectionOf(h.client.listGateways())).code).toBe('PAY_1004');
+    expect(h.calls(GATEWAYS)).toHaveLength(3);
+    const points = await otel.collect();
+    expect(counterPoints(points, PaymentMetricName.CLIENT_RETRIES)).toEqual([]);
+    expect(counterPoints(points, PaymentMetricName.CLIENT_REQUESTS).find((p) => p.code === 'ABORTED')).toEqual({
+      operation: 'list_gateways',
+      outcome: 'error',
+      code: 'ABORTED',
+      http_status: 503,
+      account: 'default',
+      value: 1,
+    });
+    const spans = otel.spans().filter((s) => s.name === 'payment client list_gateways');
+    expect(spans.map((s) => [s.attributes['payment_gateway.retries'], s.events.filter((e) => e.name === 'retry').length])).toEqual([
+      [0, 0],
+      [0, 0],
+      [0, 0],
+    ]);
+    expect(spans[1]!.attributes['http.response.status_code']).toBe(503);
   });
 
   it('counts codes the spec does not know by their HTTP status: an answer cannot add a series per request', async () => {
