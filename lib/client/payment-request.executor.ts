@@ -134,8 +134,7 @@ export class PaymentRequestExecutor {
     for (let retry = 0; ; ) {
       let answer: HttpAnswer | undefined;
       let failure: PaymentApiError | undefined;
-      // Slot first, token second: a call may queue for minutes, and a token taken
-      // before the wait could expire in the queue.
+      // Slot first, token second: a call may queue for minutes, and a token taken before could expire there.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
       const release = await acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
@@ -171,7 +170,8 @@ export class PaymentRequestExecutor {
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
         const foreign = success && call.operation === 'create_payment' && isForeignSuccessBody(answer.body);
-        const unreadable = foreign ? unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other') : undefined;
+        // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
+        const unreadable: PaymentApiError | undefined = foreign ? this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, token) : undefined;
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = unreadable ?? paymentErrorFromResponse({
           httpStatus: answer.status,

@@ -17,12 +17,14 @@ export function answerData(body: unknown): unknown {
 
 /**
  * Whether a 2xx body is the service's error envelope (`status: 'error'`, a code, no payload: its
- * `data` absent or the empty array): the answer contradicts itself, so it is neither a success
- * nor a refusal the caller may simply repeat. A record that carries `data` is read as a success.
+ * `data` absent, null, or an empty array or object): the answer contradicts itself, so it is
+ * neither a success nor a refusal the caller may simply repeat. One whose `data` holds something
+ * is read as a success.
  */
 export function isErrorEnvelope(body: unknown): boolean {
   if (!isRecord(body) || body.status !== 'error' || typeof body.code !== 'string') return false;
-  return body.data === undefined || (Array.isArray(body.data) && body.data.length === 0);
+  const data = body.data;
+  return data === undefined || data === null || (Array.isArray(data) ? data.length === 0 : isRecord(data) && Object.keys(data).length === 0);
 }
 
 /**

@@ -267,6 +267,16 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(sent.map((r) => (r.body as { idempotency_key?: string }).idempotency_key)).toEqual(['order-page-1', 'order-page-1']);
     });
 
+    it('a payment creation answered so on every attempt fails with its idempotency key (the one the client made), to ask again under it', async () => {
+      await start({ maxRetries: 1 });
+      const page = { status: 200, body: undefined, html: '<html><body>Request blocked</body></html>' };
+      stub.answer('POST', '/payment/create', page, page);
+      const error = await rejectionOf(client.createPayment({ amount: '1', currency: 'USD' }));
+      const keys = stub.calls('/payment/create', 'POST').map((r) => (r.body as { idempotency_key?: string }).idempotency_key);
+      expect(keys).toEqual([keys[0], keys[0]]);
+      expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true, idempotencyKey: keys[0], account: 'default' });
+    });
+
     it('a refund is not sent again: it resolves without its fields, as before', async () => {
       await start();
       stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: undefined, html: '<html>Request blocked</html>' });

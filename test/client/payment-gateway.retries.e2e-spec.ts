@@ -223,13 +223,18 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.sim.refunds).toHaveLength(1);
     });
 
-    it('a payout answered 200 with the error envelope is an error whose outcome is unknown (mayHaveReachedService), never a success, and is not sent again', async () => {
+    it.each([
+      ['[]', []],
+      ['{}', {}],
+      ['null', null],
+      ['left out', undefined],
+    ])('a payout answered 200 with the error envelope (data %s) is an error whose outcome is unknown (mayHaveReachedService), never a success, and is not sent again', async (_label, data) => {
       h = await startClientHarness();
       h.sim.injectFault({
         path: '/payout',
         method: 'POST',
         kind: 'rewrite',
-        rewrite: () => ({ body: { status: 'error', code: 'PAY_3001', message: 'Payout request failed.', errors: {}, data: [] }, status: 200 }),
+        rewrite: () => ({ body: { status: 'error', code: 'PAY_3001', message: 'Payout request failed.', errors: {}, data }, status: 200 }),
       });
       const error = await rejectionOf(h.client.createPayout({ amount: '10', currency: 'USD', recipient }));
       expect(error).toBeInstanceOf(PaymentPayoutError);
