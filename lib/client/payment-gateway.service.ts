@@ -22,6 +22,7 @@ import type {
   RefundResult,
 } from './payment-api.types.js';
 import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { matchesPathTemplate } from '../common/api-path.util.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
@@ -254,8 +255,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   /**
    * Any other call (subaccounts, endpoints the service does not publish) with the same
    * tokens, limits, retries and errors. Non-GET requests are treated as not
-   * idempotent unless `idempotent: true`. Paths under `endpoints.subaccountPrefix`
-   * count in the refunds/payouts limit unless `scope` says otherwise.
+   * idempotent unless `idempotent: true`. Paths under `endpoints.subaccountPrefix`, and GETs of
+   * the refund and payout lookup paths, count in the refunds/payouts limit unless `scope` says otherwise.
    */
   async request<T = unknown>(options: PaymentRequestOptions): Promise<PaymentResponse<T>> {
     const call = requestCall(new InputChecker(this.options.account), options, (method, path) => this.defaultScope(method, path));
@@ -263,11 +264,12 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };
   }
 
-  /** Subaccount operations share the refunds/payouts limit, reads included; other GETs are reads. */
+  /** Subaccount operations and refund/payout lookups share the refunds/payouts limit (as the typed lookups do); other GETs are reads. */
   private defaultScope(method: string, path: unknown): PaymentRequestScope {
-    const prefix = this.options.endpoints.subaccountPrefix;
-    if (typeof path === 'string' && path.startsWith(prefix)) return 'money-movement';
-    return method === 'GET' ? 'read' : 'money-movement';
+    if (method !== 'GET') return 'money-movement';
+    const { subaccountPrefix, refundLookup, payoutLookup } = this.options.endpoints;
+    const lookup = typeof path === 'string' && (matchesPathTemplate(path, refundLookup) || matchesPathTemplate(path, payoutLookup));
+    return lookup || (typeof path === 'string' && path.startsWith(subaccountPrefix)) ? 'money-movement' : 'read';
   }
 
   /**

@@ -22,3 +22,10 @@ export function isApiQuery(value: unknown): boolean {
     )
   );
 }
+
+/** Whether `path` is one of the paths `template` names: each `{placeholder}` segment stands for any one non-empty segment. */
+export function matchesPathTemplate(path: string, template: string): boolean {
+  const segments = path.split('/');
+  const expected = template.split('/');
+  return segments.length === expected.length && expected.every((t, i) => (/^\{[^/{}]+\}$/.test(t) ? segments[i] !== '' : t === segments[i]));
+}

@@ -96,6 +96,18 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     expect(h.clock.sleeps).toHaveLength(sleptBefore);
   });
 
+  it('a refund or payout lookup through request() counts with refunds and payouts, as getRefund and getPayout do', async () => {
+    const small = { moneyMovementPerMinute: 2 };
+    h = await startClientHarness({ rateLimits: small, maxRetries: 0 }, { rateLimits: small });
+    const payout = await h.client.createPayout({ amount: '1', currency: 'USD', recipient });
+    await h.client.request({ method: 'GET', path: `/payout/${payout.payoutUid}` });
+    expect(h.clock.sleeps).toEqual([]);
+    // the bucket is full: the next lookup waits a window instead of meeting the service's 429
+    await h.client.request({ method: 'GET', path: `/payout/${payout.payoutUid}` });
+    expect(h.clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(55_000);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
   it('endpoints.subaccountPrefix says which paths are subaccount operations', async () => {
     const small = { moneyMovementPerMinute: 1 };
     h = await startClientHarness({ rateLimits: small, maxRetries: 0, endpoints: { subaccountPrefix: '/merchant/subaccounts' } }, { rateLimits: small });
