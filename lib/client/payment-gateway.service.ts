@@ -78,7 +78,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     // only a left-out key means "generate one": `{ idempotencyKey: order.paymentKey }` whose value
     // got lost would otherwise get a new key per call, and a retry would make a second payment
     const keyLeftOut = callOptions === undefined || !('idempotencyKey' in callOptions);
-    const idempotencyKey = keyLeftOut ? randomUUID() : check.identifier('idempotencyKey', callOptions.idempotencyKey);
+    const idempotencyKey = keyLeftOut ? randomUUID() : check.identifier('idempotencyKey', callOptions.idempotencyKey, false);
     const signal = check.signal(options?.signal);
     check.throwIfInvalid('createPayment');
     const path = this.options.endpoints.createPayment;

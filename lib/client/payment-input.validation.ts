@@ -60,8 +60,11 @@ export class InputChecker {
     return value;
   }
 
-  /** Identifiers go into paths and keys: non-empty, bounded, no control characters. */
-  identifier(field: string, value: unknown): string | undefined {
+  /**
+   * Identifiers go into paths and keys: non-empty, bounded, no control characters; one that may go
+   * into a path (`pathSegment`, the default) is also one path segment.
+   */
+  identifier(field: string, value: unknown, pathSegment = true): string | undefined {
     if (typeof value !== 'string' || value.length === 0 || value.trim() !== value) {
       this.add(field, 'must be a non-empty string without surrounding spaces');
       return undefined;
@@ -70,12 +73,12 @@ export class InputChecker {
       this.add(field, `must be at most ${MAX_IDENTIFIER_LENGTH} characters`);
       return undefined;
     }
-    if (value === '.' || value === '..') {
+    if (pathSegment && (value === '.' || value === '..')) {
       // would become a dot segment of the URL path and address another resource
       this.add(field, 'must not be "." or ".."');
       return undefined;
     }
-    if (/[/\\]/.test(value)) {
+    if (pathSegment && /[/\\]/.test(value)) {
       // the service uses ids as one path segment; encoded, a slash still reaches a proxy that decodes
       // %2F before it routes (`x/../../payout` would take a refund's body elsewhere)
       this.add(field, 'must not contain "/" or "\\" (an id is one path segment)');

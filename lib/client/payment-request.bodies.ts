@@ -52,7 +52,7 @@ export function paymentRequestBody(check: InputChecker, input: CreatePaymentInpu
         const split = check.inputObject(`splits[${i}]`, input.splits[i], SPLIT_INPUT_FIELDS);
         if (split === undefined) continue; // a hole or not an object: recorded, nothing is sent
         splits.push({
-          subaccount_id: check.identifier(`splits[${i}].subaccountId`, split.subaccountId) ?? '',
+          subaccount_id: check.identifier(`splits[${i}].subaccountId`, split.subaccountId, false) ?? '',
           amount: check.amount(`splits[${i}].amount`, split.amount) ?? '',
         });
       }

@@ -147,6 +147,18 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests).toHaveLength(0);
   });
 
+  it('an id sent in the body only (an idempotency key, a split subaccount) may hold "/" or "\\": the one-segment rule is for ids in a path', async () => {
+    h = await startClientHarness();
+    const created = await h.client.createPayment({ amount: '2', currency: 'USD' }, { idempotencyKey: 'shop/2026\\0001' });
+    expect((await h.client.createPayment({ amount: '2', currency: 'USD' }, { idempotencyKey: 'shop/2026\\0001' })).trxId).toBe(created.trxId);
+    expect(h.calls('/payment/create').map((r) => (r.body as { idempotency_key?: string }).idempotency_key)).toEqual(['shop/2026\\0001', 'shop/2026\\0001']);
+    // not refused client-side: sent, and the service judges the id
+    await h.client.createPayment({ amount: '2', currency: 'USD', splits: [{ subaccountId: 'team/a', amount: '1' }] }).catch((error: { clientSide?: boolean }) => {
+      expect(error.clientSide).not.toBe(true);
+    });
+    expect((h.calls('/payment/create')[2]?.body as { splits?: Array<{ subaccount_id?: string }> }).splits?.[0]?.subaccount_id).toBe('team/a');
+  });
+
   it('money inputs that would change what is sent are refused, not dropped or overwritten: nothing sent', async () => {
     h = await startClientHarness();
     const cases: Array<[Promise<unknown>, string]> = [
