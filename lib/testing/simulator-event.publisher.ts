@@ -13,12 +13,16 @@ const RESOURCE_ID_FIELDS: Readonly<Record<string, string>> = Object.freeze({
   subaccount_payout: 'payoutUid',
 });
 
-/** The resource key of an event: `<family>:<id>`, or `<type>:` for a family without a known id field or data without the id. */
-function resourceKeyOf(type: string, data: Record<string, unknown>): string {
+/**
+ * The resource key of a merchant's event: `<merchantId>:<family>:<id>`, or `<merchantId>:<type>:` for a
+ * family without a known id field or data without the id. A merchant's resources are its own: another
+ * merchant's event with the same id releases none of its held events.
+ */
+function resourceKeyOf(merchantId: number, type: string, data: Record<string, unknown>): string {
   const family = type.split('.', 1)[0]!;
   // own keys only: a family named `constructor` is no resource
   const id = Object.hasOwn(RESOURCE_ID_FIELDS, family) ? data[RESOURCE_ID_FIELDS[family]!] : undefined;
-  return id === undefined ? `${type}:` : `${family}:${String(id)}`;
+  return id === undefined ? `${merchantId}:${type}:` : `${merchantId}:${family}:${String(id)}`;
 }
 
 /** Wraps event data in an envelope, records it, and hands it to webhook delivery. */
@@ -44,7 +48,7 @@ export class SimulatorEventPublisher {
       environment: merchant.settings.mode === 'live' ? 'production' : 'sandbox',
     }) as PaymentEventEnvelope;
     this.log.push(envelope);
-    this.deliverer.enqueue(envelope, merchantId, resourceKeyOf(type, data));
+    this.deliverer.enqueue(envelope, merchantId, resourceKeyOf(merchantId, type, data));
     return envelope;
   }
 }

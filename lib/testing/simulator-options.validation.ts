@@ -83,7 +83,9 @@ function assertRateLimits(limits: PaymentServiceSimulatorOptions['rateLimits']):
     if (value === undefined) continue;
     if (!RATE_LIMIT_KEYS.includes(key)) throw new TypeError(`rateLimits.${key} is unknown${likelyKey(key, RATE_LIMIT_KEYS) || `; known: ${RATE_LIMIT_KEYS.join(', ')}`}`);
     if (!Number.isInteger(value) || (value as number) < 1) {
-      throw new TypeError(`rateLimits.${key} must be a whole number of requests per minute, at least 1 (leave it out for the spec's value)`);
+      // a number out of range is a RangeError, as for the other numeric options; anything else a TypeError
+      const ErrorClass = typeof value === 'number' ? RangeError : TypeError;
+      throw new ErrorClass(`rateLimits.${key} must be a whole number of requests per minute, at least 1 (leave it out for the spec's value)`);
     }
   }
 }
@@ -157,6 +159,10 @@ export function assertFault(fault: SimulatorFault): void {
     );
   }
   assertOptionalBoolean('fault.afterHandling', fault.afterHandling);
+  // the other kinds answer before or instead of the handler by what they are: the switch would be ignored
+  if (fault.afterHandling !== undefined && !['status', 'reset', 'stall'].includes(fault.kind)) {
+    throw new TypeError(`fault.afterHandling is for 'status', 'reset' and 'stall' faults (not '${fault.kind}')`);
+  }
   if (fault.trickleMs !== undefined && (!Number.isInteger(fault.trickleMs) || fault.trickleMs < 0 || fault.kind !== 'trickle')) {
     throw new RangeError(`fault.trickleMs must be a whole number of ms, 0 or more, on a 'trickle' fault (not ${fault.trickleMs} on '${fault.kind}')`);
   }
@@ -205,7 +211,21 @@ function isFaultablePath(path: string): boolean {
   if (!path.startsWith('/') || /[?#{}]|\/:/.test(path)) return false;
   const base = BASE_PATHS.find(([prefix]) => path.startsWith(`${prefix}/`));
   const route = base === undefined ? path : path.slice(base[0].length);
-  return !SIMULATOR_ROUTE_SHAPES.some((shape) => shape !== route && shape.endsWith(route));
+  return !SIMULATOR_ROUTE_SHAPES.some((shape) => endsRouteShape(route, shape));
+}
+
+/**
+ * Whether `route` is only the end of `shape` (`/trx_1/refund` of `/payment/{id}/refund`): fewer
+ * segments, each the shape's (an `{id}` takes any), one of them a name the shape spells out (a
+ * path that would be an id alone, `/disputes`, is a path of its own).
+ */
+function endsRouteShape(route: string, shape: string): boolean {
+  const segments = route.split('/').slice(1);
+  const shapeSegments = shape.split('/').slice(1);
+  if (segments.length >= shapeSegments.length) return false;
+  const tail = shapeSegments.slice(shapeSegments.length - segments.length);
+  const fits = segments.every((segment, i) => (tail[i] === '{id}' ? segment !== '' : tail[i] === segment));
+  return fits && tail.some((segment) => segment !== '{id}');
 }
 
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */

@@ -36,12 +36,39 @@ export function errorAnswer(err: unknown): SimulatorAnswer {
   return { status: e.status, body: e.toEnvelope(), headers: e.headers };
 }
 
+/**
+ * How deep JSON may nest (PHP's `json_decode` default): deeper bodies are refused, as such a
+ * service refuses them, and kept as text in the request log (copies of deeper values overflow the stack).
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** Whether JSON `text` nests arrays and objects deeper than {@link MAX_JSON_DEPTH} (brackets in strings do not count). */
+export function nestsTooDeep(text: string): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
 /** The body as a JSON object (`{}` when empty); anything else is a `PAY_4000` with a `body` message. */
 export function readJsonObject(req: SimulatorRequest): Record<string, unknown> {
   if (req.raw.length === 0) return {};
+  const text = req.raw.toString('utf8');
+  if (nestsTooDeep(text)) {
+    throw new SimulatorHttpError('PAY_4000', undefined, { body: [`The request body must not nest deeper than ${MAX_JSON_DEPTH} levels.`] });
+  }
   let value: unknown;
   try {
-    value = JSON.parse(req.raw.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new SimulatorHttpError('PAY_4000', undefined, { body: ['The request body must be valid JSON.'] });
   }

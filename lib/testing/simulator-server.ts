@@ -5,7 +5,7 @@ import type { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import { preemptsHandling, rewrittenAnswer, statusFaultAnswer, type SimulatorFaults } from './simulator-faults.js';
-import { errorAnswer, type SimulatorAnswer } from './simulator-request.js';
+import { errorAnswer, nestsTooDeep, type SimulatorAnswer } from './simulator-request.js';
 import type { SimulatorRouter } from './simulator.router.js';
 import type { SimulatedMode, SimulatorFault, SimulatorRequestRecord } from './simulator.types.js';
 
@@ -31,6 +31,8 @@ export class SimulatorServer {
   private readonly stalled = new Set<ServerResponse>();
   private server?: Server;
   private starting?: Promise<void>;
+  /** A stop still closing the server: a start waits for it (the port is free only then). */
+  private stopping?: Promise<void>;
   /** The port of the first start, taken again by a restart. */
   private firstPort?: number;
   private baseUrl?: string;
@@ -69,7 +71,10 @@ export class SimulatorServer {
    */
   start(): Promise<void> {
     if (this.server) return Promise.resolve();
-    this.starting ??= this.listen().finally(() => {
+    this.starting ??= (async () => {
+      await this.stopping;
+      await this.listen();
+    })().finally(() => {
       this.starting = undefined;
     });
     return this.starting;
@@ -89,9 +94,17 @@ export class SimulatorServer {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
-    server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-      else socket.destroy();
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      // the service's JSON error envelope, as for every other refusal (431: headers over Node's limit)
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+      const error = new SimulatorHttpError(tooLarge ? 'HEADERS_TOO_LARGE' : 'MALFORMED_REQUEST');
+      const body = JSON.stringify(error.toEnvelope());
+      const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -110,16 +123,22 @@ export class SimulatorServer {
 
   /** Closes the server and every connection, stalled ones included (after a start still under way). */
   async stop(): Promise<void> {
-    await this.starting?.catch(() => undefined);
+    // no wait when no start is under way: the server is taken at once, so a start() called
+    // right after this (not awaited) listens again instead of finding it still there
+    if (this.starting) await this.starting.catch(() => undefined);
     const server = this.server;
     this.server = undefined;
-    if (!server) return;
+    if (!server) return this.stopping;
     for (const res of this.stalled) res.destroy();
     this.stalled.clear();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     for (const s of this.sockets) s.destroy();
-    await closed;
+    const stopping = closed.finally(() => {
+      if (this.stopping === stopping) this.stopping = undefined;
+    });
+    this.stopping = stopping;
+    await stopping;
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -264,6 +283,8 @@ function answerHeaders(answer: SimulatorAnswer, contentLength: number, close = f
 function describeBody(raw: Buffer): unknown {
   if (raw.length === 0) return undefined;
   const text = raw.toString('utf8');
+  // kept as text: the log's copies (`requests`, a rewrite's record) would overflow the stack
+  if (nestsTooDeep(text)) return text;
   try {
     return JSON.parse(text);
   } catch {

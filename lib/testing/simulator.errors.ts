@@ -27,6 +27,8 @@ export const SIMULATOR_ERROR_TABLE: Readonly<Record<string, Readonly<{ status: n
   NOT_FOUND: { status: 404, message: 'No such endpoint.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed on this endpoint.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body too large.' },
+  MALFORMED_REQUEST: { status: 400, message: 'Malformed HTTP request.' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'Request headers too large.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal server error.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'Service unavailable.' },
 });

@@ -83,6 +83,54 @@ describe('PaymentServiceSimulator API', () => {
     expect(create({ webhookTimeScale: 0, deliveryTimeoutMs: 2 ** 31 - 1, confirmationDelayMs: 0, port: 0 })).not.toThrow();
   });
 
+  it('refuses fault and limit settings it would ignore: afterHandling on other kinds, the end of an id route, a limit below 1 (RangeError)', () => {
+    expect(() => sim.injectFault({ path: '/payout', kind: 'rewrite', rewrite: () => undefined, afterHandling: true })).toThrow(/afterHandling is for 'status', 'reset' and 'stall'/);
+    expect(() => sim.injectFault({ path: '/payout', kind: 'trickle', trickleMs: 10, afterHandling: false })).toThrow(/afterHandling/);
+    for (const path of ['/trx_1/refund', '/sandbox/api/v1/trx_1/refund']) {
+      expect(() => sim.injectFault({ kind: 'status', status: 503, path })).toThrow(/can never match/);
+    }
+    for (const value of [-1, 0, 1.5, Number.NaN, Infinity]) {
+      expect(() => new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: value } })).toThrow(RangeError);
+    }
+    expect(() => new PaymentServiceSimulator({ rateLimits: { tokenPerMinute: '5' as never } })).toThrow(TypeError);
+  });
+
+  it('answers a body nested deeper than 512 levels PAY_4000 and logs it as text: its logs stay readable', async () => {
+    const token = await simToken(sim);
+    const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+    const payout = (note: string) => `{"amount":"1","currency":"USD","recipient":{"iban":"GB00","note":${note}}}`;
+    expectError(await simCall(sim, 'POST', '/payout', { token, rawBody: payout(deep(6000)), headers: { 'content-type': 'application/json' } }), 400, 'PAY_4000');
+    expectError(await simCall(sim, 'POST', '/authentication/token', { rawBody: '['.repeat(6000) + ']'.repeat(6000), headers: { 'content-type': 'application/json' } }), 400, 'PAY_4000');
+    // within the limit, still a payout
+    expect((await simCall(sim, 'POST', '/payout', { token, rawBody: payout(deep(100)), headers: { 'content-type': 'application/json' } })).status).toBe(201);
+    expect(sim.payouts).toHaveLength(1);
+    expect(sim.requests.filter((r) => typeof r.body === 'string')).toHaveLength(2);
+  });
+
+  it('answers a request its HTTP parser refuses with the JSON error envelope: 431 for headers over the limit, 400 otherwise', async () => {
+    const raw = async (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(new URL(sim.url).port), '127.0.0.1', () => socket.end(request));
+        let answer = '';
+        socket.on('data', (chunk) => (answer += chunk.toString('latin1')));
+        socket.on('end', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    const big = await raw(`GET /sandbox/api/v1/payments/gateways HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(big).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(big.split('\r\n\r\n')[1]!)).toEqual({ status: 'error', code: 'HEADERS_TOO_LARGE', message: 'Request headers too large.', errors: {}, data: [] });
+    const bad = await raw('NOT A REQUEST\r\n\r\n');
+    expect(bad).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(bad.split('\r\n\r\n')[1]!)).toMatchObject({ status: 'error', code: 'MALFORMED_REQUEST' });
+  });
+
+  it('start() called while a stop() is under way listens again once it is done', async () => {
+    const stopping = sim.stop();
+    await sim.start();
+    await stopping;
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token: await simToken(sim) })).status).toBe(200);
+  });
+
   it('refuses sendEvent and script arguments it could not use, naming them', () => {
     expect(() => sim.sendEvent(1, undefined as never, {})).toThrow(/sendEvent: type must be an event type/);
     expect(() => sim.sendEvent(1, 'dispute.created', undefined as never)).toThrow(/sendEvent: data must be an object/);

@@ -311,6 +311,20 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(receiver.types).toEqual(['payment.created']);
   });
 
+  it("holds a merchant's early events until its own resource's next event: another merchant's event with the same id releases none", async () => {
+    await setup({ merchants: [{ ...MERCHANT }, { ...MERCHANT, merchantId: 2, clientId: 'second-client', webhookSecret: 'whsec_second' }] });
+    sim.setWebhookUrl(1, url);
+    sim.setWebhookUrl(2, url);
+    sim.setDeliveryFaults({ outOfOrder: true });
+    const held = sim.sendEvent(1, 'payment.created', { trxId: 'trx_shared' });
+    sim.sendEvent(2, 'payment.succeeded', { trxId: 'trx_shared' });
+    await waitUntil(() => receiver.received.length === 1);
+    expect(sim.deliveries.find((d) => d.eventId === held.eventId)?.state).toBe('held');
+    sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_shared' });
+    await sim.waitForDeliveries();
+    expect(receiver.types).toEqual(['payment.succeeded', 'payment.succeeded', 'payment.created']);
+  });
+
   it('signs with a wrong secret when asked, and sends arbitrary events', async () => {
     await setup();
     sim.setDeliveryFaults({ wrongSecret: 'whsec_other' });
