@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
@@ -54,18 +54,35 @@ const MAX_WARNED_TYPES = 256;
  * succeeded. One per account.
  */
 @Injectable()
-export class PaymentEventDispatcher {
+export class PaymentEventDispatcher implements OnModuleInit {
   private readonly logger = new Logger('PaymentEvents');
   private readonly warnedUnhandled = new Set<string>();
+  /** The host's EventEmitter2, if it has EventEmitterModule. */
+  private eventEmitter: EventEmitter2 | undefined;
 
   constructor(
     private readonly registry: PaymentEventHandlerRegistry,
     private readonly moduleRef: ModuleRef,
-    @Optional() private readonly eventEmitter?: EventEmitter2,
+    @Optional() eventEmitter?: EventEmitter2,
     @Optional() @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options?: ResolvedPaymentOptions,
     // This account's client: with several accounts each reconciles with its own credentials.
     @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
-  ) {}
+  ) {
+    this.eventEmitter = eventEmitter;
+  }
+
+  /**
+   * A host `EventEmitterModule.forRoot({ global: false })` is not injectable here (its module is
+   * the host's): found in the app instead, or its listeners would never hear an event.
+   */
+  onModuleInit(): void {
+    if (this.eventEmitter !== undefined) return;
+    try {
+      this.eventEmitter = this.moduleRef.get(EventEmitter2, { strict: false });
+    } catch {
+      // the host has no EventEmitterModule: the handlers alone hear events
+    }
+  }
 
   /** The account only: `moduleRef` reaches the Nest container, where the raw `forRoot()` options (secrets included) are. */
   toJSON(): Record<string, unknown> {

@@ -659,5 +659,21 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         await w.close();
       }
     });
+
+    it("global: false (the emitter only in the host's module) → its listeners still hear every payment event, once", async () => {
+      const w = await startWebhookApp({
+        adapter,
+        extraImports: [EventEmitterModule.forRoot({ global: false })],
+        extraProviders: [HostListeners],
+      });
+      try {
+        const body = envelope();
+        expect((await postWebhook(w.url, body)).status).toBe(200);
+        // before: the module could not inject a non-global emitter, emitted nothing, and the event was recorded handled
+        expect(w.app.get(HostListeners).paymentEvents).toEqual([body.eventId]);
+      } finally {
+        await w.close();
+      }
+    });
   });
 });
