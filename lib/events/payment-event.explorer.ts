@@ -42,11 +42,12 @@ export class PaymentEventExplorer implements OnModuleInit {
     this.registry.clear();
     // One instance may sit behind several wrappers (e.g. the same `useValue` in two modules).
     const seen = new Set<unknown>();
-    const hostsByClass = new Map<unknown, number>();
+    // where each handler class got an instance: `<token> in <module>`
+    const hostsByClass = new Map<unknown, string[]>();
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
       if (this.exploreWrapper(wrapper, seen)) {
         const type = (wrapper.instance as object).constructor;
-        hostsByClass.set(type, (hostsByClass.get(type) ?? 0) + 1);
+        hostsByClass.set(type, [...(hostsByClass.get(type) ?? []), `${tokenName(wrapper.token)} in ${wrapper.host?.name ?? 'a module'}`]);
       }
     }
     this.assertBoundAccountsExist();
@@ -87,13 +88,13 @@ export class PaymentEventExplorer implements OnModuleInit {
    * handlers: each event reaches the class twice. Nest allows it (event-emitter listeners
    * behave alike) and two instances may differ on purpose, so it is said, not refused.
    */
-  private warnClassesProvidedTwice(hostsByClass: Map<unknown, number>): void {
-    for (const [type, count] of hostsByClass) {
-      if (count < 2) continue;
+  private warnClassesProvidedTwice(hostsByClass: Map<unknown, string[]>): void {
+    for (const [type, hosts] of hostsByClass) {
+      if (hosts.length < 2) continue;
       const name = (type as { name?: string }).name || 'a class';
       this.logger.warn(
-        `${name} has @OnPaymentEvent handlers and ${count} instances (it is provided in ${count} modules): ` +
-          `each instance runs them, so every event reaches ${name} ${count} times. Provide it in one module and import that one.`,
+        `${name} has @OnPaymentEvent handlers and ${hosts.length} instances (${hosts.join('; ')}): each instance runs them, ` +
+          `so every event reaches ${name} ${hosts.length} times. Register it once, under one token in one module that the others import.`,
       );
     }
   }
@@ -174,4 +175,10 @@ function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymen
 
 function untilComplete(observable: Observable<unknown>): Promise<unknown> {
   return lastValueFrom(observable, { defaultValue: undefined });
+}
+
+/** A provider token as a person reads it: a class by its name, a string quoted, a symbol as written. */
+function tokenName(token: unknown): string {
+  if (typeof token === 'function') return (token as { name?: string }).name || 'a class';
+  return typeof token === 'string' ? `'${token}'` : String(token);
 }

@@ -167,7 +167,24 @@ describe('a handler class provided in two modules', () => {
     await moduleRef.init();
     try {
       const warnings = logger.lines.filter((l) => l.level === 'warn').map((l) => l.message);
-      expect(warnings).toEqual([expect.stringContaining('TwiceProvided has @OnPaymentEvent handlers and 2 instances (it is provided in 2 modules)')]);
+      expect(warnings).toEqual([
+        expect.stringContaining('TwiceProvided has @OnPaymentEvent handlers and 2 instances (TwiceProvided in Orders; TwiceProvided in Billing)'),
+      ]);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  it('names the tokens when one module registers the class twice (a second token with useClass): the fix differs', async () => {
+    @Module({ providers: [TwiceProvided, { provide: 'FULFIL', useClass: TwiceProvided }] })
+    class Orders {}
+    const logger = new CollectingLogger();
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule, Orders], providers: [...EVENT_PIPELINE_PROVIDERS] }).compile();
+    moduleRef.useLogger(logger);
+    await moduleRef.init();
+    try {
+      const warnings = logger.lines.filter((l) => l.level === 'warn').map((l) => l.message);
+      expect(warnings).toEqual([expect.stringContaining("2 instances (TwiceProvided in Orders; 'FULFIL' in Orders)")]);
     } finally {
       await moduleRef.close();
     }
