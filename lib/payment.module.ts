@@ -9,7 +9,7 @@ import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { isRecord } from './common/is-record.util.js';
 import { PaymentConfigurationError } from './config/payment-configuration.errors.js';
-import { asyncOptionKeyProblems, moduleExtrasProblems } from './config/payment-option-keys.validation.js';
+import { asyncOptionKeyProblems, moduleExtrasProblems, plainRootOptions } from './config/payment-option-keys.validation.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_MODULE } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';
 
@@ -36,14 +36,19 @@ export class PaymentModule extends ConfigurablePaymentModule {
 
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
     // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
-    options ??= {};
-    throwOnExtrasProblems(moduleExtrasProblems(options), options.account);
-    return super.forRoot(options);
+    const given = plainRootOptions(options ?? {});
+    throwOnExtrasProblems(moduleExtrasProblems(given), given.account);
+    return super.forRoot(given);
   }
 
   static override forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
     if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
       throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
+    }
+    // Nest's builder would keep one and drop the others without a word
+    const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((key) => options[key] !== undefined);
+    if (sources.length > 1) {
+      throwOnExtrasProblems([`forRootAsync() takes one of useFactory, useClass or useExisting, not ${sources.join(' and ')}`], options.account);
     }
     // what the builder would drop silently: an option beside the factory, a misspelt extra
     throwOnExtrasProblems([...asyncOptionKeyProblems(options), ...moduleExtrasProblems(options)], options.account);

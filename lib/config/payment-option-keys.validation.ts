@@ -26,6 +26,21 @@ export const PAYMENT_OPTION_KEYS: readonly string[] = Object.keys(OPTION_KEYS);
 const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', 'webhookClassDecorators', 'webhookImports', 'webhookRoute', 'readEnv']);
 
 /**
+ * `forRoot()`'s argument as a plain object, each option and extra read as given (a class's getters,
+ * a proxy's `get`): Nest's builder copies own enumerable keys only, and would drop the others
+ * (the environment would win over an explicit option; an `account` getter would name no account).
+ */
+export function plainRootOptions<T extends object>(options: T): T {
+  const given = options as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const key of new Set([...Object.keys(given), ...PAYMENT_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) {
+    const value = given[key];
+    if (value !== undefined || Object.hasOwn(given, key)) copy[key] = value;
+  }
+  return copy as T;
+}
+
+/**
  * A key the options do not have is a typo (`clientSecert`), a resolved field's name
  * (`webhookSecrets`) or an extra returned by a `forRootAsync` factory: silently dropped, it
  * would leave a setting at its default.

@@ -155,6 +155,43 @@ describe('PaymentModule configuration', () => {
     );
   });
 
+  it('forRoot() reads options and extras given as getters (a settings class), as forRootAsync() does, over the environment', async () => {
+    restore = withEnv({ PAYMENT_BASE_URL: 'https://from-env.example.com' });
+    class Settings {
+      get baseUrl(): string {
+        return 'https://from-getter.example.com';
+      }
+      get httpTimeoutMs(): number {
+        return 1234;
+      }
+    }
+    const options = await resolvedFrom({ imports: [PaymentModule.forRoot(new Settings())] });
+    expect([options.baseUrl, options.httpTimeoutMs]).toEqual(['https://from-getter.example.com', 1234]);
+    class EuSettings extends Settings {
+      get account(): string {
+        return 'eu';
+      }
+    }
+    const ref = await Test.createTestingModule({ imports: [PaymentModule.forRoot(new EuSettings())] }).compile();
+    try {
+      expect(ref.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu'), { strict: false }).account).toBe('eu');
+    } finally {
+      await ref.close();
+    }
+  });
+
+  it('forRootAsync() given two sources of options (useFactory and useClass) is refused, not resolved from one of them', () => {
+    class Factory implements PaymentOptionsFactory {
+      createPaymentOptions(): PaymentModuleOptions {
+        return { baseUrl: 'https://from-class.example.com' };
+      }
+    }
+    expect(() => PaymentModule.forRootAsync({ useFactory: () => ({ baseUrl: 'https://from-factory.example.com' }), useClass: Factory })).toThrow(
+      new PaymentConfigurationError(['forRootAsync() takes one of useFactory, useClass or useExisting, not useFactory and useClass'], 'default'),
+    );
+    expect(() => PaymentModule.forRootAsync({ account: 'eu', useClass: Factory, useExisting: Factory })).toThrow(PaymentConfigurationError);
+  });
+
   it('the options given to forRoot() are kept so that neither JSON, inspect nor a spread copy of them shows a secret', async () => {
     restore = withEnv({});
     const given = { baseUrl: 'https://pay.example.com', clientId: 'shop', clientSecret: 'cs_kept_hidden', webhookSecret: ['whsec_a', 'whsec_b'], redisUrl: 'redis://:pa55word@redis.internal:6379' };
