@@ -152,6 +152,6 @@ export type {
 
 // queue mode
 export { PaymentDeadLetterService } from './queue/payment-dead-letter.service.js';
-export { PAYMENT_DEAD_LETTER_EVENT } from './queue/payment-dead-letter.interface.js';
+export { PAYMENT_DEAD_LETTER_EVENT } from './payment.constants.js';
 export type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './queue/payment-dead-letter.interface.js';
 export { BullMqMissingError, PaymentDeadLetterBusyError, PaymentQueueUnavailableError } from './queue/payment-queue.errors.js';

@@ -49,5 +49,12 @@ export const PAYMENT_WEBHOOK_PARSER_REFUSED: unique symbol = Symbol('nestjs-paym
 /** Prefix of every event name this module emits on EventEmitter2, so it never collides with the host's own events. */
 export const PAYMENT_EVENT_NAMESPACE = 'payment-gateway';
 
+/**
+ * Name of the EventEmitter2 event emitted (with a `PaymentDeadLetter`) when an event used
+ * its last attempt and became a dead letter, in the worker process that ran that attempt.
+ * @publicApi
+ */
+export const PAYMENT_DEAD_LETTER_EVENT = `${PAYMENT_EVENT_NAMESPACE}.dead-letter`;
+
 export const SANDBOX_BASE_PATH = '/sandbox/api/v1';
 export const LIVE_BASE_PATH = '/api/v1';

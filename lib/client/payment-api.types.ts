@@ -205,8 +205,9 @@ export interface PaymentRequestOptions {
   /**
    * Which client-side limit the call counts in. Subaccount operations share the limit of
    * refunds and payouts, so paths starting with `endpoints.subaccountPrefix`
-   * (`/subaccount…`) count in it even for GET.
-   * @default 'money-movement' for subaccount paths and non-GET requests, 'read' for other GETs
+   * (`/subaccount…`) count in it even for GET, as do GETs of `endpoints.refundLookup` and
+   * `endpoints.payoutLookup` (the typed lookups count there).
+   * @default 'money-movement' for subaccount paths, refund and payout lookups and non-GET requests, 'read' for other GETs
    */
   scope?: PaymentRequestScope;
   /**

@@ -11,8 +11,8 @@ export type PaymentEnvironment = 'sandbox' | 'live';
 export type PaymentProcessingMode = 'inline' | 'queue';
 
 /**
- * Paths and parameter names the service does not publish. Every one is an
- * assumption listed in the README; override any of them here.
+ * Paths and parameter names of the service's calls. Those its document does not show (the status
+ * parameter, the lookups, subaccounts) are assumptions listed in the README; override any of them here.
  * @publicApi
  */
 export interface PaymentEndpoints {

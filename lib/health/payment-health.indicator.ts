@@ -16,7 +16,8 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 /**
  * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness
  * route: each account's webhook event store (a small Redis write where Redis is used; the
- * memory store is always up) and, when asked, that a token can be obtained from the service.
+ * memory store is always up), in queue mode the queue's Redis, and, when asked, that a token can
+ * be obtained from the service.
  * It returns plain objects of terminus' `HealthIndicatorResult` shape and imports nothing
  * from terminus, so the package does not depend on it.
  *

@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
-import { PAYMENT_DEAD_LETTER_EVENT, type PaymentDeadLetter } from './payment-dead-letter.interface.js';
+import { PAYMENT_DEAD_LETTER_EVENT } from '../payment.constants.js';
+import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
 
 /**
  * Tells the operator (one `error` line with the call that replays it) and the app (the

@@ -1,12 +1,4 @@
 import type { PaymentEventEnvelope } from '../events/payment-event.types.js';
-import { PAYMENT_EVENT_NAMESPACE } from '../payment.constants.js';
-
-/**
- * Name of the EventEmitter2 event emitted (with a `PaymentDeadLetter`) when an event used
- * its last attempt and became a dead letter, in the worker process that ran that attempt.
- * @publicApi
- */
-export const PAYMENT_DEAD_LETTER_EVENT = `${PAYMENT_EVENT_NAMESPACE}.dead-letter`;
 
 /**
  * An event whose handlers failed on every attempt in queue mode. It is kept, payload

@@ -65,7 +65,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly lastErrorLog = new Map<string, number>();
   private readonly otherEnvironment: OtherEnvironmentJobs;
   private readonly storeOutage: StoreOutageReport;
-  /** Events whose retry waits behind their own timed-out run: since when, last reported (see `reportWaitBehindTimedOutRun`). */
+  /** Events whose retry waits behind their own timed-out run: since when, last reported (see `TimedOutRunWaits.report`). */
   private readonly timedOutRunWaits: TimedOutRunWaits;
   private worker: BullWorker<PaymentEventJobData> | undefined;
   /** Jobs until their outcome is recorded, handler runs until they end, and the clean-up after a late one. */

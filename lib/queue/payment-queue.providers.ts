@@ -10,7 +10,7 @@ import { loadBullMq } from './bullmq.loader.js';
 import { PaymentEventQueue } from './payment-event-queue.js';
 import { PaymentEventWorker } from './payment-event.worker.js';
 import { PaymentWorkerShutdown } from './payment-worker-shutdown.service.js';
-import { queueRedisProbe } from './payment-queue.health.js';
+import { queueRedisProbe } from './payment-queue-health.probes.js';
 
 /**
  * One account's queue-mode providers. The processing mode is only known once the options

@@ -40,7 +40,7 @@ export function errorAnswer(err: unknown): SimulatorAnswer {
  * How deep JSON may nest (PHP's `json_decode` default): deeper bodies are refused, as such a
  * service refuses them, and kept as text in the request log (copies of deeper values overflow the stack).
  */
-export const MAX_JSON_DEPTH = 512;
+const MAX_JSON_DEPTH = 512;
 
 /** Whether JSON `text` nests arrays and objects deeper than {@link MAX_JSON_DEPTH} (brackets in strings do not count). */
 export function nestsTooDeep(text: string): boolean {

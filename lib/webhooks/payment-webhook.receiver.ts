@@ -45,7 +45,8 @@ export class PaymentWebhookReceiver {
    * handled before, `queued: true` in queue mode, `ignored: 'environment'` for an event of the
    * other environment); rejects with a `PaymentWebhookHttpException` (`{ statusCode, code,
    * message }`) otherwise. `account` picks the merchant account whose secrets verify it; a
-   * name no `forRoot()` registers is a 404 `WEBHOOK_UNKNOWN_ACCOUNT`.
+   * name no `forRoot()` registers is a 404 `WEBHOOK_UNKNOWN_ACCOUNT`. Called before the app's
+   * modules are initialised (the account has no processor yet), it rejects with a plain `Error`.
    */
   receive(request: PaymentWebhookRequest, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentWebhookAck> {
     if (!this.accounts.has(account)) {

@@ -245,7 +245,9 @@ function matchingSecretIndex(
 /**
  * Verifies `X-Service-Signature` over the raw body (HMAC-SHA256 of `<t>.<raw body>`, hex,
  * compared in constant time; `t` within the tolerance), usable outside Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
- * `WebhookSignatureError` subclass (`code`, `httpStatus`) on failure.
+ * `WebhookSignatureError` subclass (`code`, `httpStatus`) when the request fails the check;
+ * a `PaymentWebhookError` (`WEBHOOK_SECRET_NOT_CONFIGURED`) when no (non-blank) secret is given, and a `TypeError` for a
+ * tolerance that is not a number of seconds, 0 or more: mistakes of the caller, not of the request.
  *
  * The digest is checked before the timestamp, so a forged request is reported as a
  * mismatch and only a genuine but old one as out of tolerance.

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
-import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/queue/payment-dead-letter.interface.js';
+import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/payment.constants.js';
 import { PaymentDeadLetterBusyError } from '../../lib/queue/payment-queue.errors.js';
 import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';

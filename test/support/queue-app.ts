@@ -10,7 +10,8 @@ import type { PaymentModuleOptions } from '../../lib/config/payment-module-optio
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentModule } from '../../lib/payment.module.js';
-import { PAYMENT_DEAD_LETTER_EVENT, type PaymentDeadLetter } from '../../lib/queue/payment-dead-letter.interface.js';
+import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/payment.constants.js';
+import type { PaymentDeadLetter } from '../../lib/queue/payment-dead-letter.interface.js';
 import { PaymentDeadLetterService } from '../../lib/queue/payment-dead-letter.service.js';
 import { WEBHOOK_SECRET } from './webhooks-app.js';
 
