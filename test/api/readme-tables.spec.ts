@@ -4,6 +4,7 @@
 // so none can change without the README changing with it.
 import { PAYMENT_OPTION_DEFAULTS } from '../../lib/config/payment-options.defaults.js';
 import { PAYMENT_ENV_VARIABLES } from '../../lib/config/payment-env.js';
+import { PAYMENT_OPTION_KEYS } from '../../lib/config/payment-option-keys.validation.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { PaymentWebhookErrorCode } from '../../lib/webhooks/payment-webhook.errors.js';
 import { readmeSection } from '../support/readme.js';
@@ -41,6 +42,11 @@ describe('README configuration table', () => {
     const documented = Object.fromEntries(rows.filter((r) => r.variable !== '').map((r) => [r.variable, r.options]));
     const read = Object.fromEntries(Object.entries(PAYMENT_ENV_VARIABLES).map(([option, variable]) => [variable, [option]]));
     expect(documented).toEqual(read);
+  });
+
+  it('has a row for every option forRoot() takes (a new option without one fails here)', () => {
+    const documented = new Set(rows.flatMap((r) => r.options));
+    expect(PAYMENT_OPTION_KEYS.filter((option) => !documented.has(option))).toEqual([]);
   });
 
   it("gives each option's default as the module has it", () => {
