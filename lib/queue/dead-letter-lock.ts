@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
-import { PaymentDeadLetterBusyError } from './payment-queue.errors.js';
+import { redisErrorDescriber } from '../config/redact-url.js';
+import { PaymentDeadLetterBusyError, PaymentQueueUnavailableError } from './payment-queue.errors.js';
 
 /**
  * A replay or discard takes a few round trips; its lock lapses after this if its holder died,
@@ -27,6 +28,8 @@ export interface DeadLetterLockSettings {
   account: string;
   redisKeyPrefix: string;
   redisTimeoutMs: number;
+  /** The queue's Redis URL: its secrets are left out of a failure's reason. */
+  queueRedisUrl?: string;
 }
 
 /**
@@ -41,6 +44,17 @@ export async function withDeadLetterLock<T>(
   eventId: string,
   action: () => Promise<T>,
 ): Promise<T> {
+  try {
+    return await runLocked(connection, settings, eventId, action);
+  } catch (error) {
+    // A Redis error (a write refused READONLY after a failover, a connection being remade) is
+    // the documented PaymentQueueUnavailableError, never ioredis' own: an admin route answers 503
+    if (error instanceof PaymentDeadLetterBusyError || error instanceof PaymentQueueUnavailableError) throw error;
+    throw new PaymentQueueUnavailableError(settings.account, redisErrorDescriber(settings.queueRedisUrl ?? '')(error));
+  }
+}
+
+async function runLocked<T>(connection: RedisClientLike, settings: DeadLetterLockSettings, eventId: string, action: () => Promise<T>): Promise<T> {
   const { account, redisKeyPrefix, redisTimeoutMs } = settings;
   const key = `${redisKeyPrefix}${account}:dead-letter-lock:${eventId}`;
   const token = randomUUID();

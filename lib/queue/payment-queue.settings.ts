@@ -1,5 +1,5 @@
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { REDIS_CLOSE_GRACE_MS, reconnectOnReadOnly } from '../stores/redis-client.js';
+import { REDIS_CLOSE_GRACE_MS, reconnectAndResendOnReadOnly } from '../stores/redis-client.js';
 import type { BullJobOptions } from './bullmq.loader.js';
 
 /*
@@ -57,8 +57,8 @@ export function paymentWorkerOptions(options: ResolvedPaymentOptions): Record<st
       url: options.queueRedisUrl,
       // reconnect quickly after an outage (BullMQ's default backs off to 20 s)
       retryStrategy: (times: number) => Math.min(times * 500, 5000),
-      // after a failover behind one endpoint, reach the new primary instead of looping on READONLY
-      reconnectOnError: reconnectOnReadOnly,
+      // after a failover behind one endpoint, reach the new primary (and send it the refused write)
+      reconnectOnError: reconnectAndResendOnReadOnly,
       // a closing socket that does not end (a refused password, an outage) holds the process for 2 s by default
       disconnectTimeout: REDIS_CLOSE_GRACE_MS,
     },

@@ -80,6 +80,17 @@ export function reconnectOnReadOnly(error: Error): 1 | false {
 }
 
 /**
+ * The same for the queue worker's connections, and the refused command is sent again (`2`) to the
+ * new primary: refused `READONLY`, it wrote nothing (a script stops at its first write). Failed
+ * instead, BullMQ's move of a job whose handlers succeeded to `completed` would count as a failed
+ * attempt: on the last one a dead letter, and its alert, for an event that was handled.
+ * @internal
+ */
+export function reconnectAndResendOnReadOnly(error: Error): 2 | false {
+  return reconnectOnReadOnly(error) === 1 ? 2 : false;
+}
+
+/**
  * An ioredis client for the store: commands fail fast while Redis is down (no offline
  * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
  * background, at most every 2 s, so the store heals by itself.

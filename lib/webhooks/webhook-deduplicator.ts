@@ -279,7 +279,7 @@ export class WebhookDeduplicator {
   private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): { error: unknown } {
     if (endless) {
       const outcome = !inBackground
-        ? 'the job is recorded completed so the handlers are not run again by a retry'
+        ? 'the job is recorded completed (where the queue\'s Redis can take it) so a retry does not run the handlers again'
         : this.closing.signal.aborted
           ? 'shutdown stopped the retries'
           : 'the retries ended after 15 minutes';
