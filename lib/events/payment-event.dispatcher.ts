@@ -214,7 +214,9 @@ export class PaymentEventDispatcher implements OnModuleInit {
   private async reconcile(event: AnyPaymentEvent): Promise<void> {
     // a type the package does not know (a new one) may carry no trxId: it reaches '*' handlers as is
     if (paymentEventFamilyOf(event.eventType) !== 'payment' || !isKnownPaymentEventType(event.eventType)) return;
-    const trxId = (event.data as { trxId?: unknown } | undefined)?.trxId;
+    const given = (event.data as { trxId?: unknown } | undefined)?.trxId;
+    // a whole number is the id as text (as the client reads response ids): a format detail must not lose the event
+    const trxId = typeof given === 'number' && Number.isSafeInteger(given) ? String(given) : given;
     if (typeof trxId !== 'string' || trxId === '') {
       // Handlers rely on the canonical status when reconcile is on: never run them without it.
       throw new PaymentEventReconciliationError(event.eventId, event.eventType, String(trxId ?? ''), {

@@ -140,6 +140,14 @@ describe('reconciliation (reconcile: true)', () => {
     expect(seen.events).toEqual([]);
   });
 
+  it('reads the status of a trxId the body gives as a whole number (the id as text): a format detail loses no event', async () => {
+    const e = event('payment.succeeded', { trxId: 12345, status: 'SUCCESS' });
+    await dispatcher.dispatch(e);
+    expect(client.asked).toEqual(['12345']);
+    expect(e.canonicalStatus).toBe('SUCCESS');
+    expect(seen.events.map((s) => s.handler)).toEqual(['payment', 'all', 'host']);
+  });
+
   it('rejects a payment event without trxId rather than run handlers without a canonical status', async () => {
     await expect(dispatcher.dispatch(event('payment.succeeded', { token: 't' }))).rejects.toBeInstanceOf(
       PaymentEventReconciliationError,
