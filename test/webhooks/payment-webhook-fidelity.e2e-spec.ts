@@ -122,6 +122,10 @@ describe.each(ADAPTERS)('environment of signed events on %s', (adapter) => {
     ['sandbox', 'sandbox', false],
     ['sandbox', 'staging', false],
     ['live', undefined, false],
+    // a format detail, not another environment: blank is as missing, case and spaces do not count
+    ['live', '', false],
+    ['live', ' Production ', false],
+    ['sandbox', 'PRODUCTION', true],
   ] as const)('a %s account given environment %j: ignored with 2xx = %s', async (environment, eventEnvironment, ignored) => {
     const logger = new CollectingLogger();
     const w = await startWebhookApp({ adapter, logger, payment: { environment } });
