@@ -267,9 +267,10 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   /** Subaccount operations and refund/payout lookups share the refunds/payouts limit (as the typed lookups do); other GETs are reads. */
   private defaultScope(method: string, path: unknown): PaymentRequestScope {
     if (method !== 'GET') return 'money-movement';
+    if (typeof path !== 'string') return 'read';
     const { subaccountPrefix, refundLookup, payoutLookup } = this.options.endpoints;
-    const lookup = typeof path === 'string' && (matchesPathTemplate(path, refundLookup) || matchesPathTemplate(path, payoutLookup));
-    return lookup || (typeof path === 'string' && path.startsWith(subaccountPrefix)) ? 'money-movement' : 'read';
+    const shared = path.startsWith(subaccountPrefix) || matchesPathTemplate(path, refundLookup) || matchesPathTemplate(path, payoutLookup);
+    return shared ? 'money-movement' : 'read';
   }
 
   /**

@@ -2,6 +2,7 @@ import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
 import { PaymentAbortedError, PaymentApiError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';
+import { retryAfterMsOf } from './payment-retry.policy.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 
@@ -39,9 +40,8 @@ const CHECK_FAILURE_MAX_HOLD_MS = 600_000;
 
 /** How long the check's failure is answered again: 30 s, or as long as the refusal's `Retry-After` asked (up to 10 minutes). */
 function checkFailureHoldMs(error: unknown): number {
-  const retryAfterSeconds = error instanceof PaymentApiError ? error.retryAfterSeconds : undefined;
-  if (retryAfterSeconds === undefined || !(retryAfterSeconds * 1000 > CHECK_FAILURE_HOLD_MS)) return CHECK_FAILURE_HOLD_MS;
-  return Math.min(retryAfterSeconds * 1000, CHECK_FAILURE_MAX_HOLD_MS);
+  const askedMs = error instanceof PaymentApiError ? retryAfterMsOf(error) : undefined;
+  return askedMs !== undefined && askedMs > CHECK_FAILURE_HOLD_MS ? Math.min(askedMs, CHECK_FAILURE_MAX_HOLD_MS) : CHECK_FAILURE_HOLD_MS;
 }
 
 /**

@@ -5,6 +5,7 @@ import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { Tracer } from '@opentelemetry/api';
 import type { PaymentGatewayService } from '../client/payment-gateway.service.js';
+import { readResponseField, recordOf } from '../client/payment-response.reader.js';
 import { asPromise, isThenable } from '../common/as-promise.util.js';
 import { errorMessage } from '../common/error-message.util.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
@@ -214,12 +215,12 @@ export class PaymentEventDispatcher implements OnModuleInit {
   private async reconcile(event: AnyPaymentEvent): Promise<void> {
     // a type the package does not know (a new one) may carry no trxId: it reaches '*' handlers as is
     if (paymentEventFamilyOf(event.eventType) !== 'payment' || !isKnownPaymentEventType(event.eventType)) return;
-    const given = (event.data as { trxId?: unknown } | undefined)?.trxId;
-    // a whole number is the id as text (as the client reads response ids): a format detail must not lose the event
-    const trxId = typeof given === 'number' && Number.isSafeInteger(given) ? String(given) : given;
-    if (typeof trxId !== 'string' || trxId === '') {
+    const data = recordOf(event.data);
+    // read as the client reads ids (a whole number is the id as text): a format detail must not lose the event
+    const trxId = readResponseField(data, ['trxId']);
+    if (trxId === undefined) {
       // Handlers rely on the canonical status when reconcile is on: never run them without it.
-      throw new PaymentEventReconciliationError(event.eventId, event.eventType, String(trxId ?? ''), {
+      throw new PaymentEventReconciliationError(event.eventId, event.eventType, String(data.trxId ?? ''), {
         cause: new TypeError('the payment event has no data.trxId'),
       });
     }
