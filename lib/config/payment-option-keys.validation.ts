@@ -31,13 +31,23 @@ const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', '
  * (the environment would win over an explicit option; an `account` getter would name no account).
  */
 export function plainRootOptions<T extends object>(options: T): T {
-  const given = options as Record<string, unknown>;
   const copy: Record<string, unknown> = {};
-  for (const key of new Set([...Object.keys(given), ...PAYMENT_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) {
-    const value = given[key];
-    if (value !== undefined || Object.hasOwn(given, key)) copy[key] = value;
-  }
+  for (const [key, value] of givenOptionEntries(options, [...PAYMENT_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) copy[key] = value;
   return copy as T;
+}
+
+/**
+ * The keys `given` has among its own and `keys`, each with its value read as given (a class's
+ * getters, a proxy's `get`): what the resolver will read of it, own keys first.
+ */
+export function givenOptionEntries(given: object, keys: Iterable<string>): Array<[string, unknown]> {
+  const fields = given as Record<string, unknown>;
+  const entries: Array<[string, unknown]> = [];
+  for (const key of new Set([...Object.keys(fields), ...keys])) {
+    const value = fields[key];
+    if (value !== undefined || Object.hasOwn(fields, key)) entries.push([key, value]);
+  }
+  return entries;
 }
 
 /**

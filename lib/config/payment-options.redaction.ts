@@ -1,4 +1,4 @@
-import { PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
+import { givenOptionEntries, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
 import { redactRedisUrl } from './redact-url.js';
 
@@ -55,11 +55,8 @@ const SECRET_OPTION_KEYS: ReadonlySet<string> = new Set(['clientSecret', 'webhoo
  */
 export function withRedactedModuleOptions<T>(options: T): T {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
-  const given = options as Record<string, unknown>;
   const copy: Record<string, unknown> = {};
-  for (const key of new Set([...Object.keys(given), ...PAYMENT_OPTION_KEYS])) {
-    const value = given[key];
-    if (value === undefined && !Object.hasOwn(given, key)) continue;
+  for (const [key, value] of givenOptionEntries(options, PAYMENT_OPTION_KEYS)) {
     Object.defineProperty(copy, key, { value, enumerable: !SECRET_OPTION_KEYS.has(key), writable: true, configurable: true });
   }
   // an own `toJSON` is no option: kept as given, for the resolver to refuse
