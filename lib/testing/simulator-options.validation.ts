@@ -1,3 +1,4 @@
+import { matchesPathTemplate } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
@@ -220,12 +221,11 @@ function isFaultablePath(path: string): boolean {
  * path that would be an id alone, `/disputes`, is a path of its own).
  */
 function endsRouteShape(route: string, shape: string): boolean {
-  const segments = route.split('/').slice(1);
+  const routeSegments = route.split('/').length - 1;
   const shapeSegments = shape.split('/').slice(1);
-  if (segments.length >= shapeSegments.length) return false;
-  const tail = shapeSegments.slice(shapeSegments.length - segments.length);
-  const fits = segments.every((segment, i) => (tail[i] === '{id}' ? segment !== '' : tail[i] === segment));
-  return fits && tail.some((segment) => segment !== '{id}');
+  if (routeSegments >= shapeSegments.length) return false;
+  const tail = shapeSegments.slice(shapeSegments.length - routeSegments);
+  return matchesPathTemplate(route, `/${tail.join('/')}`) && tail.some((segment) => segment !== '{id}');
 }
 
 /** A text argument of a control call (a failure reason, an idempotency key): a number would be stored as given. */
