@@ -217,8 +217,18 @@ function isDigits(value: string, maxLength: number): boolean {
   return value.length <= maxLength && DIGITS.test(value);
 }
 
+const NOT_BLANK = /\S/;
+
 /**
- * The index of the first secret whose digest of `<t>.<body>` equals one of `signatures`, or -1.
+ * A missing or blank entry (`process.env.OLD_SECRET` unset after a rotation) is never a key:
+ * anyone could sign with it. It is skipped; only a list without any other is a caller's mistake.
+ */
+function isUsableSecret(secret: unknown): secret is string {
+  return typeof secret === 'string' && NOT_BLANK.test(secret);
+}
+
+/**
+ * The index of the first (usable) secret whose digest of `<t>.<body>` equals one of `signatures`, or -1.
  * Every secret and every signature is compared (no early exit), so timing says nothing about
  * which one matched.
  */
@@ -231,7 +241,9 @@ function matchingSecretIndex(
 ): number {
   let secretIndex = -1;
   for (let i = 0; i < count; i++) {
-    const expected = expectedDigestOf(rawBody, typeof secrets === 'string' ? secrets : secrets[i]!, timestampText);
+    const secret = typeof secrets === 'string' ? secrets : secrets[i];
+    if (!isUsableSecret(secret)) continue;
+    const expected = expectedDigestOf(rawBody, secret, timestampText);
     for (let j = 0; j < signatures.length; j++) {
       if (timingSafeEqual(expected, signatures[j]!) && secretIndex === -1) {
         secretIndex = i;
@@ -246,7 +258,7 @@ function matchingSecretIndex(
  * Verifies `X-Service-Signature` over the raw body (HMAC-SHA256 of `<t>.<raw body>`, hex,
  * compared in constant time; `t` within the tolerance), usable outside Nest. Any `v1` matching any secret passes (several secrets = rotation). Throws a
  * `WebhookSignatureError` subclass (`code`, `httpStatus`) when the request fails the check;
- * a `PaymentWebhookError` (`WEBHOOK_SECRET_NOT_CONFIGURED`) when no (non-blank) secret is given, and a `TypeError` for a
+ * a `PaymentWebhookError` (`WEBHOOK_SECRET_NOT_CONFIGURED`) when no usable secret is given (missing or blank entries are skipped, never used as keys), and a `TypeError` for a
  * tolerance that is not a number of seconds, 0 or more: mistakes of the caller, not of the request.
  *
  * The digest is checked before the timestamp, so a forged request is reported as a
@@ -262,14 +274,12 @@ export function verifyWebhookSignature(
   // Hot path: no `[secrets]` array, no closures; a single string is secret 0.
   const secretList = typeof secrets === 'string' ? undefined : secrets;
   const count = secretList === undefined ? 1 : secretList.length;
-  if (count === 0) {
-    throw new WebhookSecretNotConfiguredError();
-  }
+  let usable = 0;
   for (let i = 0; i < count; i++) {
-    const secret = secretList === undefined ? secrets : secretList[i];
-    if (typeof secret !== 'string' || secret.length === 0) {
-      throw new WebhookSecretNotConfiguredError();
-    }
+    if (isUsableSecret(secretList === undefined ? secrets : secretList[i])) usable++;
+  }
+  if (usable === 0) {
+    throw new WebhookSecretNotConfiguredError();
   }
   const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   if (!(toleranceSeconds >= 0)) {

@@ -156,7 +156,22 @@ describe('verifyWebhookSignature', () => {
   it('refuses to verify without a usable secret', () => {
     expect(() => verifyWebhookSignature(BODY, header, [])).toThrow(WebhookSecretNotConfiguredError);
     expect(() => verifyWebhookSignature(BODY, header, '')).toThrow(WebhookSecretNotConfiguredError);
-    expect(() => verifyWebhookSignature(BODY, header, [SECRET, ''])).toThrow(WebhookSecretNotConfiguredError);
+    expect(() => verifyWebhookSignature(BODY, header, ['  '])).toThrow(WebhookSecretNotConfiguredError);
+    expect(() => verifyWebhookSignature(BODY, header, ['', ' \t', undefined as unknown as string])).toThrow(
+      WebhookSecretNotConfiguredError,
+    );
+  });
+
+  it('never uses a blank secret as a key: one signed with whitespace is a mismatch', () => {
+    const blankSigned = createWebhookSignatureHeader(BODY, '  ', T);
+    expect(() => verifyWebhookSignature(BODY, blankSigned, ['  ', SECRET], { now: NOW })).toThrow(WebhookSignatureMismatchError);
+  });
+
+  it('skips a missing or blank entry beside a usable secret (a rotation whose old secret is unset), keeping indexes', () => {
+    const unset = undefined as unknown as string;
+    expect(verifyWebhookSignature(BODY, header, [SECRET, unset], { now: NOW })).toEqual({ timestamp: T, secretIndex: 0 });
+    expect(verifyWebhookSignature(BODY, header, ['', ' ', SECRET], { now: NOW })).toEqual({ timestamp: T, secretIndex: 2 });
+    expect(() => verifyWebhookSignature(BODY, header, [OTHER, unset], { now: NOW })).toThrow(WebhookSignatureMismatchError);
   });
 
   it('every failure is a WebhookSignatureError whose message and JSON carry no secret or digest', () => {
