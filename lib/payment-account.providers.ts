@@ -1,6 +1,6 @@
 import { Logger, type Provider, type Type } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { PaymentAccountRegistry } from './accounts/payment-account.registry.js';
+import { type PaymentAccountPart, PaymentAccountRegistry } from './accounts/payment-account.registry.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
@@ -17,6 +17,9 @@ import type { PaymentModuleExtras } from './payment.module-definition.js';
 import {
   DEFAULT_PAYMENT_ACCOUNT,
   PAYMENT_ACCOUNT_CLIENT,
+  PAYMENT_ACCOUNT_LATE_HOOKS,
+  PAYMENT_ACCOUNT_QUEUE,
+  PAYMENT_ACCOUNT_WORKER,
   PAYMENT_ACCOUNT_OPTIONS,
   PAYMENT_CLIENT_RUNTIME,
   PAYMENT_ACCOUNT_MODULE,
@@ -25,7 +28,7 @@ import {
 } from './payment.constants.js';
 import { loadBullMq } from './queue/bullmq.loader.js';
 import { createPaymentQueueProviders } from './queue/payment-queue.providers.js';
-import { createWebhookEventStoreProviders } from './stores/webhook-event-store.providers.js';
+import { createWebhookEventStoreProviders, WebhookEventStoreLifecycle } from './stores/webhook-event-store.providers.js';
 import { createPaymentWebhookRoute } from './webhooks/payment-webhook.controller.js';
 import { PaymentWebhookProcessor } from './webhooks/payment-webhook.processor.js';
 import { accountDeduplicationSettings } from './webhooks/webhook-deduplication.settings.js';
@@ -98,6 +101,15 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     // queue mode (null providers when the account processes inline)
     ...createPaymentQueueProviders(),
     ...(route?.providers ?? routeExtrasWithoutRoute(account, extras)),
+    {
+      // the account's parts with lifecycle hooks: run by the registry when Nest will not (a lazily loaded module)
+      provide: PAYMENT_ACCOUNT_LATE_HOOKS,
+      inject: [PaymentAccountRegistry, clientToken, WebhookEventStoreLifecycle, PaymentEventDispatcher, PaymentWebhookProcessor, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_WORKER],
+      useFactory: (accounts: PaymentAccountRegistry, ...parts: Array<PaymentAccountPart | null>) => {
+        if (accounts.started) accounts.adoptLateHooks(parts);
+        return accounts.started;
+      },
+    },
   ];
   const exports: PaymentAccountDefinition['exports'] = [optionsToken, clientToken, getWebhookEventStoreToken(account)];
   if (account === DEFAULT_PAYMENT_ACCOUNT) {

@@ -25,6 +25,8 @@ export const PAYMENT_ACCOUNT_STORE = Symbol('nestjs-payment-gateway:account-stor
 export const PAYMENT_ACCOUNT_QUEUE = Symbol('nestjs-payment-gateway:account-queue');
 /** @internal this account's `PaymentEventWorker` in queue mode with a worker, else `null` */
 export const PAYMENT_ACCOUNT_WORKER = Symbol('nestjs-payment-gateway:account-worker');
+/** @internal runs the lifecycle hooks of an account loaded after bootstrap (see `PaymentAccountRegistry.adoptLateHooks`) */
+export const PAYMENT_ACCOUNT_LATE_HOOKS = Symbol('nestjs-payment-gateway:account-late-hooks');
 /** @internal where (and whether) this account's webhook route was registered */
 export const PAYMENT_WEBHOOK_ROUTE = Symbol('nestjs-payment-gateway:webhook-route');
 

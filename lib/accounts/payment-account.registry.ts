@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleDestroy } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { paymentEnvNames } from '../config/payment-env.js';
@@ -26,6 +26,14 @@ export interface RegisteredPaymentAccount {
   readonly probes: PaymentHealthProbe[];
 }
 
+/** The Nest hooks an account's providers implement. */
+export interface PaymentAccountPart {
+  onModuleInit?(): void;
+  onApplicationBootstrap?(): void;
+  onModuleDestroy?(): Promise<void>;
+  onApplicationShutdown?(): Promise<void> | void;
+}
+
 /**
  * Every account registered by a `PaymentModule.forRoot()` in the app, filled while the
  * providers are created (before any `onModuleInit`). Refuses, at boot, a second account of
@@ -33,12 +41,14 @@ export interface RegisteredPaymentAccount {
  * two accounts on one webhook path.
  */
 @Injectable()
-export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
+export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
   private readonly accounts = new Map<string, RegisteredPaymentAccount>();
   /** When each step of shutdown began, at the first account to reach it. */
   private readonly shutdownStepStarts = new Map<'destroy' | 'shutdown', number>();
   /** Past bootstrap, Nest's router has read the controllers: a route added now would never be served. */
   #started = false;
+  /** Parts of accounts registered after bootstrap, whose stop hooks Nest will not run. */
+  private readonly lateParts: PaymentAccountPart[] = [];
 
   onApplicationBootstrap(): void {
     this.#started = true;
@@ -46,9 +56,28 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnApplica
     for (const line of unreadPaymentVariables(Object.keys(process.env), this.names())) new Logger('PaymentModule').warn(line);
   }
 
+  /** The late accounts' (see `adoptLateHooks`). */
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all(this.lateParts.map((part) => part.onModuleDestroy?.()));
+  }
+
   /** After every account's (Nest runs this shared module's hooks last): a `close()` tried again starts its steps anew. */
-  onApplicationShutdown(): void {
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.lateParts.map((part) => part.onApplicationShutdown?.()));
     this.shutdownStepStarts.clear();
+  }
+
+  /**
+   * `LazyModuleLoader` runs no lifecycle hook of the modules it loads, and `close()` only those of
+   * the modules there were at bootstrap: an account loaded late would never start its queue worker
+   * (every event acknowledged `queued` and never run) nor close its Redis connections. Its parts'
+   * start hooks run now, and their stop hooks with this registry's, as Nest would have run them.
+   */
+  adoptLateHooks(parts: ReadonlyArray<PaymentAccountPart | null>): void {
+    const given = parts.filter((part): part is PaymentAccountPart => part !== null);
+    for (const part of given) part.onModuleInit?.();
+    for (const part of given) part.onApplicationBootstrap?.();
+    this.lateParts.push(...given);
   }
 
   /**

@@ -53,7 +53,7 @@ export function createWebhookEventStore(options: ResolvedPaymentOptions, connect
 
 /** Closes the store on application shutdown when the module created it (e.g. quits its Redis connection). */
 @Injectable()
-class WebhookEventStoreLifecycle implements OnApplicationShutdown {
+export class WebhookEventStoreLifecycle implements OnApplicationShutdown {
   constructor(@Inject(PAYMENT_ACCOUNT_STORE) private readonly store: WebhookEventStore) {}
 
   async onApplicationShutdown(): Promise<void> {
