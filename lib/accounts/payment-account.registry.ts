@@ -8,6 +8,7 @@ import type { ResolvedPaymentOptions } from '../config/payment-module-options.in
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
+import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import type { PaymentWebhookProcessor } from '../webhooks/payment-webhook.processor.js';
 
 /** One account as the rest of the app sees it. */
@@ -18,6 +19,8 @@ export interface RegisteredPaymentAccount {
   webhooks?: PaymentWebhookProcessor;
   /** Runs this account's handlers for a verified event. */
   dispatcher?: PaymentEventDispatcher;
+  /** Where this account's deliveries are claimed (the building blocks on a host route claim there too). */
+  store?: WebhookEventStore;
   /** Path of the module's own route, when it registered one. */
   webhookPath?: string;
   /** Producer side of the account's event queue, in queue mode (dead letters live there). */
@@ -154,10 +157,11 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
     this.require(name).webhookPath = path;
   }
 
-  attachWebhooks(name: string, webhooks: PaymentWebhookProcessor, dispatcher: PaymentEventDispatcher): void {
+  attachWebhooks(name: string, webhooks: PaymentWebhookProcessor, dispatcher: PaymentEventDispatcher, store: WebhookEventStore): void {
     const account = this.require(name);
     account.webhooks = webhooks;
     account.dispatcher = dispatcher;
+    account.store = store;
   }
 
   /** Adds a health check of the account (the store's and the credentials' at boot; a feature may add its own). */
@@ -187,6 +191,11 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   /** The accounts with `processing: 'queue'` (those that have dead letters). */
   queueAccountNames(): string[] {
     return [...this.accounts.values()].filter((a) => a.queue !== undefined).map((a) => a.name);
+  }
+
+  /** The account's webhook event store, once its processor exists; `undefined` for a name nobody registered. */
+  storeOf(name: string): WebhookEventStore | undefined {
+    return this.accounts.get(name)?.store;
   }
 
   has(name: string): boolean {

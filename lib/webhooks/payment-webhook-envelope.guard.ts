@@ -1,4 +1,5 @@
-import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Logger, Optional } from '@nestjs/common';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
@@ -24,11 +25,18 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
   /** One anomaly reporter per account the guard gives events to (see `getAccount`). */
   private readonly anomalyReporters = new Map<string, (anomaly: WebhookEnvelopeAnomaly) => void>();
 
+  /** `accounts`: the app's, where the module is imported; built by hand without it, `getAccount` is not checked. */
+  constructor(@Optional() protected readonly accounts?: PaymentAccountRegistry) {}
+
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
     try {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
       const account = this.getAccount(context);
+      // the host's code named it, and the signature guard verified the delivery: the app's fault, not the sender's
+      if (this.accounts !== undefined && !this.accounts.has(account)) {
+        throw routeMisconfigured(this.logger, unknownAccountFix(account, this.accounts.names()), routeNameOf(context));
+      }
       getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account), context), account);
       return true;
     } catch (error) {
@@ -61,3 +69,11 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
 const GUARD_ORDER_FIX =
   'PaymentWebhookEnvelopeGuard found no verified body: list PaymentWebhookSignatureGuard (or a subclass) before it, ' +
   '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard); it never reads bytes nobody verified';
+
+/** The fix of an envelope guard whose `getAccount` names an account nobody registered (a typo, another case). */
+function unknownAccountFix(account: string, registered: readonly string[]): string {
+  return (
+    `PaymentWebhookEnvelopeGuard gives this route's events to account '${account}', which no PaymentModule.forRoot() registers ` +
+    `(registered: ${registered.map((name) => `'${name}'`).join(', ') || 'none'}): make getAccount return one of them`
+  );
+}

@@ -16,6 +16,7 @@ import { describeError } from '../common/error-message.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
+import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
@@ -61,6 +62,8 @@ const NO_KEY_FIX =
 export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnModuleDestroy, OnApplicationShutdown {
   protected readonly logger = new Logger('PaymentWebhooks');
   private readonly deduplicator: WebhookDeduplicator;
+  /** Over the stores of named accounts, by store (see `deduplicatorFor`). */
+  private readonly accountDeduplicators = new Map<WebhookEventStore, WebhookDeduplicator>();
   /** Settings per route handler, then per controller class (a method can be inherited by several). */
   private readonly settingsCache = new WeakMap<object, WeakMap<object, RouteSettings>>();
 
@@ -69,9 +72,24 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     @Optional() @Inject(PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS) protected readonly options: WebhookIdempotencyOptions = {},
     // built by hand without one, `@WebhookIdempotencyKey` on the route must still count
     @Optional() protected readonly reflector: Reflector = new Reflector(),
+    // where the module is imported: a named account's event (an envelope guard's `getAccount`) is claimed in that account's store
+    @Optional() private readonly accounts?: PaymentAccountRegistry,
   ) {
     assertWebhookIdempotencyOptions(options, 'PaymentWebhookIdempotencyInterceptor options');
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
+  }
+
+  /**
+   * The deduplicator over the store of the event's account: the one the account's receiver and
+   * worker claim in, so one event delivered to a host route and to the account's route runs once.
+   * The default account, a custom key without an event, or an interceptor built by hand: the given store.
+   */
+  private deduplicatorFor(account: string): WebhookDeduplicator {
+    const store = account === DEFAULT_PAYMENT_ACCOUNT ? undefined : this.accounts?.storeOf(account);
+    if (store === undefined) return this.deduplicator;
+    let deduplicator = this.accountDeduplicators.get(store);
+    if (deduplicator === undefined) this.accountDeduplicators.set(store, (deduplicator = new WebhookDeduplicator(store, this.logger)));
+    return deduplicator;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -88,16 +106,20 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   }
 
   /** Lets handlers still running finish (see `shutdownTimeoutMs`) before the HTTP server closes and the store with it. */
-  onModuleDestroy(): Promise<void> {
-    return this.deduplicator.finishRunning(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor');
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all(this.allDeduplicators().map((d) => d.finishRunning(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor')));
   }
 
   /**
    * Once the HTTP server has drained (Nest closes it after module destroy): waits for
    * deliveries that started since and whose sender hung up, then stops claim renewal.
    */
-  onApplicationShutdown(): Promise<void> {
-    return this.deduplicator.shutdown(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor');
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.allDeduplicators().map((d) => d.shutdown(this.shutdownTimeoutMs(), 'PaymentWebhookIdempotencyInterceptor')));
+  }
+
+  private allDeduplicators(): WebhookDeduplicator[] {
+    return [this.deduplicator, ...this.accountDeduplicators.values()];
   }
 
   private shutdownTimeoutMs(): number {
@@ -166,7 +188,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // the event's account (an envelope guard's `getAccount`): ids are unique per account only
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
-    const result = await this.deduplicator.run(key, settings.dedupe, () => {
+    const result = await this.deduplicatorFor(account).run(key, settings.dedupe, () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
       return this.handle(next, id, settings.route);

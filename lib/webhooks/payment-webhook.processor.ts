@@ -78,7 +78,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, [webhookStoreRedisUrl(options), queueRedisUrl]);
     this.dedupe = accountDeduplicationSettings(options);
     this.shutdownTimeoutMs = options.webhookShutdownTimeoutMs;
-    accounts.attachWebhooks(this.account, this, dispatcher);
+    accounts.attachWebhooks(this.account, this, dispatcher, store);
   }
 
   /**
