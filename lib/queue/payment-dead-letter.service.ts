@@ -32,6 +32,7 @@ export class PaymentDeadLetterService {
   /**
    * Dead letters of one account, newest first. `offset` and `limit` count dead letters only:
    * other failed jobs in the account's queue (another producer's) are neither returned nor counted.
+   * One replayed or discarded while the page is read is left out (the page is then shorter).
    */
   async list(options: PaymentDeadLetterListOptions = {}): Promise<PaymentDeadLetter[]> {
     if (typeof options !== 'object' || options === null) {
@@ -44,9 +45,19 @@ export class PaymentDeadLetterService {
     }
     const queue = this.registry.requireQueue(account);
     const ids = await queue.boundedRead(() => queue.deadLetterJobIds(offset, limit));
-    const jobs = await queue.boundedRead(() => Promise.all(ids.map((id) => queue.queue.getJob(id))));
+    // the state after the job: one replayed between the reads (back in the queue, its failure
+    // wiped) is left out, never listed as a dead letter with no attempts and no error
+    const jobs = await queue.boundedRead(() =>
+      Promise.all(
+        ids.map(async (id) => {
+          const job = await queue.queue.getJob(id);
+          if (job === undefined || !isPaymentEventJob(job)) return undefined;
+          return (await job.getState()) === 'failed' ? job : undefined;
+        }),
+      ),
+    );
     return jobs
-      .filter((job): job is PaymentEventJob => job !== undefined && isPaymentEventJob(job))
+      .filter((job): job is PaymentEventJob => job !== undefined)
       .map((job) => toPaymentDeadLetter(job, queue.account, queue.options.queueDeadLetterRetentionMs));
   }
 

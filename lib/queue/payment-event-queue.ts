@@ -28,6 +28,7 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 import { withDeadLetterLock } from './dead-letter-lock.js';
 import { trimExpiredDeadLetters } from './dead-letter-trim.js';
 import { deadLetterPage } from './dead-letter-listing.js';
+import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
@@ -35,35 +36,11 @@ const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
 const DEAD_LETTER_TRIM_BATCH = 500;
 /** Calls per trim (50,000 dead letters); the rest wait for the next trim. */
 const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
-/** What `JOB_STATE_SCRIPT` says about the job a delivery's add met. */
-const enum MetJob {
-  /** New, or one whose state leaves nothing to do (waiting with attempts to spare, finished). */
-  Other = 0,
-  /** In the failed set: a dead letter. */
-  DeadLetter = 1,
-  /** Not this delivery's, unfinished, and its running or next attempt is its last. */
-  OnLastAttempt = 2,
-}
-/**
- * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's job timestamp, this
- * instance's `queueAttempts`. Reads BullMQ's job fields `timestamp`, `atm` (attempts made),
- * `finishedOn` and `opts`. A job whose timestamp is this delivery's was created by it. The
- * last attempt is the job's own (`opts.attempts`, fixed when it was queued): instances of a
- * rolling deploy may disagree on `queueAttempts`; this instance's only for a job without one.
- */
-const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
-local job = redis.call('HMGET', KEYS[2], 'timestamp', 'atm', 'finishedOn', 'opts')
-if not job[1] or job[1] == ARGV[2] or job[3] then return ${MetJob.Other} end
-local attempts = tonumber(ARGV[3])
-if job[4] then
-  local ok, opts = pcall(cjson.decode, job[4])
-  if ok and type(opts) == 'table' and tonumber(opts['attempts']) then attempts = tonumber(opts['attempts']) end
-end
-if tonumber(job[2] or '0') + 1 >= attempts then return ${MetJob.OnLastAttempt} end
-return ${MetJob.Other}`;
-
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
+
+/** How often a delivery looks again at a dead letter another replay or discard acted on meanwhile. */
+const DEAD_LETTER_LOOKS = 3;
 
 /**
  * One account's queue, producer side: the webhook route hands verified events to it, the
@@ -163,29 +140,39 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
-    // Sent side by side; BullMQ's add may reach Redis after the state read. Either order gives the
-    // same answer: an add never changes a job that exists, and a job cannot use its last attempt
-    // and fail in between unless the read already said it was on it.
-    const timestamp = Date.now();
-    const [, met] = await Promise.all([
-      this.queue.add(event.eventType, data, { jobId, timestamp }),
-      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, timestamp, this.options.queueAttempts),
-    ]);
-    if (met === MetJob.OnLastAttempt) {
-      // This copy adds nothing, and if that last attempt fails the event is a dead letter though
-      // the copy was acknowledged. A 409, as inline: the service's retry finds it handled, or a
-      // dead letter it replays (below).
-      throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
-    }
-    if (met === MetJob.DeadLetter) {
+    // A dead letter someone else replayed or discarded meanwhile is looked at again: replayed onto
+    // its last attempt, this copy must be a 409 like any other copy then, not an acknowledgement.
+    for (let look = 1; ; look++) {
+      const met = await this.addOrMeet(event.eventType, data, jobId);
+      if (met === MetJob.OnLastAttempt) {
+        // This copy adds nothing, and if that last attempt fails the event is a dead letter though
+        // the copy was acknowledged. A 409, as inline: the service's retry finds it handled, or a
+        // dead letter it replays (below).
+        throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+      }
+      if (met !== MetJob.DeadLetter) return { received: true, queued: true };
       if (await this.replayDeadLetter(event.eventId)) {
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
-      } else {
-        // gone meanwhile (trimmed, discarded): the add above was a no-op, so add it now
-        await this.queue.add(event.eventType, data, { jobId });
+        return { received: true, queued: true };
       }
+      // still changing under this copy after a few looks: the service's retry looks again
+      if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
-    return { received: true, queued: true };
+  }
+
+  /**
+   * Adds the job (a no-op where one exists) and says what this delivery met. Sent side by side;
+   * BullMQ's add may reach Redis after the state read. Either order gives the same answer: an add
+   * never changes a job that exists, and a job cannot use its last attempt and fail in between
+   * unless the read already said it was on it.
+   */
+  private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string): Promise<MetJob> {
+    const timestamp = Date.now();
+    const [, met] = await Promise.all([
+      this.queue.add(eventType, data, { jobId, timestamp }),
+      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, timestamp, this.options.queueAttempts),
+    ]);
+    return met as MetJob;
   }
 
   /**
