@@ -131,7 +131,12 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       signal,
     });
     // its status decides what the caller does: read from `data` alone, not from a body that has none
-    const { record, status } = readServiceRecord(envelopeData(answer.body), this.fields, 'trxId', trxId);
+    const { record, status, answeredId } = readServiceRecord(envelopeData(answer.body), this.fields, 'trxId', trxId);
+    // an answer about another payment (a service or cache that ignored the query parameter, whose
+    // name the spec does not show) would mark this one paid: reconciliation trusts this status
+    if (answeredId !== undefined && answeredId !== trxId) {
+      throw this.unexpected('GET', endpoints.paymentStatus, `the status of payment ${trxId} (it is about payment ${answeredId}; see endpoints.paymentStatusParam)`);
+    }
     if (status === undefined) {
       throw this.unexpected('GET', endpoints.paymentStatus, `a payment status (data.${this.fields.status.join(' or data.')}; see responseFields.status)`);
     }

@@ -52,7 +52,8 @@ export function readResponseField(record: Record<string, unknown>, names: readon
  * A copy of the answer's `data` with the id (from `responseFields[idField]`, else
  * `knownId`, the id the call was made with) and the status under their camelCase names;
  * when none is found that name is left out (whatever the answer had there is in `raw`),
- * so the typed fields never hold a value of another type or from another field.
+ * so the typed fields never hold a value of another type or from another field. `answeredId`
+ * is the answer's own id, if it has one.
  */
 export function readServiceRecord(
   answerData: unknown,
@@ -60,16 +61,17 @@ export function readServiceRecord(
   idField: Exclude<PaymentResponseField, 'status'>,
   knownId?: string,
   statusFields: readonly string[] = fields.status,
-): { record: Record<string, unknown>; id: string | undefined; status: string | undefined } {
+): { record: Record<string, unknown>; id: string | undefined; answeredId: string | undefined; status: string | undefined } {
   const data = recordOf(answerData);
   const record: Record<string, unknown> = { ...data };
-  const id = readResponseField(data, fields[idField]) ?? knownId;
+  const answeredId = readResponseField(data, fields[idField]);
+  const id = answeredId ?? knownId;
   if (id !== undefined) record[idField] = id;
   else delete record[idField];
   const status = readResponseField(data, statusFields, false);
   if (status !== undefined) record.status = status;
   else delete record.status;
-  return { record, id, status };
+  return { record, id, answeredId, status };
 }
 
 /** Well-known names of a list of gateways inside an object answer. */

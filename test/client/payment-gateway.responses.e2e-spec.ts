@@ -308,6 +308,21 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(await client.getPaymentStatus('trx_asked')).toMatchObject({ trxId: 'trx_asked', status: 'PENDING', pending: true, httpStatus: 202 });
     });
 
+    it.each([
+      ['another id', { trx_id: 'trx_other', status: 'SUCCESS' }],
+      ['another id, as a number', { trxId: 42, status: 'SUCCESS' }],
+    ])('an answer about %s is UNEXPECTED_RESPONSE: its status is never taken for the payment asked about', async (_label, data) => {
+      await start();
+      stub.answer('GET', '/payment/status', success(data));
+      const error = await rejectionOf(client.getPaymentStatus('trx_asked'));
+      expect(error).toBeInstanceOf(PaymentServerError);
+      expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE', method: 'GET', path: '/payment/status' });
+      expect(error.message).toContain('trx_asked');
+      // the same id, read as text from a number, is that payment's
+      stub.answer('GET', '/payment/status', success({ trxId: 42, status: 'SUCCESS' }));
+      await expect(client.getPaymentStatus('42')).resolves.toMatchObject({ trxId: '42', status: 'SUCCESS' });
+    });
+
     it('an answer without a status is UNEXPECTED_RESPONSE naming the fields (a read: nothing changed)', async () => {
       await start();
       stub.answer('GET', '/payment/status', success({ trx_id: 'trx_asked' }));
