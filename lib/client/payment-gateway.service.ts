@@ -132,10 +132,9 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     });
     // its status decides what the caller does: read from `data` alone, not from a body that has none
     const { record, status, answeredId } = readServiceRecord(envelopeData(answer.body), this.fields, 'trxId', trxId);
-    // an answer about another payment (a service or cache that ignored the query parameter, whose
-    // name the spec does not show) would mark this one paid: reconciliation trusts this status
+    // another payment's status (the query parameter's name is not in the spec) would mark this one paid
     if (answeredId !== undefined && answeredId !== trxId) {
-      throw this.unexpected('GET', endpoints.paymentStatus, `the status of payment ${trxId} (it is about payment ${answeredId}; see endpoints.paymentStatusParam)`);
+      throw this.unexpected('GET', endpoints.paymentStatus, `the status of payment ${trxId} (it is about ${answeredId}; see endpoints.paymentStatusParam)`);
     }
     if (status === undefined) {
       throw this.unexpected('GET', endpoints.paymentStatus, `a payment status (data.${this.fields.status.join(' or data.')}; see responseFields.status)`);
@@ -345,8 +344,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       account: this.options.account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
       message: `${method} ${path} succeeded but the answer does not hold ${expected}`,
-      method,
-      path,
+      method, path,
     });
   }
 }
