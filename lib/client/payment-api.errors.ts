@@ -5,6 +5,7 @@
  * secret: they are built from our own fields, never from a raw axios error.
  */
 
+import { paymentEnvName } from '../config/payment-env.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 
 /** Every error code the service documents. Branch on these, never on `message`. @publicApi */
@@ -216,6 +217,13 @@ export class PaymentServerError extends PaymentApiError {}
 
 /** The client is not configured to make this call (e.g. no client id / secret). @publicApi */
 export class PaymentClientConfigurationError extends PaymentApiError {}
+
+/** A call of an account without client credentials, naming the account's own variables. */
+export function missingCredentialsError(account: string): PaymentClientConfigurationError {
+  const [id, secret] = [paymentEnvName('clientId', account), paymentEnvName('clientSecret', account)];
+  const message = `clientId and clientSecret (${id} / ${secret}) are required to call the payment service`;
+  return new PaymentClientConfigurationError({ account, code: PaymentClientErrorCode.CONFIGURATION_ERROR, message });
+}
 
 /** @publicApi */
 export type PaymentNetworkFailure = 'timeout' | 'connection-refused' | 'dns' | 'connection-reset' | 'other';

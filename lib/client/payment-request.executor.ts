@@ -8,7 +8,7 @@ import {
   PaymentAbortedError,
   PaymentApiError,
   PaymentClientErrorCode,
-  PaymentClientConfigurationError,
+  missingCredentialsError,
   PaymentNetworkError,
   PaymentRateLimitError,
   PaymentServerError,
@@ -268,11 +268,7 @@ export class PaymentRequestExecutor {
   private async requestToken(signal?: AbortSignal, once = false) {
     const { clientId, clientSecret, tokenRequest } = this.options;
     if (!clientId || !clientSecret) {
-      throw new PaymentClientConfigurationError({
-        account: this.options.account,
-        code: PaymentClientErrorCode.CONFIGURATION_ERROR,
-        message: 'clientId and clientSecret (PAYMENT_CLIENT_ID / PAYMENT_CLIENT_SECRET) are required to call the payment service',
-      });
+      throw missingCredentialsError(this.options.account);
     }
     this.logger.debug?.(`Requesting an access token (account ${this.options.account})`);
     const answer = await this.execute({

@@ -1,8 +1,9 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
+import { paymentEnvName } from '../config/payment-env.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { PaymentWebhookError } from './payment-webhook.errors.js';
+import { PaymentWebhookError, WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
 import {
   assertDeclaredSize,
   assertJsonContentType,
@@ -53,7 +54,9 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
       this.onVerified(request, verification);
       return true;
     } catch (error) {
-      throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
+      // the options' account (a subclass's for account 'eu' reads PAYMENT_EU_WEBHOOK_SECRET)
+      const named = error instanceof WebhookSecretNotConfiguredError ? new WebhookSecretNotConfiguredError(paymentEnvName('webhookSecret', this.options.account)) : error;
+      throw named instanceof PaymentWebhookError ? new PaymentWebhookHttpException(named) : named;
     }
   }
 

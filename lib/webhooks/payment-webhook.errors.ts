@@ -126,12 +126,9 @@ export class WebhookTimestampOutOfToleranceError extends WebhookSignatureError {
 /** Verification was asked for without any secret: a configuration fault, not the sender's (500). */
 export class WebhookSecretNotConfiguredError extends PaymentWebhookError {
   override readonly name = 'WebhookSecretNotConfiguredError';
-  constructor() {
-    super(
-      PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED,
-      500,
-      'No webhook secret is configured (set PAYMENT_WEBHOOK_SECRET or the webhookSecret option)',
-    );
+  /** `variable`: the account's (`PAYMENT_EU_WEBHOOK_SECRET` for account `eu`). */
+  constructor(variable = 'PAYMENT_WEBHOOK_SECRET') {
+    super(PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, 500, `No webhook secret is configured (set ${variable} or the webhookSecret option)`);
   }
 }
 

@@ -1,5 +1,7 @@
 import type { Logger } from '@nestjs/common';
+import { paymentEnvName } from '../config/payment-env.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
+import { WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import {
   assertDeclaredSize,
@@ -69,6 +71,8 @@ export class PaymentWebhookVerifier {
 
   /** The signature and replay-window check, with this account's secrets and tolerance. */
   private assertSigned(rawBody: Buffer, headers: PaymentWebhookRequest['headers']): void {
+    // a host route of an account without a secret (the module's route does not exist then): name its variable
+    if (this.settings.webhookSecrets.length === 0) throw new WebhookSecretNotConfiguredError(paymentEnvName('webhookSecret', this.settings.account));
     verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
   }
 }

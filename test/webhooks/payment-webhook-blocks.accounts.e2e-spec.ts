@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Controller, type ExecutionContext, HttpCode, Inject, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
-import { getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import { getPaymentGatewayToken, getPaymentOptionsToken } from '../../lib/accounts/payment-account.tokens.js';
+import type { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
@@ -19,6 +20,14 @@ const runs: string[] = [];
 @Injectable()
 class EuSignatureGuard extends PaymentWebhookSignatureGuard {
   constructor(@Inject(getPaymentOptionsToken('eu')) options: ResolvedPaymentOptions) {
+    super(options);
+  }
+}
+
+/** Account 'uk' has neither a webhook secret nor client credentials. */
+@Injectable()
+class UkSignatureGuard extends PaymentWebhookSignatureGuard {
+  constructor(@Inject(getPaymentOptionsToken('uk')) options: ResolvedPaymentOptions) {
     super(options);
   }
 }
@@ -57,6 +66,19 @@ class EuWebhooksController {
     return this.receiver.receive(request, 'eu');
   }
 
+  @Post('uk-receiver')
+  @HttpCode(200)
+  receiveUk(@Req() request: PaymentWebhookRequest) {
+    return this.receiver.receive(request, 'uk');
+  }
+
+  @Post('uk-guard')
+  @HttpCode(200)
+  @UseGuards(UkSignatureGuard)
+  guardUk() {
+    return { received: true };
+  }
+
   @Post('mistyped')
   @HttpCode(200)
   @UseGuards(EuSignatureGuard, MistypedEnvelopeGuard)
@@ -75,9 +97,12 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
       adapter,
       logger,
       payment: { webhookRoute: false },
-      extraImports: [PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: EU_SECRET, webhookRoute: false })],
+      extraImports: [
+        PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: EU_SECRET, webhookRoute: false }),
+        PaymentModule.forRoot({ account: 'uk', baseUrl: 'http://127.0.0.1:9', webhookRoute: false }),
+      ],
       controllers: [EuWebhooksController],
-      extraProviders: [EuSignatureGuard, EuEnvelopeGuard, MistypedEnvelopeGuard],
+      extraProviders: [EuSignatureGuard, EuEnvelopeGuard, MistypedEnvelopeGuard, UkSignatureGuard],
     });
   });
   afterAll(() => app?.close());
@@ -106,5 +131,16 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
     expect(answer.json).toMatchObject({ statusCode: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
     expect(runs).not.toContain(`mistyped:${event.eventId}`);
     expect(logger.lines.some((line) => line.level === 'error' && line.message.includes("'EU'") && line.message.includes('eu'))).toBe(true);
+  });
+
+  it("an account without a webhook secret or credentials names its own variables (PAYMENT_UK_*), not the default account's", async () => {
+    for (const path of ['eu/uk-receiver', 'eu/uk-guard']) {
+      const answer = await postWebhook(app.url, envelope('payment.succeeded'), { path });
+      expect(answer.status).toBe(500);
+      expect(answer.json).toMatchObject({ code: 'WEBHOOK_SECRET_NOT_CONFIGURED', message: expect.stringContaining('set PAYMENT_UK_WEBHOOK_SECRET or') });
+    }
+    const error = await app.app.get<PaymentGatewayService>(getPaymentGatewayToken('uk')).listGateways().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CONFIGURATION_ERROR', account: 'uk' });
+    expect((error as Error).message).toContain('(PAYMENT_UK_CLIENT_ID / PAYMENT_UK_CLIENT_SECRET)');
   });
 });
