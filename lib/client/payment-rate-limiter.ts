@@ -181,14 +181,30 @@ export class LimiterPool {
  */
 @Injectable()
 export class PaymentIpRateLimits {
-  private readonly byClock = new WeakMap<PaymentClock, LimiterPool>();
+  private readonly byClock = new WeakMap<PaymentClock, { pool: LimiterPool; lowest: Map<string, number> }>();
+
+  /**
+   * An account's token limit counts on its origin's line from the account's start, not from its
+   * first call, and stays when the idle line is dropped (a line made again allows no more).
+   */
+  declare(origin: string, limit: number, clock: PaymentClock): number {
+    const { lowest } = this.linesOf(clock);
+    const allowed = Math.min(limit, lowest.get(origin) ?? limit);
+    lowest.set(origin, allowed);
+    return allowed;
+  }
 
   line(origin: string, limit: number, windowMs: number, clock: PaymentClock): SlidingWindowLimiter {
-    let pool = this.byClock.get(clock);
-    if (!pool) this.byClock.set(clock, (pool = new LimiterPool()));
-    const line = pool.get(origin, () => new SlidingWindowLimiter(limit, windowMs, clock));
-    line.tighten(limit);
+    const allowed = this.declare(origin, limit, clock);
+    const line = this.linesOf(clock).pool.get(origin, () => new SlidingWindowLimiter(allowed, windowMs, clock));
+    line.tighten(allowed);
     return line;
+  }
+
+  private linesOf(clock: PaymentClock): { pool: LimiterPool; lowest: Map<string, number> } {
+    let lines = this.byClock.get(clock);
+    if (!lines) this.byClock.set(clock, (lines = { pool: new LimiterPool(), lowest: new Map() }));
+    return lines;
   }
 }
 
@@ -207,7 +223,11 @@ export class PaymentRateLimiter {
     private readonly limits: PaymentRateLimits | false,
     private readonly clock: PaymentClock,
     private readonly perIp: PaymentIpRateLimits = new PaymentIpRateLimits(),
-  ) {}
+    /** The service's origin, whose shared token line this client's limit tightens at once. */
+    ipLineKey?: string,
+  ) {
+    if (limits !== false && ipLineKey !== undefined) perIp.declare(ipLineKey, limits.tokenPerMinute, clock);
+  }
 
   async acquire(scope: RateLimitScope, key: string, signal?: AbortSignal): Promise<RateLimitRelease> {
     const limit = this.limitFor(scope);

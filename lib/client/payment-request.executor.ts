@@ -81,8 +81,8 @@ export class PaymentRequestExecutor {
     private readonly logger: LoggerService,
     perIp?: PaymentIpRateLimits,
   ) {
-    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, perIp);
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
+    this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, perIp, this.ipLimitKey);
     this.tokens = new PaymentTokenManager((signal, once) => this.requestToken(signal, once), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
     // every waiting call listens on it (and lets go when it ends): dozens queued for a rate-limit

@@ -86,3 +86,60 @@ describe('several accounts in one app share the per-IP token limit', () => {
     expect(clock.sleeps).toEqual([]);
   });
 });
+
+describe("the shared token line keeps the lowest account's limit", () => {
+  const merchants = {
+    eu: { merchantId: 1, clientId: 'eu-shop', clientSecret: 'eu-secret', webhookSecret: 'whsec_eu', mode: 'sandbox' as const },
+    us: { merchantId: 2, clientId: 'us-shop', clientSecret: 'us-secret', webhookSecret: 'whsec_us', mode: 'sandbox' as const },
+    asia: { merchantId: 3, clientId: 'asia-shop', clientSecret: 'asia-secret', webhookSecret: 'whsec_asia', mode: 'sandbox' as const },
+  };
+  let sim: PaymentServiceSimulator;
+  let app: INestApplication;
+
+  afterEach(async () => {
+    await app?.close();
+    await sim?.stop();
+  });
+
+  /** The most token calls the service saw within any one minute. */
+  function busiestTokenMinute(from = 0): number {
+    const times = sim.requests.slice(from).filter((r) => r.route === TOKEN).map((r) => r.at);
+    return Math.max(0, ...times.map((start) => times.filter((t) => t >= start && t < start + 60_000).length));
+  }
+
+  it("from the start (before the low-limit account's first call) and after the line went idle and was dropped", async () => {
+    sim = new PaymentServiceSimulator({ merchants: Object.values(merchants), rateLimits: { tokenPerMinute: 100 } });
+    await sim.start();
+    const clock = new SimulatorClock(sim);
+    @Global()
+    @Module({ providers: [{ provide: PAYMENT_CLIENT_RUNTIME, useValue: { clock, random: () => 0.5 } }], exports: [PAYMENT_CLIENT_RUNTIME] })
+    class ClockModule {}
+    const account = (name: keyof typeof merchants, baseUrl: string, tokenPerMinute?: number) =>
+      PaymentModule.forRoot({
+        account: name,
+        baseUrl,
+        environment: 'sandbox',
+        clientId: merchants[name].clientId,
+        clientSecret: merchants[name].clientSecret,
+        retryBaseDelayMs: 10,
+        readEnv: false,
+        ...(tokenPerMinute === undefined ? {} : { rateLimits: { tokenPerMinute } }),
+      });
+    // 'us' allows 2 token calls a minute on the host it shares with 'eu'; 'asia' is on another host name
+    @Module({ imports: [ClockModule, account('eu', sim.url), account('us', sim.url, 2), account('asia', sim.url.replace('127.0.0.1', 'localhost'))] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+    await app.init();
+    const client = (name: keyof typeof merchants) => app.get<PaymentGatewayService>(getPaymentGatewayToken(name));
+    const fivePayments = () => Promise.all(Array.from({ length: 5 }, (_, i) => client('eu').createPayment({ amount: String(i + 1), currency: 'USD' })));
+
+    await fivePayments(); // 'us' has made no call yet: was 5 token calls in the first minute
+    expect(busiestTokenMinute()).toBe(2);
+
+    sim.advanceTime(61_000); // the line is idle now; a call to another host drops idle lines
+    await client('asia').createPayment({ amount: '1', currency: 'USD' });
+    const before = sim.requests.length;
+    await fivePayments(); // was rebuilt with 'eu''s own 10 a minute
+    expect(busiestTokenMinute(before)).toBe(2);
+  });
+});
