@@ -5,13 +5,16 @@ const SHORT_SECRET_LENGTH = 4;
 /**
  * `text` without any of `secrets`, each also as sent in a form body or a URL and inside a
  * JSON string (a service echoing the request shows one of those forms), percent-encoded as
- * RFC 3986 asks and HTML-escaped, in any letter case. A cut-short echo stays readable.
+ * RFC 3986 asks and HTML-escaped, in any letter case and either Unicode normal form (NFC, NFD).
+ * A cut-short echo stays readable.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
   let out = text;
   // longest first: a secret inside another (a client secret within a token) must not cut the
   // longer one into pieces that then match nothing and stay readable around the marker
-  const ordered = [...secrets].filter((secret): secret is string => !!secret).sort((a, b) => b.length - a.length);
+  // each in both Unicode normal forms too: an echo may have been normalised on its way back
+  const given = [...secrets].filter((secret): secret is string => !!secret);
+  const ordered = [...new Set(given.flatMap((secret) => [secret, secret.normalize('NFC'), secret.normalize('NFD')]))].sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
     const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
     if (secret.length < SHORT_SECRET_LENGTH) {
@@ -23,10 +26,12 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
     }
     // every way a JSON encoder may write it inside a string; first, since an escaped secret can
     // hold the plain one (`\\\\x` holds `\\x`), which would leave its start readable
-    out = out.replace(new RegExp(jsonStringPattern(secret), 'g'), REDACTED);
+    out = out.replace(new RegExp(jsonStringPattern(secret), 'gi'), REDACTED);
     // and as other echoes show it: percent-encoded as RFC 3986 asks, HTML-escaped (an error page);
     // whatever the case (lower-case hex, an upper-cased message): longest form first
-    const forms = [...new Set([...plainForms, strictPercentEncoded(secret), ...htmlEscaped(secret)])].sort((a, b) => b.length - a.length);
+    // (and a JSON echo inside an HTML page)
+    const json = JSON.stringify(secret).slice(1, -1);
+    const forms = [...new Set([...plainForms, strictPercentEncoded(secret), ...htmlEscaped(secret), ...htmlEscaped(json)])].sort((a, b) => b.length - a.length);
     out = out.replace(new RegExp(forms.map(escapeRegExp).join('|'), 'gi'), REDACTED);
   }
   return out;

@@ -14,6 +14,9 @@ describe('redactSecrets', () => {
     ['percent-encoded with lower-case hex', 'a/b+c=d?e-secret', (s: string) => encodeURIComponent(s).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())],
     ["percent-encoded as RFC 3986 asks (also !'()*)", "s3cr3t!*'()-value", (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)],
     ['upper-cased', 'cs_live_8f3a9b2c7d1e6f50', (s: string) => s.toUpperCase()],
+    ['JSON-escaped, then upper-cased', 'Sk_Live"/\\é+&=%x9Q', (s: string) => JSON.stringify(s).slice(1, -1).toUpperCase()],
+    ['JSON-escaped, then HTML-escaped (a JSON body shown in an error page)', 'Sk_Live"/\\é+&=%x9Q', (s: string) => JSON.stringify(s).slice(1, -1).replace(/&/g, '&amp;').replace(/"/g, '&quot;')],
+    ['in Unicode normalisation form NFD', 'Sk_Live_caf\u00e9_9Q', (s: string) => s.normalize('NFD')],
   ])('removes a secret echoed %s', (_label, secret, echo) => {
     expect(echo(secret)).not.toBe(secret);
     expect(redactSecrets(`invalid client_secret ${echo(secret)} given`, [secret])).toBe('invalid client_secret [redacted] given');
