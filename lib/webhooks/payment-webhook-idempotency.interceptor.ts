@@ -177,8 +177,9 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
     if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX, settings.route);
-    const id = settings.key ? await settings.key(request, context) : event?.eventId;
-    if (typeof id !== 'string' || id.length === 0) {
+    const id = keyText(settings.key ? await settings.key(request, context) : event?.eventId);
+    if (id === INVALID_KEY) throw routeMisconfigured(this.logger, KEY_TYPE_FIX, settings.route);
+    if (id === undefined || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
     }
     // lone surrogates ("\ud800", "\udbff") become the same bytes in a Redis key
@@ -211,4 +212,20 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }
   }
+}
+
+/** A key function's answer that no delivery can fix: the route's (see `keyText`). */
+const INVALID_KEY = Symbol('invalid idempotency key');
+const KEY_TYPE_FIX = 'the @WebhookIdempotencyKey function returned neither a string nor a number: return the delivery id as text';
+
+/**
+ * A key as text: a string as it is, a whole number (a partner's numeric `deliveryId`) as its
+ * digits; `undefined` when there is none (the sender's fault: 400); `INVALID_KEY` for anything
+ * else (an object, a fraction: the key function's fault, 500).
+ */
+function keyText(key: unknown): string | undefined | typeof INVALID_KEY {
+  if (typeof key === 'string') return key;
+  if (key === undefined || key === null) return undefined;
+  if ((typeof key === 'number' && Number.isSafeInteger(key)) || typeof key === 'bigint') return String(key);
+  return INVALID_KEY;
 }

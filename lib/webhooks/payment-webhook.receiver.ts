@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
 import { WebhookUnknownAccountError } from './payment-webhook.errors.js';
 import type { PaymentWebhookAck } from './payment-webhook.processor.js';
 import { type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
@@ -13,6 +13,11 @@ import { type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request
  * The service's events are a few KB.
  */
 const SIGNER_CHECK_MAX_BYTES = 64 * 1024;
+
+/** The fix of a route that hands `receive()` something other than the HTTP request. */
+const NOT_A_REQUEST_FIX =
+  'PaymentWebhookReceiver.receive() was given no HTTP request (no headers): pass the request itself, ' +
+  'receive(@Req() request), not its parsed body (@Body()); the signature is checked over its raw bytes';
 
 /**
  * Receives a webhook delivery in a route of your own (with `webhookRoute: false`, or beside
@@ -49,6 +54,10 @@ export class PaymentWebhookReceiver {
    * modules are initialised (the account has no processor yet), it rejects with a plain `Error`.
    */
   receive(request: PaymentWebhookRequest, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentWebhookAck> {
+    // `@Body()` instead of `@Req()`: the app's mistake, said with the fix (it crashed on the missing headers)
+    if (typeof request !== 'object' || request === null || typeof request.headers !== 'object' || request.headers === null) {
+      return Promise.reject(routeMisconfigured(this.logger, NOT_A_REQUEST_FIX));
+    }
     if (!this.accounts.has(account)) {
       return Promise.reject(this.unknownAccount(account, performance.now(), request));
     }

@@ -1,7 +1,8 @@
 import type { ExecutionContext } from '@nestjs/common';
 
 /**
- * Returns the deduplication key of a request; `undefined`/empty → 400. Derive it from data
+ * Returns the deduplication key of a request: a string, or a whole number (used as its digits);
+ * `undefined`/empty → 400, any other value → 500 `WEBHOOK_ROUTE_MISCONFIGURED`. Derive it from data
  * the signature covers (the verified body), never from a header a replay could change.
  * `TRequest` types the request (`WebhookIdempotencyKey<{ body: { deliveryId?: string } }>(...)`);
  * untyped by default, as Nest's `@Req()`.
@@ -11,7 +12,7 @@ import type { ExecutionContext } from '@nestjs/common';
 export type WebhookIdempotencyKeyFn<TRequest = any> = (
   request: TRequest,
   context: ExecutionContext,
-) => string | undefined | null | Promise<string | undefined | null>;
+) => string | number | undefined | null | Promise<string | number | undefined | null>;
 
 /**
  * Settings of `PaymentWebhookIdempotencyInterceptor`, per module or per route. Numbers are whole

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { BadRequestException, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import { BadRequestException, Body, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
@@ -71,6 +71,24 @@ class MisassembledController {
     return { ok: true };
   }
 
+  // the parsed body handed to the receiver: it crashed on the missing headers (500 WEBHOOK_INTERNAL_ERROR)
+  @Post('body-instead-of-request')
+  @HttpCode(200)
+  bodyInstead(@Body() body: PaymentWebhookRequest) {
+    return this.receiver.receive(body);
+  }
+
+  // a key that is neither text nor a whole number: was 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING, blaming the sender, on every retry
+  @Post('object-key')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: unknown }) => req.body as never)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  objectKey() {
+    effects.push('object-key');
+    return { ok: true };
+  }
+
   // the envelope guard alone never reads bytes nobody verified
   @Post('envelope-without-signature')
   @HttpCode(200)
@@ -134,6 +152,9 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
       // the same on the service's retry: nothing ran, nothing holds the event
       expect(await postWebhook(w.url, event, { path })).toMatchObject(misconfigured);
     }
+    expect(await postWebhook(w.url, event, { path: 'mistakes/body-instead-of-request' })).toMatchObject(misconfigured);
+    expect(await postWebhook(w.url, { id: 'object-1' }, { path: 'mistakes/object-key' })).toMatchObject(misconfigured);
+    expect(logger.messages('error')).toContainEqual(expect.stringMatching(/^PaymentWebhookReceiver\.receive\(\) was given no HTTP request/));
     expect(await postWebhook(w.url, { id: 'short-1' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'short-2' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(effects).toEqual([]);
@@ -142,6 +163,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     const fixes = logger.messages('error').filter((line) => line.startsWith('MisassembledController.')).sort();
     expect(fixes).toEqual([
       expect.stringMatching(/^MisassembledController\.envelopeAlone: PaymentWebhookEnvelopeGuard found no verified body/),
+      expect.stringMatching(/^MisassembledController\.objectKey: the @WebhookIdempotencyKey function returned neither a string nor a number/),
       expect.stringMatching(/^MisassembledController\.shortRetention: the idempotency retentionMs \(1000\) must be at least twice/),
       expect.stringMatching(/^MisassembledController\.stacked: PaymentWebhookReceiver verifies and deduplicates by itself/),
       expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
@@ -153,6 +175,14 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await send('d-1')).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
     expect(await send('d-2')).toMatchObject({ status: 200, json: { ok: true } });
     expect(effects).toEqual(['d-1', 'd-2']);
+  });
+
+  it("a partner's numeric delivery id is a key (its digits): once, then duplicate, also when sent as text", async () => {
+    const numeric = (id: unknown) => postWebhook(w.url, { anything: 'the partner sends', id }, { path: 'partner/callback' });
+    expect(await numeric(4242)).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await numeric(4242)).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
+    expect(await numeric('4242')).toMatchObject({ status: 200, json: { ok: true, duplicate: true } });
+    expect(effects).toEqual([4242]);
   });
 
   it('a replay with a new unsigned header value is still a duplicate (the key is signed data)', async () => {
