@@ -13,8 +13,8 @@ import {
   Version,
   VERSION_NEUTRAL,
 } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants.js';
-import { ApplicationConfig, HttpAdapterHost } from '@nestjs/core';
+import { METHOD_METADATA, MODULE_PATH, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants.js';
+import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -143,13 +143,16 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
     private readonly adapterHost: HttpAdapterHost,
     private readonly appConfig: ApplicationConfig,
     @Inject(PaymentWebhookProcessor) private readonly webhooks: PaymentWebhookProcessor,
+    private readonly modules: ModulesContainer,
   ) {}
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
-    const { path, version } = this.route;
-    if (path !== undefined && adapter) {
+    const { version } = this.route;
+    if (this.route.path !== undefined && adapter) {
       const config = this.appConfig;
+      const modulePath = this.routerModulePath();
+      const path = modulePath === '' ? this.route.path : `${modulePath}/${this.route.path}`;
       installWebhookBodyErrorHandler(
         adapter,
         () =>
@@ -161,6 +164,18 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
         (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
       );
     }
+  }
+
+  /**
+   * The path a host's `RouterModule.register([{ path, module: PaymentModule }])` puts the route
+   * under (children's paths joined, as Nest's router reads it), without slashes; '' when none.
+   * Set by then: RouterModule writes it when it is built, before any module is initialised.
+   */
+  private routerModulePath(): string {
+    const own = [...this.modules.values()].find((module) => module.providers.get(PAYMENT_WEBHOOK_ROUTE)?.instance === this.route);
+    if (own === undefined) return '';
+    const path: unknown = Reflect.getMetadata(MODULE_PATH + this.modules.applicationId, own.metatype) ?? Reflect.getMetadata(MODULE_PATH, own.metatype);
+    return typeof path === 'string' ? path.replace(/^\/+|\/+$/g, '') : '';
   }
 }
 

@@ -15,7 +15,7 @@ export type WebhookRouteVersion = string | symbol | ReadonlyArray<string | symbo
  * The paths Nest's router serves a POST route of `path` (no leading slash) at, built by its
  * rules: one per URI version (none for a version-neutral route or other versioning types),
  * under the global prefix unless an `exclude` entry takes the route out of it. A `RouterModule`
- * path is not known here.
+ * path is part of `path` (the caller reads it from the module).
  */
 export function webhookRoutePaths(path: string, version: WebhookRouteVersion | undefined, settings: WebhookRouteSettings): string[] {
   const uri = settings.versioning?.type === VersioningType.URI;

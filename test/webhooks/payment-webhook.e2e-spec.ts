@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Body, Controller, HttpCode, Post, RequestMethod, Version, VersioningType } from '@nestjs/common';
+import { RouterModule } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { FastifyInstance } from 'fastify';
 import { PaymentModule } from '../../lib/payment.module.js';
@@ -508,6 +509,25 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
         status: 400,
         json: { code: 'WEBHOOK_INVALID_JSON' },
       });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("parser errors are the webhook's under a RouterModule path too (with a global prefix), and the path without it is the host's", async () => {
+    const w = await startWebhookApp({
+      adapter,
+      globalPrefix: 'api',
+      extraImports: [RouterModule.register([{ path: 'shop', children: [{ path: 'billing', module: PaymentModule }] }])],
+    });
+    const invalidJson = { status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } };
+    try {
+      expect(await postWebhook(w.url, envelope(), { path: 'api/shop/billing/payments/webhook' })).toMatchObject({ status: 200 });
+      // was the parser's own answer, without a code
+      expect(await postWebhook(w.url, '{broken', { path: 'api/shop/billing/payments/webhook' })).toMatchObject(invalidJson);
+      // was WEBHOOK_INVALID_JSON (and counted as a webhook refusal) on a path the router does not send to the route
+      expect(await postWebhook(w.url, envelope(), { path: 'api/payments/webhook' })).toMatchObject({ status: 404 });
+      expect(String((await postWebhook(w.url, '{broken', { path: 'api/payments/webhook' })).json?.code)).not.toMatch(/^WEBHOOK_/);
     } finally {
       await w.close();
     }
