@@ -209,6 +209,9 @@ export class PaymentTokenManager {
   }
 }
 
+/** What Node's HTTP client accepts in a header value: tab, visible ASCII, space and Latin-1. */
+const HEADER_SAFE = /^[\t\x20-\x7e\x80-\xff]+$/;
+
 /**
  * Reads the token call's `data` (its fields are not published): the first present field
  * of `tokenFields`, lifetime from `expiresInField` (at most `maxExpiresInSeconds`) or the default.
@@ -221,6 +224,16 @@ export function parseTokenData(data: unknown, options: PaymentTokenResponseOptio
       account,
       code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
       message: `POST ${path} answered without a token in any of data.${options.tokenFields.join(', data.')} (set tokenResponse.tokenFields)`,
+      method: 'POST',
+      path,
+    });
+  }
+  // Node refuses such a header before sending: the call would fail as a network error said to have maybe reached the service
+  if (!HEADER_SAFE.test(token)) {
+    throw new PaymentServerError({
+      account,
+      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
+      message: `POST ${path} answered a token that cannot be sent in an Authorization header (control characters or characters beyond Latin-1)`,
       method: 'POST',
       path,
     });

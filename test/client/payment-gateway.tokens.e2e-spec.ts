@@ -122,6 +122,17 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
     expect(h.sim.refunds.length + h.sim.payouts.length).toBe(1);
   });
 
+  it('a token that cannot go in a header (a line break) is UNEXPECTED_RESPONSE on the token call, never a request said to have reached the service', async () => {
+    h = await startClientHarness();
+    h.sim.injectFault({ path: '/authentication/token', kind: 'rewrite', rewrite: (body) => ({ body: { ...body, data: { access_token: 'tok\r\nX-Evil: 1', expires_in: 600 } } }) });
+    const error = await rejectionOf(h.client.listGateways());
+    // was NETWORK_ERROR with mayHaveReachedService: true (Node refused the header before sending)
+    expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE', mayHaveReachedService: false });
+    expect(error.message).toContain('cannot be sent in an Authorization header');
+    expect(error.message).not.toContain('X-Evil');
+    expect(h.calls('/payments/gateways')).toHaveLength(0);
+  });
+
   it('retries a rejected token only once', async () => {
     h = await startClientHarness();
     h.sim.injectFault({ path: '/payments/gateways', kind: 'status', code: 'PAY_1003', times: 5 });
