@@ -41,7 +41,11 @@ export const PAYMENT_ENV_VARIABLES = {
 export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
 
 /** Raw string values found in the environment, keyed by option name. */
-export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string>>;
+/**
+ * Text as read; a value of the host's ConfigService that is not text, a number or a boolean (an
+ * object, a list from a YAML loader) stays as it is, for validation to refuse or check as the option.
+ */
+export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string | object>>;
 
 /**
  * How each variable is read: as text, a whole number or a boolean; and whether it describes
@@ -125,8 +129,10 @@ export function readPaymentEnv(
   return values;
 }
 
-function envText(raw: unknown): string | undefined {
+function envText(raw: unknown): string | object | undefined {
   if (raw === undefined || raw === null) return undefined;
+  // String() made an object '[object Object]' (a secret!) or threw on one without a prototype
+  if (typeof raw === 'object' || typeof raw === 'function' || typeof raw === 'symbol') return raw as object;
   const text = String(raw).trim();
   return text === '' ? undefined : text;
 }
@@ -145,9 +151,9 @@ function fromEnvBoolean(text: string): boolean | string {
 /** Converts the env strings to the option types; unparsable text is kept so validation reports it. */
 export function parsePaymentEnv(env: PaymentEnvValues): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, text] of Object.entries(env) as [PaymentEnvOptionKey, string][]) {
+  for (const [key, text] of Object.entries(env) as [PaymentEnvOptionKey, string | object][]) {
     const { type } = ENV_KINDS[key];
-    out[key] = type === 'integer' ? fromEnvNumber(text) : type === 'boolean' ? fromEnvBoolean(text) : text;
+    out[key] = typeof text !== 'string' ? text : type === 'integer' ? fromEnvNumber(text) : type === 'boolean' ? fromEnvBoolean(text) : text;
   }
   return out;
 }

@@ -7,6 +7,7 @@ import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-op
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 import { checkUnknownKeys } from './payment-option-keys.validation.js';
 import { misplacedPasswordTail, undecodableRedisUrlPart } from './redact-url.js';
+import { isQuoted, looksLikeJsonOrQuoted } from './quoted-values.js';
 
 /** What validation needs beside the merged options. */
 export interface PaymentOptionsValidationContext {
@@ -263,6 +264,10 @@ export function validatePaymentOptions(
   if (looksLikeJsonOrQuoted(givenSecret, Array.isArray(schema.webhookSecret) ? schema.webhookSecret : [])) {
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
+  // an env file read with its quotes kept (docker --env-file): every token call a PAY_1004
+  for (const key of ['clientId', 'clientSecret'] as const) {
+    if (isQuoted(schema[key])) problems.push(`${describe(key)} is wrapped in quotes: give it without them (an env file's quotes are kept by some readers)`);
+  }
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
   if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\s\0]/.test(secret))) {
     problems.push(`${describe('webhookSecret')} has a secret with a space, line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);
@@ -289,25 +294,6 @@ export function validatePaymentOptions(
  */
 export function signatureReplayWindowMs(toleranceSeconds: number): number {
   return 2 * toleranceSeconds * 1000;
-}
-
-/**
- * Whether webhook secrets were given as JSON (a list or object that parses as such) or quoted
- * (a value, or each listed one, wrapped in one pair of matching quotes).
- */
-function looksLikeJsonOrQuoted(given: unknown, secrets: readonly unknown[]): boolean {
-  if (typeof given === 'string') {
-    const text = given.trim();
-    if (/^\[.*\]$|^\{.*\}$/s.test(text)) {
-      try {
-        const parsed: unknown = JSON.parse(text);
-        if (typeof parsed === 'object' && parsed !== null) return true;
-      } catch {
-        // not JSON: secrets that happen to start and end with brackets
-      }
-    }
-  }
-  return secrets.some((secret) => typeof secret === 'string' && secret.length >= 2 && /^(["']).*\1$/s.test(secret));
 }
 
 /** The longest a failing event may keep being retried in queue mode before it becomes a dead letter. */

@@ -71,6 +71,32 @@ describe('PaymentModule configuration', () => {
     expect(options.baseUrl).toBe('http://127.0.0.1:1');
   });
 
+  it("values of the host's ConfigService that are neither text, numbers nor booleans are refused naming their key, never read as text", async () => {
+    restore = withEnv({});
+    const boot = Test.createTestingModule({
+      imports: [
+        ConfigModule.forRoot({
+          isGlobal: true,
+          ignoreEnvFile: true,
+          load: [
+            () => ({
+              PAYMENT_BASE_URL: 'https://pay.example.com',
+              PAYMENT_CLIENT_ID: 'shop',
+              PAYMENT_CLIENT_SECRET: { nested: 'never-print-me' }, // was the secret '[object Object]'
+              PAYMENT_WEBHOOK_SECRET: ['whsec_a', ''], // was 'whsec_a,', read as ['whsec_a']
+              PAYMENT_WEBHOOK_PATH: Object.create(null), // was a bare TypeError naming nothing
+            }),
+          ],
+        }),
+        PaymentModule.forRoot(),
+      ],
+    }).compile();
+    const error = (await boot.catch((e: unknown) => e)) as PaymentConfigurationError;
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect(error.problems.map((p) => p.split(' ')[0]).sort()).toEqual(['PAYMENT_CLIENT_SECRET', 'PAYMENT_WEBHOOK_PATH', 'PAYMENT_WEBHOOK_SECRET']);
+    expect(error.message).not.toContain('never-print-me');
+  });
+
   it('forRootAsync() with useFactory and inject', async () => {
     restore = withEnv({ PAYMENT_CLIENT_ID: 'from-env', PAYMENT_CLIENT_SECRET: 'env-secret' });
     const options = await resolvedFrom({

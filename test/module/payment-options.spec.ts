@@ -311,11 +311,19 @@ describe('resolvePaymentOptions', () => {
     const fromEnv = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret: ' , ' }));
     expect(fromEnv.problems).toEqual([expect.stringMatching(/^PAYMENT_WEBHOOK_SECRET \(option 'webhookSecret'\) names no secret .*: unset PAYMENT_WEBHOOK_SECRET or give it a secret; for no route, remove it and set webhookRoute: false$/)]);
     // a JSON list or a quoted value became secrets with brackets and quotes in them: every signature failed
-    for (const webhookSecret of ['["whsec_a","whsec_b"]', '"whsec_a"', "'whsec_a'", '{"primary":"whsec_a"}']) {
+    // (a quoted list too, as `docker --env-file` keeps it: was '"whsec_a' and 'whsec_b"', silently)
+    for (const webhookSecret of ['["whsec_a","whsec_b"]', '"whsec_a"', "'whsec_a'", '{"primary":"whsec_a"}', '"whsec_a,whsec_b"', " 'whsec_a, whsec_b' "]) {
       const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }));
       expect(error.problems).toEqual([expect.stringMatching(/webhookSecret.* looks like JSON or a quoted string: give the secrets as plain text separated by commas/)]);
       expect(error.message).not.toContain('whsec_a');
     }
+    // client credentials in quotes: every token call a PAY_1004, after a clean boot
+    const quotedCredentials = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { clientId: '"shop"', clientSecret: "'cs_quoted'" }));
+    expect(quotedCredentials.problems).toEqual([
+      expect.stringMatching(/clientId.* is wrapped in quotes: give it without them/),
+      expect.stringMatching(/clientSecret.* is wrapped in quotes: give it without them/),
+    ]);
+    expect(quotedCredentials.message).not.toContain('cs_quoted');
     // a secret that merely starts or ends with a quote or bracket is a secret (random secrets do, often)
     for (const webhookSecret of ["whsec_8fK2'mQ", 'Zt9]pL0x', '{kS8#aa}x', '[a]b', "'ab"]) {
       expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
