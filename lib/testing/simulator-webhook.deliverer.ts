@@ -72,6 +72,8 @@ export class SimulatorWebhookDeliverer {
   private readonly pendingRetriggers = new Set<{ reject: (error: Error) => void }>();
   private readonly poster: SimulatorWebhookPoster;
   private stopped = false;
+  /** Counts stop()s: a run begun before one ends there, even when start() came before its answer. */
+  private generation = 0;
 
   constructor(private readonly deps: DelivererDeps) {
     this.poster = new SimulatorWebhookPoster(deps.timeoutMs);
@@ -160,6 +162,7 @@ export class SimulatorWebhookDeliverer {
    */
   stop(): void {
     this.stopped = true;
+    this.generation++;
     for (const entry of this.entries.values()) {
       if (UNFINISHED_STATES.has(entry.state.state)) entry.state.state = 'cancelled';
       // its timer is cleared below: a failed re-trigger after start() must not count on that retry
@@ -232,13 +235,18 @@ export class SimulatorWebhookDeliverer {
     const job = this.queues.get(merchantId)?.shift();
     if (!job) return;
     this.busy.add(merchantId);
+    const generation = this.generation;
     void this.run(merchantId, job).finally(() => {
+      // after a stop() the merchant's turn is no longer this run's (stop() freed it)
+      if (generation !== this.generation) return;
       this.busy.delete(merchantId);
       this.pump(merchantId);
     });
   }
 
   private async run(merchantId: number, job: Job): Promise<void> {
+    const generation = this.generation;
+    const ended = () => this.stopped || generation !== this.generation;
     const entry = this.entries.get(job.eventId);
     if (!entry) return;
     if (!this.deps.target(merchantId)?.webhookUrl) return this.pause(merchantId, entry, job);
@@ -253,9 +261,9 @@ export class SimulatorWebhookDeliverer {
       original = all[0];
     } else {
       original = await this.send(entry, job.attempt, false);
-      for (let i = 0; i < job.copies && !this.stopped; i++) await this.send(entry, job.attempt, true);
+      for (let i = 0; i < job.copies && !ended(); i++) await this.send(entry, job.attempt, true);
     }
-    if (this.stopped) return;
+    if (ended()) return;
     const ok = original.status !== undefined && original.status >= 200 && original.status < 300;
     if (ok) {
       entry.state.state = 'delivered';
@@ -297,9 +305,14 @@ export class SimulatorWebhookDeliverer {
     const target = this.deps.target(entry.state.merchantId);
     const url = target?.webhookUrl ?? '';
     const secret = this.faults.wrongSecret ?? target?.webhookSecret ?? '';
-    const signature = signWebhookPayload(entry.body, secret, {
-      timestamp: Math.floor(this.deps.signatureNow() / 1000),
-    });
+    let signature = '';
+    let unsigned: string | undefined;
+    try {
+      signature = signWebhookPayload(entry.body, secret, { timestamp: Math.floor(this.deps.signatureNow() / 1000) });
+    } catch (error) {
+      // a test's signatureClock gave no usable time: a failed attempt with the reason, not an unhandled rejection
+      unsigned = `not sent: ${error instanceof Error ? error.message : String(error)}`;
+    }
     const record: SimulatorDeliveryRecord = {
       eventId: entry.envelope.eventId,
       eventType: entry.envelope.eventType,
@@ -311,6 +324,10 @@ export class SimulatorWebhookDeliverer {
       ...(duplicate ? { duplicate: true } : {}),
     };
     this.log.push(record);
+    if (unsigned !== undefined) {
+      record.error = unsigned;
+      return record;
+    }
     const outcome = await this.poster.post(url, entry.body, signature);
     if ('status' in outcome) {
       record.status = outcome.status;

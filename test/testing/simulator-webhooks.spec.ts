@@ -396,6 +396,28 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(sim.deliveries.find((d) => d.eventId === cancelled.eventId)!.state).toBe('delivered');
   });
 
+  it('start() without waiting for stop(): a delivery stop() cancelled stays cancelled, its answer never schedules a retry', async () => {
+    await setup({ webhookTimeScale: 1e-3 }); // a retry 300 ms later
+    receiver.respond = (_hook, index) => (index === 0 ? 'stall' : 200);
+    await createPayment();
+    await waitUntil(() => receiver.received.length === 1);
+    const stopping = sim.stop();
+    await sim.start();
+    await stopping;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // was 'delivered', sent again by the run the restart let go on
+    expect(sim.deliveries.map((d) => d.state)).toEqual(['cancelled']);
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('a signature clock that gives no usable time fails the attempt (logged with the reason), never an unhandled rejection or a delivery stuck in flight', async () => {
+    await setup({ webhookTimeScale: 1e-5, signatureClock: () => Number.NaN }); // the whole schedule in under a second
+    await createPayment();
+    await waitUntil(() => sim.deliveries.every((d) => d.state === 'abandoned'));
+    expect(receiver.received).toHaveLength(0);
+    expect(sim.deliveryLog[0]).toMatchObject({ attempt: 1, error: expect.stringMatching(/^not sent: .*signature timestamp/) });
+  });
+
   it('a failed re-trigger after stop() / start() is abandoned: the retry stop() cancelled is not waited for', async () => {
     await setup({ webhookTimeScale: 1 }); // the first retry 5 real minutes later: only stop() ends it
     receiver.respond = () => 500;
