@@ -203,6 +203,8 @@ export class PaymentTokenManager {
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);
     const reuseUntil = requestedAt + lifetimeMs - marginMs;
     if (!this.#cached || reuseUntil >= this.#cached.reuseUntil) this.#cached = { token: issued.token, reuseUntil };
+    // the service gives tokens again: a held check failure is over (not only while this one is reused)
+    this.#checkFailed = undefined;
     this.#recent.push(issued.token);
     if (this.#recent.length > REMEMBERED_TOKENS) this.#recent.shift();
     return issued.token;

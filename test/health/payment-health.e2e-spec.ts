@@ -366,6 +366,19 @@ describe('PaymentHealthIndicator with @nestjs/terminus', () => {
       expect((await getHealth(w, 'health/auth')).status).toBe(200);
     });
 
+    it("the held failure stays ended after the app's token is no longer reused: the next check asks for a token", async () => {
+      w = await healthApp({ ...client(SANDBOX_CLIENT.clientSecret), tokenResponse: { maxExpiresInSeconds: 2, refreshMarginSeconds: 0 } });
+      sim.injectFault({ path: '/authentication/token', kind: 'status', status: 503, times: 1 });
+      expect((await getHealth(w, 'health/auth')).status).toBe(503);
+      await w.app.get(PaymentGatewayService).listGateways(); // the app got a token: the service works
+      expect((await getHealth(w, 'health/auth')).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 2_300)); // that token is past its reuse
+      sim.clearRequests();
+      // was 503 SERVICE_UNAVAILABLE, the old failure answered again without a call, for the rest of its hold
+      expect((await getHealth(w, 'health/auth')).status).toBe(200);
+      expect(sim.requests.filter((r) => r.route === '/authentication/token')).toHaveLength(1);
+    });
+
     it("a check and an app call that both need a token share the check's request", async () => {
       w = await healthApp(client(SANDBOX_CLIENT.clientSecret));
       sim.clearRequests();
