@@ -186,12 +186,14 @@ export class WebhookDeliveryTelemetry {
   }
 
   /** A verified delivery answered non-2xx because `error` was thrown; `error` is rethrown by the caller. */
-  failed(event: AnyPaymentEvent, error: unknown, startedAt: number, span?: Span): void {
+  failed(event: AnyPaymentEvent, error: unknown, startedAt: number, span?: Span, claimNotReleased?: string): void {
     const { code, status } = answerOf(error);
     const outcome = OUTCOME_BY_CODE[code] ?? 'failed';
     this.record(outcome, code, event.eventType, startedAt);
     const level: LogLevel = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? 'warn' : 'error';
-    const reason = this.log(level, outcome, status, code, event, error);
+    // in the delivery's one line: its copies meet the claim (409) until the lease lapses
+    const held = claimNotReleased === undefined ? '' : `; its claim could not be released (${this.#redact(claimNotReleased)}): copies are answered 409 until its lease lapses`;
+    const reason = this.log(level, outcome, status, code, event, error, held);
     if (span === undefined) return;
     try {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);
@@ -230,10 +232,11 @@ export class WebhookDeliveryTelemetry {
     code: string,
     event: { eventId?: string; eventType?: string } | undefined,
     error: unknown,
+    more = '',
   ): string {
     const reason = this.reasonOf(error);
     const who = `${event?.eventId === undefined ? '' : `eventId=${event.eventId} `}${event?.eventType === undefined ? '' : `eventType=${event.eventType} `}`;
-    const line = `Webhook delivery ${outcome}, answered ${status} ${code}: ${who}account=${this.account}; ${reason}`;
+    const line = `Webhook delivery ${outcome}, answered ${status} ${code}: ${who}account=${this.account}; ${reason}${more}`;
     if (level === 'debug') this.logger.debug?.(line);
     else if (level === 'warn') this.logger.warn(line);
     else this.logger.error(line);

@@ -73,7 +73,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     this.live = options.environment === 'live';
     this.verifier = new PaymentWebhookVerifier(options, this.logger);
     // The delivery's one log line (with the event) says when the store is down.
-    this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false });
+    this.deduplicator = new WebhookDeduplicator(store, this.logger, { logClaimFailures: false, foldReleaseFailures: true });
     const queueRedisUrl = options.processing === 'queue' ? options.queueRedisUrl : undefined;
     this.telemetry = new WebhookDeliveryTelemetry(this.account, this.logger, [webhookStoreRedisUrl(options), queueRedisUrl]);
     this.dedupe = accountDeduplicationSettings(options);
@@ -142,7 +142,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
       }
     } catch (error) {
       const answer = toWebhookHttpException(error);
-      this.telemetry.failed(event, answer, startedAt, span);
+      this.telemetry.failed(event, answer, startedAt, span, this.deduplicator.unreleasedClaimOf(error));
       throw answer;
     }
     this.telemetry.answered(event, outcome, startedAt, span);

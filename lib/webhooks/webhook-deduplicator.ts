@@ -52,11 +52,18 @@ export class WebhookDeduplicator {
    */
   private readonly closing = new AbortController();
 
+  /** Errors of work whose claim could not be released, with why (see `unreleasedClaimOf`). */
+  private readonly unreleased = new WeakMap<object, string>();
+
   constructor(
     private readonly store: WebhookEventStore,
     private readonly logger: LoggerService,
-    /** `logClaimFailures: false` when the caller logs the answer itself (the module's processor does). */
-    private readonly options: { logClaimFailures?: boolean } = {},
+    /**
+     * `logClaimFailures: false` when the caller logs the answer itself (the module's processor does);
+     * `foldReleaseFailures: true` when that answer's log line also says a claim could not be
+     * released (see `unreleasedClaimOf`), so a delivery logs one line.
+     */
+    private readonly options: { logClaimFailures?: boolean; foldReleaseFailures?: boolean } = {},
   ) {
     setMaxListeners(0, this.closing.signal);
   }
@@ -90,7 +97,11 @@ export class WebhookDeduplicator {
         result = await work(arg as A);
       } catch (error) {
         renewer.untrack(tracked);
-        await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
+        const notReleased = await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
+        if (notReleased !== undefined) {
+          if (this.options.foldReleaseFailures === true && typeof error === 'object' && error !== null) this.unreleased.set(error, notReleased);
+          else this.logger.warn(`Could not release the claim of webhook event "${key}" (${notReleased}); it becomes claimable when its lease expires`);
+        }
         throw error;
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
@@ -308,14 +319,18 @@ export class WebhookDeduplicator {
    * its own. Bounded like completion where `timeoutMs` is set (the queue worker): a custom store
    * whose release never answers must not hold the run, its worker slot and shutdown.
    */
-  private async releaseQuietly(key: string, claimToken: string, timeoutMs?: number): Promise<void> {
+  private async releaseQuietly(key: string, claimToken: string, timeoutMs?: number): Promise<string | undefined> {
     try {
       await withStoreTimeout(this.store.release(key, claimToken), timeoutMs);
+      return undefined;
     } catch (error) {
-      this.logger.warn(
-        `Could not release the claim of webhook event "${key}" (${describeError(error)}); it becomes claimable when its lease expires`,
-      );
+      return describeError(error);
     }
+  }
+
+  /** Why the claim of the work that failed with `error` is still held, if it is (`foldReleaseFailures`). */
+  unreleasedClaimOf(error: unknown): string | undefined {
+    return typeof error === 'object' && error !== null ? this.unreleased.get(error) : undefined;
   }
 }
 

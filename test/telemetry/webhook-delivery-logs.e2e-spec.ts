@@ -4,6 +4,7 @@ import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.j
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
+import { startRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
@@ -171,6 +172,34 @@ describe('webhook delivery log lines', () => {
     // the redelivery is handled and logs nothing
     expect((await postWebhook(w.url, event)).status).toBe(200);
     expect(deliveries(logger)).toHaveLength(1);
+  });
+
+  it('a handler failure whose claim cannot be released (the store went down meanwhile) is still one line, saying so', async () => {
+    const redis = await startRedisServer();
+    try {
+      const logger = new CollectingLogger();
+      w = await startWebhookApp({ adapter: 'express', logger, payment: { redisUrl: redis.url } });
+      const event = envelope();
+      let release!: () => void;
+      w.handlers.gate = new Promise<void>((resolve) => (release = resolve));
+      w.handlers.failNext = 1;
+      const answer = postWebhook(w.url, event);
+      await waitFor('the handler started', () => w.handlers.entered === 1);
+      await redis.stop();
+      release();
+      expect((await answer).status).toBe(500);
+      // was two lines: a warn of the deduplicator, then the delivery's error
+      expect(deliveries(logger)).toEqual([
+        expect.objectContaining({
+          level: 'error',
+          message: expect.stringMatching(/^Webhook delivery failed, answered 500 WEBHOOK_HANDLER_FAILED: .*; its claim could not be released \(.+\): copies are answered 409 until its lease lapses$/),
+        }),
+      ]);
+      expect(logger.lines.filter((l) => l.message.startsWith('Could not release'))).toEqual([]);
+    } finally {
+      await w.close();
+      await redis.stop();
+    }
   });
 
   it('a delivery of an event already in flight logs one warn line', async () => {
