@@ -104,7 +104,8 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
     {
       // the account's parts with lifecycle hooks: run by the registry when Nest will not (a lazily loaded module)
       provide: PAYMENT_ACCOUNT_LATE_HOOKS,
-      inject: [PaymentAccountRegistry, clientToken, WebhookEventStoreLifecycle, PaymentEventDispatcher, PaymentWebhookProcessor, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_WORKER],
+      // in stop order: each part before those it uses
+      inject: [PaymentAccountRegistry, PAYMENT_ACCOUNT_WORKER, PaymentWebhookProcessor, PAYMENT_ACCOUNT_QUEUE, PaymentEventDispatcher, WebhookEventStoreLifecycle, clientToken],
       useFactory: (accounts: PaymentAccountRegistry, ...parts: Array<PaymentAccountPart | null>) => {
         if (accounts.started) accounts.adoptLateHooks(parts);
         return accounts.started;

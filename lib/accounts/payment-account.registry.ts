@@ -61,12 +61,12 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
 
   /** The late accounts' (see `adoptLateHooks`). */
   async onModuleDestroy(): Promise<void> {
-    await Promise.all(this.lateParts.map((part) => part.onModuleDestroy?.()));
+    for (const part of this.lateParts) await part.onModuleDestroy?.();
   }
 
   /** After every account's (Nest runs this shared module's hooks last): a `close()` tried again starts its steps anew. */
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all(this.lateParts.map((part) => part.onApplicationShutdown?.()));
+    for (const part of this.lateParts) await part.onApplicationShutdown?.();
     this.shutdownStepStarts.clear();
   }
 
@@ -74,12 +74,14 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
    * `LazyModuleLoader` runs no lifecycle hook of the modules it loads, and `close()` only those of
    * the modules there were at bootstrap: an account loaded late would never start its queue worker
    * (every event acknowledged `queued` and never run) nor close its Redis connections. Its parts'
-   * start hooks run now, and their stop hooks with this registry's, as Nest would have run them.
+   * start hooks run now, and their stop hooks with this registry's, one after another.
+   * `parts` in stop order, each before what it uses (the processor before the store it records
+   * completions in); started in the reverse order.
    */
   adoptLateHooks(parts: ReadonlyArray<PaymentAccountPart | null>): void {
     const given = parts.filter((part): part is PaymentAccountPart => part !== null);
-    for (const part of given) part.onModuleInit?.();
-    for (const part of given) part.onApplicationBootstrap?.();
+    for (const part of [...given].reverse()) part.onModuleInit?.();
+    for (const part of [...given].reverse()) part.onApplicationBootstrap?.();
     this.lateParts.push(...given);
   }
 

@@ -63,3 +63,43 @@ describe.each(ADAPTERS)('a lazily loaded queue-mode account (%s)', (adapter) => 
     }
   }, 30_000);
 });
+
+// Inline, with a Redis store: the late account's parts stop in order, so a delivery still running
+// when close() begins records its completion before the store closes (a copy later is a duplicate).
+describe('a lazily loaded inline account with a Redis store', () => {
+  let redis: TestRedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('a delivery running when close() begins is recorded processed before the store closes', async () => {
+    const secret = 'whsec_lazy_inline_eu';
+    @Module({
+      imports: [
+        PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: secret, webhookRoute: false, redisUrl: redis.url, redisKeyPrefix: 'lazy-inline:' }),
+      ],
+    })
+    class LazyEuPaymentsModule {}
+    const app = await startWebhookApp({ adapter: 'express', payment: { webhookRoute: false }, controllers: [PerAccountWebhookController] });
+    await app.app.get(LazyModuleLoader).load(() => LazyEuPaymentsModule);
+    const event = envelope('payment.succeeded');
+    let release!: () => void;
+    app.handlers.gate = new Promise<void>((resolve) => (release = resolve));
+    const answer = postWebhook(app.url, event, { path: 'hooks/eu', secret });
+    await waitFor('the handler started', () => app.handlers.entered === 1);
+    const closing = app.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+    expect((await answer).status).toBe(200);
+    await closing;
+    const probe = new Redis(redis.url);
+    try {
+      expect(await probe.get(`lazy-inline:eu:event:${event.eventId}`)).toBe('processed');
+    } finally {
+      probe.disconnect();
+    }
+  }, 30_000);
+});
