@@ -195,9 +195,9 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
     return [...this.accounts.values()].filter((a) => a.queue !== undefined).map((a) => a.name);
   }
 
-  /** The account's webhook event store, once its processor exists; `undefined` for a name nobody registered. */
-  storeOf(name: string): WebhookEventStore | undefined {
-    return this.accounts.get(name)?.store;
+  /** The account, or `undefined` for a name nobody registered. */
+  registered(name: string): RegisteredPaymentAccount | undefined {
+    return this.accounts.get(name);
   }
 
   has(name: string): boolean {

@@ -25,8 +25,13 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
   /** One anomaly reporter per account the guard gives events to (see `getAccount`). */
   private readonly anomalyReporters = new Map<string, (anomaly: WebhookEnvelopeAnomaly) => void>();
 
+  /** ES-private: a subclass may have an `accounts` of its own. */
+  readonly #accounts: PaymentAccountRegistry | undefined;
+
   /** `accounts`: the app's, where the module is imported; built by hand without it, `getAccount` is not checked. */
-  constructor(@Optional() protected readonly accounts?: PaymentAccountRegistry) {}
+  constructor(@Optional() accounts?: PaymentAccountRegistry) {
+    this.#accounts = accounts;
+  }
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<PaymentWebhookRequest>();
@@ -34,8 +39,8 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
       const account = this.getAccount(context);
       // the host's code named it, and the signature guard verified the delivery: the app's fault, not the sender's
-      if (this.accounts !== undefined && !this.accounts.has(account)) {
-        throw routeMisconfigured(this.logger, unknownAccountFix(account, this.accounts.names()), routeNameOf(context));
+      if (this.#accounts !== undefined && !this.#accounts.has(account)) {
+        throw routeMisconfigured(this.logger, unknownAccountFix(account, this.#accounts.names()), routeNameOf(context));
       }
       getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account), context), account);
       return true;

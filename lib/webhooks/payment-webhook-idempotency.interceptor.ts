@@ -23,7 +23,7 @@ import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
-import { DEFAULT_COMPLETE_ATTEMPTS, DEFAULT_MAX_LEASE_RENEWAL_MS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
+import { accountDeduplicationSettings, DEFAULT_COMPLETE_ATTEMPTS, DEFAULT_MAX_LEASE_RENEWAL_MS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
@@ -32,8 +32,16 @@ interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
   duplicateResponse: (request: any) => unknown;
   dedupe: WebhookDeduplicationSettings;
+  /** What the route's `@WebhookIdempotencyKey` sets itself (over a named account's own defaults). */
+  own: WebhookIdempotencyOptions | undefined;
   /** `Controller.method`, for the logs of a route that cannot work. */
   route: string;
+}
+
+/** Where and how a named account's events are claimed on a route (see `claimsFor`). */
+interface AccountClaims {
+  deduplicator: WebhookDeduplicator;
+  dedupe: WebhookDeduplicationSettings;
 }
 
 const defaultDuplicateResponse = (): unknown => ({ received: true, duplicate: true });
@@ -62,8 +70,12 @@ const NO_KEY_FIX =
 export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnModuleDestroy, OnApplicationShutdown {
   protected readonly logger = new Logger('PaymentWebhooks');
   private readonly deduplicator: WebhookDeduplicator;
-  /** Over the stores of named accounts, by store (see `deduplicatorFor`). */
+  /** Over the stores of named accounts, by store (see `claimsFor`). */
   private readonly accountDeduplicators = new Map<WebhookEventStore, WebhookDeduplicator>();
+  /** Per route's settings and named account: its store's deduplicator and its lease and retention. */
+  private readonly accountClaims = new WeakMap<RouteSettings, Map<string, AccountClaims>>();
+  /** ES-private: a subclass may have an `accounts` of its own. */
+  readonly #accounts: PaymentAccountRegistry | undefined;
   /** Settings per route handler, then per controller class (a method can be inherited by several). */
   private readonly settingsCache = new WeakMap<object, WeakMap<object, RouteSettings>>();
 
@@ -73,23 +85,35 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // built by hand without one, `@WebhookIdempotencyKey` on the route must still count
     @Optional() protected readonly reflector: Reflector = new Reflector(),
     // where the module is imported: a named account's event (an envelope guard's `getAccount`) is claimed in that account's store
-    @Optional() private readonly accounts?: PaymentAccountRegistry,
+    @Optional() accounts?: PaymentAccountRegistry,
   ) {
     assertWebhookIdempotencyOptions(options, 'PaymentWebhookIdempotencyInterceptor options');
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
+    this.#accounts = accounts;
   }
 
   /**
-   * The deduplicator over the store of the event's account: the one the account's receiver and
-   * worker claim in, so one event delivered to a host route and to the account's route runs once.
-   * The default account, a custom key without an event, or an interceptor built by hand: the given store.
+   * A named account's event is claimed in that account's store, with that account's lease and
+   * retention (under what the route sets itself): as its receiver and worker claim it, so one event
+   * delivered to a host route and to the account's route runs once. The default account, a custom
+   * key without an event, or an interceptor built by hand: the given store and the module defaults.
    */
-  private deduplicatorFor(account: string): WebhookDeduplicator {
-    const store = account === DEFAULT_PAYMENT_ACCOUNT ? undefined : this.accounts?.storeOf(account);
-    if (store === undefined) return this.deduplicator;
-    let deduplicator = this.accountDeduplicators.get(store);
-    if (deduplicator === undefined) this.accountDeduplicators.set(store, (deduplicator = new WebhookDeduplicator(store, this.logger)));
-    return deduplicator;
+  private claimsFor(account: string, settings: RouteSettings): AccountClaims | undefined {
+    const registered = account === DEFAULT_PAYMENT_ACCOUNT ? undefined : this.#accounts?.registered(account);
+    const store = registered?.store;
+    if (registered === undefined || store === undefined) return undefined;
+    let byAccount = this.accountClaims.get(settings);
+    if (byAccount === undefined) this.accountClaims.set(settings, (byAccount = new Map()));
+    let claims = byAccount.get(account);
+    if (claims === undefined) {
+      let deduplicator = this.accountDeduplicators.get(store);
+      if (deduplicator === undefined) this.accountDeduplicators.set(store, (deduplicator = new WebhookDeduplicator(store, this.logger)));
+      const defaults = accountDeduplicationSettings(registered.options);
+      const own = settings.own;
+      const dedupe = { ...defaults, ...definedOf({ leaseMs: own?.leaseMs, retentionMs: own?.retentionMs, completeAttempts: own?.completeAttempts, maxLeaseRenewalMs: own?.maxLeaseRenewalMs }) };
+      byAccount.set(account, (claims = { deduplicator, dedupe }));
+    }
+    return claims;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -151,7 +175,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs);
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
       if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
-      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, route });
+      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
     }
@@ -189,11 +213,13 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // the event's account (an envelope guard's `getAccount`): ids are unique per account only
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
-    const result = await this.deduplicatorFor(account).run(key, settings.dedupe, () => {
+    const claims = this.claimsFor(account, settings);
+    const run = () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
       return this.handle(next, id, settings.route);
-    });
+    };
+    const result = claims === undefined ? await this.deduplicator.run(key, settings.dedupe, run) : await claims.deduplicator.run(key, claims.dedupe, run);
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
   }
 
@@ -228,4 +254,9 @@ function keyText(key: unknown): string | undefined | typeof INVALID_KEY {
   if (key === undefined || key === null) return undefined;
   if ((typeof key === 'number' && Number.isSafeInteger(key)) || typeof key === 'bigint') return String(key);
   return INVALID_KEY;
+}
+
+/** `values` without its undefined entries (so they do not hide the defaults they are spread over). */
+function definedOf<T extends object>(values: T): Partial<T> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
 }

@@ -9,12 +9,16 @@ import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
+import { Redis } from 'ioredis';
 import { CollectingLogger } from '../support/collecting-logger.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 // The building blocks (signature guard, envelope guard, idempotency interceptor) on host routes
 // of a named account: the same store as the account's own receiver, and no account nobody registered.
 const EU_SECRET = 'whsec_blocks_eu';
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 const runs: string[] = [];
 
 @Injectable()
@@ -39,6 +43,15 @@ class EuEnvelopeGuard extends PaymentWebhookEnvelopeGuard {
   }
 }
 
+/** A subclass with a field of its own named `accounts` (the guard's registry must not clash with it). */
+@Injectable()
+class TenantEnvelopeGuard extends PaymentWebhookEnvelopeGuard {
+  private readonly accounts = new Map([['acme', 'eu']]);
+  protected override getAccount(_context: ExecutionContext): string {
+    return this.accounts.get('acme')!;
+  }
+}
+
 /** Names an account with a typo: no forRoot() registers 'EU'. */
 @Injectable()
 class MistypedEnvelopeGuard extends PaymentWebhookEnvelopeGuard {
@@ -57,6 +70,15 @@ class EuWebhooksController {
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
   blocks(@Req() request: PaymentWebhookRequest) {
     runs.push(`blocks:${getVerifiedPaymentWebhookEvent(request)!.eventId}`);
+    return { received: true };
+  }
+
+  @Post('tenant')
+  @HttpCode(200)
+  @UseGuards(EuSignatureGuard, TenantEnvelopeGuard)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  tenant(@Req() request: PaymentWebhookRequest) {
+    runs.push(`tenant:${getVerifiedPaymentWebhookEvent(request)!.eventId}`);
     return { received: true };
   }
 
@@ -91,21 +113,27 @@ class EuWebhooksController {
 
 describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)', (adapter) => {
   let app: WebhookApp;
+  let redis: TestRedisServer;
   const logger = new CollectingLogger();
   beforeAll(async () => {
+    redis = await startRedisServer();
     app = await startWebhookApp({
       adapter,
       logger,
-      payment: { webhookRoute: false },
+      payment: { webhookRoute: false, webhookRetentionMs: HOUR },
       extraImports: [
-        PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: EU_SECRET, webhookRoute: false }),
+        // eu keeps processed ids 2 days, the default account 1 hour: a host route claims eu's events for eu's 2 days
+        PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: EU_SECRET, webhookRoute: false, redisUrl: redis.url, redisKeyPrefix: `blocks-${adapter}:`, webhookRetentionMs: 2 * DAY }),
         PaymentModule.forRoot({ account: 'uk', baseUrl: 'http://127.0.0.1:9', webhookRoute: false }),
       ],
       controllers: [EuWebhooksController],
-      extraProviders: [EuSignatureGuard, EuEnvelopeGuard, MistypedEnvelopeGuard, UkSignatureGuard],
+      extraProviders: [EuSignatureGuard, EuEnvelopeGuard, MistypedEnvelopeGuard, UkSignatureGuard, TenantEnvelopeGuard],
     });
   });
-  afterAll(() => app?.close());
+  afterAll(async () => {
+    await app?.close();
+    await redis?.stop();
+  });
 
   it("the interceptor claims a named account's event in that account's store: its receiver route then answers duplicate", async () => {
     const event = envelope('payment.succeeded');
@@ -122,6 +150,26 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
     expect((await postWebhook(app.url, second, { path: 'eu/receiver', secret: EU_SECRET })).json).toEqual({ received: true });
     expect((await postWebhook(app.url, second, { path: 'eu/blocks', secret: EU_SECRET })).json).toEqual({ received: true, duplicate: true });
     expect(runs.filter((run) => run === `blocks:${second.eventId}`)).toHaveLength(0);
+  });
+
+  it("the interceptor keeps a named account's event as long as that account does (its webhookRetentionMs, not the default account's)", async () => {
+    const event = envelope('payment.succeeded');
+    expect((await postWebhook(app.url, event, { path: 'eu/blocks', secret: EU_SECRET })).json).toEqual({ received: true });
+    const probe = new Redis(redis.url);
+    try {
+      const ttl = await probe.pttl(`blocks-${adapter}:eu:event:${event.eventId}`);
+      // was about an hour (the default account's retention)
+      expect(ttl).toBeGreaterThan(DAY);
+    } finally {
+      probe.disconnect();
+    }
+  });
+
+  it('a subclass with an `accounts` field of its own works: the guard keeps its registry to itself', async () => {
+    const event = envelope('payment.succeeded');
+    expect((await postWebhook(app.url, event, { path: 'eu/tenant', secret: EU_SECRET })).json).toEqual({ received: true });
+    expect((await postWebhook(app.url, event, { path: 'eu/receiver', secret: EU_SECRET })).json).toEqual({ received: true, duplicate: true });
+    expect(runs).toContain(`tenant:${event.eventId}`);
   });
 
   it('an envelope guard naming an account no forRoot() registers is refused (500 WEBHOOK_ROUTE_MISCONFIGURED, logged with the names), never run', async () => {
