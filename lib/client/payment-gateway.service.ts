@@ -29,7 +29,7 @@ import { InputChecker } from './payment-input.validation.js';
 import { PaymentIpRateLimits } from './payment-rate-limiter.js';
 import { PaymentRequestExecutor, type ServiceAnswer } from './payment-request.executor.js';
 import { paymentRequestBody, requestCall } from './payment-request.bodies.js';
-import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, type PaymentResponseField } from './payment-response.reader.js';
+import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, sameServiceId, type PaymentResponseField } from './payment-response.reader.js';
 import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
@@ -133,7 +133,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     // its status decides what the caller does: read from `data` alone, not from a body that has none
     const { record, status, answeredId } = readServiceRecord(envelopeData(answer.body), this.fields, 'trxId', trxId);
     // another payment's status (the query parameter's name is not in the spec) would mark this one paid
-    if (answeredId !== undefined && answeredId !== trxId) {
+    if (answeredId !== undefined && !sameServiceId(answeredId, trxId)) {
       throw this.unexpected('GET', endpoints.paymentStatus, `the status of payment ${trxId} (it is about ${answeredId}; see endpoints.paymentStatusParam)`);
     }
     if (status === undefined) {

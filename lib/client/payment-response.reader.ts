@@ -114,3 +114,14 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
 export function isForeignSuccessBody(body: unknown): boolean {
   return !isRecord(body) && body !== undefined && body !== '';
 }
+
+/**
+ * Whether an id the service answered names the one asked about: the same text but for
+ * surrounding spaces, or the same whole number (`7` and `'007'`). Letter case counts: ids that
+ * differ in it may be two ids.
+ */
+export function sameServiceId(answered: string, asked: string): boolean {
+  const [a, b] = [answered.trim(), asked.trim()];
+  if (a === b) return true;
+  return /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) === BigInt(b);
+}

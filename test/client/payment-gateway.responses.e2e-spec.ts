@@ -318,9 +318,14 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error).toBeInstanceOf(PaymentServerError);
       expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE', method: 'GET', path: '/payment/status' });
       expect(error.message).toContain('trx_asked');
-      // the same id, read as text from a number, is that payment's
-      stub.answer('GET', '/payment/status', success({ trxId: 42, status: 'SUCCESS' }));
-      await expect(client.getPaymentStatus('42')).resolves.toMatchObject({ trxId: '42', status: 'SUCCESS' });
+      // the same id in another form is that payment's: read as text from a number, with spaces, with leading zeros
+      for (const [answered, asked] of [[42, '42'], [' trx_asked ', 'trx_asked'], [7, '007']] as const) {
+        stub.answer('GET', '/payment/status', success({ trxId: answered, status: 'SUCCESS' }));
+        await expect(client.getPaymentStatus(asked)).resolves.toMatchObject({ status: 'SUCCESS' });
+      }
+      // letter case counts: two ids may differ only there
+      stub.answer('GET', '/payment/status', success({ trxId: 'TRX_ASKED', status: 'SUCCESS' }));
+      await expect(client.getPaymentStatus('trx_asked')).rejects.toMatchObject({ code: 'UNEXPECTED_RESPONSE' });
     });
 
     it('an answer without a status is UNEXPECTED_RESPONSE naming the fields (a read: nothing changed)', async () => {
