@@ -242,7 +242,9 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
 
 /** A key function's answer that no delivery can fix: the route's (see `keyText`). */
 const INVALID_KEY = Symbol('invalid idempotency key');
-const KEY_TYPE_FIX = 'the @WebhookIdempotencyKey function returned neither a string nor a number: return the delivery id as text';
+const KEY_TYPE_FIX =
+  'the @WebhookIdempotencyKey function returned neither a string nor a whole number JSON reads exactly: return the delivery id as text ' +
+  '(an id past 2^53 loses digits in JSON.parse, and two such ids could share a key: read it from the raw body as text)';
 
 /**
  * A key as text: a string as it is, a whole number (a partner's numeric `deliveryId`) as its

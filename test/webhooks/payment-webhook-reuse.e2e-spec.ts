@@ -163,7 +163,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     const fixes = logger.messages('error').filter((line) => line.startsWith('MisassembledController.')).sort();
     expect(fixes).toEqual([
       expect.stringMatching(/^MisassembledController\.envelopeAlone: PaymentWebhookEnvelopeGuard found no verified body/),
-      expect.stringMatching(/^MisassembledController\.objectKey: the @WebhookIdempotencyKey function returned neither a string nor a number/),
+      expect.stringMatching(/^MisassembledController\.objectKey: the @WebhookIdempotencyKey function returned neither a string nor a whole number/),
       expect.stringMatching(/^MisassembledController\.shortRetention: the idempotency retentionMs \(1000\) must be at least twice/),
       expect.stringMatching(/^MisassembledController\.stacked: PaymentWebhookReceiver verifies and deduplicates by itself/),
       expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
