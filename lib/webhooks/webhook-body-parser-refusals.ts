@@ -41,7 +41,17 @@ function isWebhookPath(urlPath: string, routePaths: readonly string[], matching:
   const { ignoreCase = false, trailingSlash = true } = matching;
   const end = trailingSlash && urlPath.length > 1 && urlPath.endsWith('/') ? urlPath.length - 1 : urlPath.length;
   const p = ignoreCase ? urlPath.slice(0, end).toLowerCase() : urlPath.slice(0, end);
-  return routePaths.some((route) => p === (ignoreCase ? route.toLowerCase() : route));
+  return routePaths.some((route) => {
+    const r = ignoreCase ? route.toLowerCase() : route;
+    return p === r || (r.includes('/:') && matchesParams(p, r));
+  });
+}
+
+/** A route with parameters (a RouterModule path `tenants/:tenant`): a `:name` segment matches any one segment. */
+function matchesParams(urlPath: string, route: string): boolean {
+  const given = urlPath.split('/');
+  const wanted = route.split('/');
+  return given.length === wanted.length && wanted.every((segment, i) => (segment.startsWith(':') ? given[i] !== '' : segment === given[i]));
 }
 
 /** A request target's scheme and authority (absolute-form, `POST http://host/path`: what a proxy sends). */

@@ -520,16 +520,22 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       globalPrefix: 'api',
       extraImports: [RouterModule.register([{ path: 'shop', children: [{ path: 'billing', module: PaymentModule }] }])],
     });
+    const tenant = await startWebhookApp({ adapter, extraImports: [RouterModule.register([{ path: 'tenants/:tenant', module: PaymentModule }])] });
     const invalidJson = { status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } };
     try {
       expect(await postWebhook(w.url, envelope(), { path: 'api/shop/billing/payments/webhook' })).toMatchObject({ status: 200 });
       // was the parser's own answer, without a code
       expect(await postWebhook(w.url, '{broken', { path: 'api/shop/billing/payments/webhook' })).toMatchObject(invalidJson);
+      // a RouterModule path with a parameter (Express's error handler compares paths itself)
+      expect(await postWebhook(tenant.url, envelope(), { path: 'tenants/acme/payments/webhook' })).toMatchObject({ status: 200 });
+      expect(await postWebhook(tenant.url, '{broken', { path: 'tenants/acme/payments/webhook' })).toMatchObject(invalidJson);
+      expect(String((await postWebhook(tenant.url, '{broken', { path: 'tenants/acme/extra/payments/webhook' })).json?.code)).not.toMatch(/^WEBHOOK_/);
       // was WEBHOOK_INVALID_JSON (and counted as a webhook refusal) on a path the router does not send to the route
       expect(await postWebhook(w.url, envelope(), { path: 'api/payments/webhook' })).toMatchObject({ status: 404 });
       expect(String((await postWebhook(w.url, '{broken', { path: 'api/payments/webhook' })).json?.code)).not.toMatch(/^WEBHOOK_/);
     } finally {
       await w.close();
+      await tenant.close();
     }
   });
 
