@@ -1,5 +1,7 @@
 import 'reflect-metadata';
-import { ConsoleLogger } from '@nestjs/common';
+import { Body, ConsoleLogger, Controller, HttpCode, Post } from '@nestjs/common';
+import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
+import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
@@ -7,6 +9,18 @@ import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } fr
 import { startRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+
+/** A host route that hands the receiver its parsed body instead of the request. */
+@Controller('body-hook')
+class BodyInsteadOfRequestController {
+  constructor(private readonly receiver: PaymentWebhookReceiver) {}
+
+  @Post()
+  @HttpCode(200)
+  receive(@Body() body: PaymentWebhookRequest) {
+    return this.receiver.receive(body);
+  }
+}
 
 /** Lines of the webhook pipeline about deliveries. */
 function deliveries(logger: CollectingLogger): LogLine[] {
@@ -200,6 +214,20 @@ describe('webhook delivery log lines', () => {
       await w.close();
       await redis.stop();
     }
+  });
+
+  it('a host route handing receive() the parsed body: 500 WEBHOOK_ROUTE_MISCONFIGURED, counted under its account, the fix logged once', async () => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger, payment: { webhookRoute: false }, controllers: [BodyInsteadOfRequestController] });
+    for (let i = 0; i < 2; i++) {
+      expect(await postWebhook(w.url, envelope(), { path: 'body-hook' })).toMatchObject({ status: 500, json: { code: 'WEBHOOK_ROUTE_MISCONFIGURED' } });
+    }
+    // was not counted at all
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
+      { outcome: 'rejected', code: 'WEBHOOK_ROUTE_MISCONFIGURED', account: 'default', value: 2 },
+    ]);
+    expect(logger.lines.filter((l) => l.level === 'error' && l.message.includes('was given no HTTP request'))).toHaveLength(1);
   });
 
   it('a delivery of an event already in flight logs one warn line', async () => {
