@@ -137,8 +137,10 @@ export class PaymentRequestExecutor {
       // Slot first, token second: a call may queue for minutes, and a token taken before could expire there.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
-      const release = await acquiring.catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
-      observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
+      // recorded given up too: waits are longest where slots are scarcest
+      const waited = () => observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
+      const release = await acquiring.catch((error: unknown) => (waited(), this.rethrow(error, call, previous, mayHaveActed)));
+      waited();
       let sending = false;
       let sentAt = 0;
       try {

@@ -191,6 +191,25 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     expect(spans[1]!.attributes['http.response.status_code']).toBe(503);
   });
 
+  it('records the rate-limit wait of a call given up in the queue for its slot', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    // on real time (the harness's clock would pass the minute at once)
+    const client = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: h.sim.url, ...SANDBOX_CLIENT, rateLimits: { readsPerMinute: 1 } }));
+    try {
+      await client.listGateways(); // takes the minute's only read
+      const controller = new AbortController();
+      const given = rejectionOf(client.listGateways({ signal: controller.signal }));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      controller.abort();
+      expect((await given).code).toBe('ABORTED');
+    } finally {
+      await client.onApplicationShutdown();
+    }
+    // was 1: the wait of the call given up was left out
+    expect(histogramCounts(await otel.collect(), PaymentMetricName.CLIENT_RATE_LIMIT_WAIT).find((p) => p.operation === 'list_gateways')).toMatchObject({ count: 2 });
+  });
+
   it('counts codes the spec does not know by their HTTP status: an answer cannot add a series per request', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness({ maxRetries: 1, retryBaseDelayMs: 1 });
