@@ -119,9 +119,11 @@ export class PaymentClientCallTelemetry {
   /** The call's measurements and the end of its span, each guarded on its own: one failing never skips the other. */
   private end(outcome: PaymentClientOutcome, error: unknown, okStatus?: number): void {
     const code = error === undefined ? undefined : codeOf(error);
-    // a call not sent (again) for want of a token, or given up: the status on a token failure is
-    // the token call's; the call's own last answer is the one before (none when it was never sent)
-    const httpStatus = error === undefined ? okStatus : isTokenFailureOfCall(error) || error instanceof PaymentAbortedError ? this.lastAnswerStatus : statusOf(error);
+    // a call not sent (again) for want of a token, given up, or whose last attempt got no answer (a
+    // time-out after a 503): the call's own last answer is the one before (none when it got none);
+    // the status on a token failure is the token call's
+    const httpStatus =
+      error === undefined ? okStatus : isTokenFailureOfCall(error) || error instanceof PaymentAbortedError ? this.lastAnswerStatus : (statusOf(error) ?? this.lastAnswerStatus);
     if (this.instruments !== undefined) {
       try {
         const attributes: Attributes = { operation: this.operation, outcome, account: this.account };

@@ -191,6 +191,17 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     expect(spans[1]!.attributes['http.response.status_code']).toBe(503);
   });
 
+  it("a call whose repeat timed out after a 503 keeps that answer's status, as one given up while waiting to repeat it does", async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness({ httpTimeoutMs: 300, maxRetries: 1 });
+    await h.client.listGateways(); // a cached token
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'status', status: 503 });
+    h.sim.injectFault({ method: 'GET', path: GATEWAYS, kind: 'stall' });
+    expect((await rejectionOf(h.client.listGateways())).code).toBe('TIMEOUT');
+    // was without http_status
+    expect(counterPoints(await otel.collect(), PaymentMetricName.CLIENT_REQUESTS).find((p) => p.code === 'TIMEOUT')).toMatchObject({ http_status: 503 });
+  });
+
   it('records the rate-limit wait of a call given up in the queue for its slot', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness();
