@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /*
  * Optional peer dependencies (ioredis, bullmq) are loaded only when the options ask for
@@ -15,13 +16,14 @@ export interface PeerRequire {
 /**
  * The `require` that loads an optional peer. The CommonJS build has its own, which resolves
  * from the package's place in node_modules. The ES module build (and the ESM test run) has
- * none, and its own URL cannot be named in source compiled to both: it looks where the app
- * is, first from the app's entry script (whatever the working directory), then from the
- * working directory.
+ * none, and its own URL cannot be named in source compiled to both (`import.meta` is not
+ * CommonJS): it looks from its own file as a stack trace names it (where the package is
+ * installed: a monorepo library's own node_modules), then from the app's entry script
+ * (whatever the working directory), then from the working directory.
  */
 export function peerRequire(): PeerRequire {
   if (typeof require === 'function') return require;
-  const bases = [process.argv[1], join(process.cwd(), 'noop.js')].filter((base): base is string => typeof base === 'string' && base !== '');
+  const bases = [ownFile(), process.argv[1], join(process.cwd(), 'noop.js')].filter((base): base is string => typeof base === 'string' && base !== '');
   const requires = bases.map((base) => createRequire(base));
   const first = <T>(name: string, use: (load: NodeJS.Require) => T): T => {
     let missing: unknown;
@@ -43,4 +45,15 @@ export function peerRequire(): PeerRequire {
 /** True when `error` says the package `name` itself is not installed; a broken install inside it is another error. */
 export function isMissingPackage(error: unknown, name: string): boolean {
   return (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`);
+}
+
+/** This module's file, from the `file:` URL of the top frame of a stack trace; `undefined` when it has none. */
+function ownFile(): string | undefined {
+  const frame = /(file:\/\/[^\s)]+?):\d+:\d+/.exec(new Error().stack ?? '');
+  if (frame === null) return undefined;
+  try {
+    return fileURLToPath(frame[1]!);
+  } catch {
+    return undefined;
+  }
 }

@@ -5,9 +5,10 @@
 // Also: the host's own EventEmitterModule beside the package's, the Redis store from a packed
 // install (ioredis 5 and 6), and TypeScript users type-checked against the shipped .d.ts.
 import { createHmac, randomBytes } from 'node:crypto';
-import { copyFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   buildAndPack,
   childEnv,
@@ -169,6 +170,23 @@ describe('the packed tarball', () => {
 
   it('ships README.md, the package page on npm', () => {
     expect(packedFiles).toContain('README.md');
+  });
+});
+
+// A monorepo library that depends on the package and on ioredis, used by an app whose own folder
+// reaches neither: the ES module build must find ioredis where the package is installed (it looked
+// only from the app's entry script and the working directory), as the CommonJS build does.
+describe('an optional peer installed beside the package, out of reach of the app', () => {
+  it.each(['esm', 'cjs'] as const)('is found by the %s build', async (build) => {
+    const installed = join(appDirs.get('nest12-esm')!, 'node_modules', 'nestjs-payment-gateway', 'dist', ...(build === 'esm' ? ['esm'] : []), 'index.js');
+    const app = join(workDir!, `peer-out-of-reach-${build}`);
+    await mkdir(app, { recursive: true });
+    const script = build === 'esm' ? 'main.mjs' : 'main.cjs';
+    const load = build === 'esm' ? `await import(${JSON.stringify(pathToFileURL(installed).href)})` : `require(${JSON.stringify(installed)})`;
+    const body = `const { RedisWebhookEventStore } = ${load};\nconst store = new RedisWebhookEventStore('redis://127.0.0.1:1');\nawait store.close();\nconsole.log('built', store.constructor.name);\n`;
+    await writeFile(join(app, script), build === 'esm' ? body : `(async () => {\n${body}})();\n`);
+    const { stdout } = await run(process.execPath, [script], app);
+    expect(stdout).toContain('built RedisWebhookEventStore');
   });
 });
 
