@@ -146,7 +146,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('the packed tarball', () => {
-  it('ships the CommonJS and the ES module builds with typings for . and ./testing, the licence, and nothing else', () => {
+  it('ships the CommonJS and the ES module builds with typings for . and ./testing, the licence and documents, and nothing else', () => {
     expect(packedFiles).toEqual(
       expect.arrayContaining([
         'package.json',
@@ -163,13 +163,15 @@ describe('the packed tarball', () => {
       ]),
     );
     const unexpected = packedFiles.filter(
-      (path) => !['package.json', 'README.md', 'LICENSE', 'dist/esm/package.json'].includes(path) && !/^dist\/.+\.(js|d\.ts)$/.test(path),
+      (path) =>
+        !['package.json', 'README.md', 'LICENSE', 'CONTRIBUTING.md', 'docs/service-contract.md', 'dist/esm/package.json'].includes(path) &&
+        !/^dist\/.+\.(js|d\.ts)$/.test(path),
     );
     expect(unexpected).toEqual([]);
   });
 
-  it('ships README.md, the package page on npm', () => {
-    expect(packedFiles).toContain('README.md');
+  it('ships README.md, the package page on npm, and the two documents it links to', () => {
+    expect(packedFiles).toEqual(expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'docs/service-contract.md']));
   });
 });
 
