@@ -18,3 +18,8 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, timeoutErr
     clearTimeout(timer);
   }
 }
+
+/** `call`, bounded by `timeoutMs` where one is set (a store call of the queue worker; the route has its sender's time-out). */
+export function withOptionalTimeout<T>(call: Promise<T>, timeoutMs: number | undefined): Promise<T> {
+  return timeoutMs === undefined ? call : withTimeout(call, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
+}

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../common/error-message.util.js';
 import { monotonicNow } from '../common/monotonic-clock.util.js';
-import { withTimeout } from '../common/promise-timeout.util.js';
+import { withOptionalTimeout } from '../common/promise-timeout.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
@@ -89,6 +89,11 @@ export class WebhookDeduplicator {
       }
       if (claim.outcome === 'processed') return ALREADY_PROCESSED;
       if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+      // claimed after shutdown gave up on this run: nothing starts in a closing app (another worker or a retry runs it)
+      if (this.closing.signal.aborted) {
+        await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
+        throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: new Error('the app is shutting down') }));
+      }
 
       const renewer = this.renewerFor(settings);
       const tracked = renewer.track(key, claim.claimToken);
@@ -265,7 +270,7 @@ export class WebhookDeduplicator {
       try {
         // a store that never answers must not hold a queue worker's slot, or a background retry, without a word
         const timeoutMs = settings.completeTimeoutMs ?? (inBackground ? BACKGROUND_ATTEMPT_TIMEOUT_MS : undefined);
-        const completing = withStoreTimeout(this.store.complete(key, claimToken, settings.retentionMs), timeoutMs);
+        const completing = withOptionalTimeout(this.store.complete(key, claimToken, settings.retentionMs), timeoutMs);
         await (endless ? untilAborted(completing, this.closing.signal) : completing);
         if (attempt > 1 && endless) {
           this.logger.log(`Completion of webhook event "${key}" recorded after ${attempt} ${inBackground ? 'more ' : ''}attempts`);
@@ -321,7 +326,7 @@ export class WebhookDeduplicator {
    */
   private async releaseQuietly(key: string, claimToken: string, timeoutMs?: number): Promise<string | undefined> {
     try {
-      await withStoreTimeout(this.store.release(key, claimToken), timeoutMs);
+      await withOptionalTimeout(this.store.release(key, claimToken), timeoutMs);
       return undefined;
     } catch (error) {
       return describeError(error);
@@ -341,8 +346,3 @@ function completionNotRecorded(key: string, error: unknown): string {
 
 /** What a completion given up risks. */
 const RUN_AGAIN = 'A duplicate delivery arriving after the lease expires would run them again.';
-
-/** `call`, bounded by `timeoutMs` where one is set (the queue worker; the route has its sender's time-out). */
-function withStoreTimeout<T>(call: Promise<T>, timeoutMs: number | undefined): Promise<T> {
-  return timeoutMs === undefined ? call : withTimeout(call, timeoutMs, () => new Error(`the store did not answer within ${timeoutMs} ms`));
-}

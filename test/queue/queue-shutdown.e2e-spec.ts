@@ -105,6 +105,32 @@ describe('queue mode: graceful shutdown of a worker', () => {
     expect(await second.deadLetters.get(id)).toBeUndefined();
   });
 
+  it('a claim still on its way when shutdown gives up on it starts nothing: no handler runs in an app whose close() resolved', async () => {
+    // a store of the app's own whose claims are slow (a remote database): the claim outlives queueShutdownTimeoutMs
+    const inner = new MemoryWebhookEventStore();
+    let claimDelayMs = 0;
+    const store: WebhookEventStore = {
+      claim: async (key, leaseMs) => {
+        await sleep(claimDelayMs);
+        return inner.claim(key, leaseMs);
+      },
+      complete: (key, token, retentionMs) => inner.complete(key, token, retentionMs),
+      release: (key, token) => inner.release(key, token),
+      extend: (key, token, leaseMs) => inner.extend(key, token, leaseMs),
+      isProcessed: (key) => inner.isProcessed(key),
+    };
+    const app = await start(undefined, { payment: { store, queueShutdownTimeoutMs: 200, redisKeyPrefix: 'late-claim:' } });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    claimDelayMs = 800;
+    expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { queued: true } });
+    await sleep(100); // the worker took the job; its claim is on its way
+    await close(app);
+    await sleep(1_500); // the claim has been answered by now
+    // was 1: the handlers started after close() resolved (and could run beside another worker's run)
+    expect(app.handlers.count('entered', id)).toBe(0);
+  });
+
   it("a finished handler whose completion waits on a hung store is recorded completed at close(), never run again by another worker", async () => {
     // the event store hangs (as a Redis store on a partitioned connection does until redisTimeoutMs):
     // shutdown stops waiting on it at once, mid-attempt, so the job is recorded completed while the
