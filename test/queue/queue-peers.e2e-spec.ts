@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startChildApp } from '../support/child-app.js';
@@ -6,12 +6,18 @@ import { startChildApp } from '../support/child-app.js';
 const ROOT = process.cwd();
 
 /**
- * An app outside the project (its directory has no node_modules above it), so the optional
- * peers ioredis and bullmq cannot be found from it, as in a host that installed neither. Its
- * own imports name the project's files by absolute path.
+ * An app outside the project, with its own copy of the library and a node_modules that has
+ * every package the project installed but the optional peers ioredis and bullmq: a host that
+ * installed neither. (The library looks for them from where it is itself, so a copy that sits
+ * in the project would find the project's.)
  */
 function appWithoutOptionalPeers(dir: string): string {
-  const from = (path: string) => JSON.stringify(join(ROOT, path));
+  cpSync(join(ROOT, 'lib'), join(dir, 'lib'), { recursive: true });
+  mkdirSync(join(dir, 'node_modules'));
+  for (const name of readdirSync(join(ROOT, 'node_modules'))) {
+    if (name !== 'ioredis' && name !== 'bullmq' && !name.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), 'dir');
+  }
+  const from = (path: string) => JSON.stringify(join(dir, path));
   const file = join(dir, 'queue-app.ts');
   writeFileSync(
     file,
