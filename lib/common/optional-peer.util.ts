@@ -47,9 +47,24 @@ export function isMissingPackage(error: unknown, name: string): boolean {
   return (error as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`);
 }
 
-/** This module's file, from the `file:` URL of the top frame of a stack trace; `undefined` when it has none. */
+/**
+ * This module's file, from the `file:` URL of the top frame of a stack trace (this function's own),
+ * taken with V8's own formatting and one frame whatever the app set (a host's `prepareStackTrace`
+ * may print plain paths or drop library frames); `undefined` when it has none.
+ */
 function ownFile(): string | undefined {
-  const frame = /(file:\/\/[^\s)]+?):\d+:\d+/.exec(new Error().stack ?? '');
+  const v8 = Error as { stackTraceLimit: number; prepareStackTrace?: unknown };
+  const { stackTraceLimit, prepareStackTrace } = v8;
+  let stack: string | undefined;
+  try {
+    v8.stackTraceLimit = 1;
+    v8.prepareStackTrace = undefined;
+    stack = new Error().stack;
+  } finally {
+    v8.stackTraceLimit = stackTraceLimit;
+    v8.prepareStackTrace = prepareStackTrace;
+  }
+  const frame = /(file:\/\/[^\s)]+?):\d+:\d+/.exec(stack ?? '');
   if (frame === null) return undefined;
   try {
     return fileURLToPath(frame[1]!);

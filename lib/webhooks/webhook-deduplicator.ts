@@ -13,7 +13,6 @@ import { type TrackedWebhookClaim, WebhookLeaseRenewer } from './webhook-lease-r
 
 /** Longest pause between attempts at recording completion (25 ms, 50 ms, ... up to this). */
 const COMPLETE_RETRY_MAX_DELAY_MS = 1000;
-
 /** How long the route retries a completion after answering without it (see `keepCompleting`). */
 const BACKGROUND_COMPLETION_MS = 15 * 60 * 1000;
 /** Completions retried in the background at once, at most: beyond, one is given up (and logged). */
@@ -91,8 +90,8 @@ export class WebhookDeduplicator {
       if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
       // claimed after shutdown gave up on this run: nothing starts in a closing app (another worker or a retry runs it)
       if (this.closing.signal.aborted) {
-        await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
-        throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: new Error('the app is shutting down') }));
+        const refusal = new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: new Error('the app is shutting down') }));
+        throw this.noteUnreleased(refusal, key, await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs));
       }
 
       const renewer = this.renewerFor(settings);
@@ -102,12 +101,7 @@ export class WebhookDeduplicator {
         result = await work(arg as A);
       } catch (error) {
         renewer.untrack(tracked);
-        const notReleased = await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
-        if (notReleased !== undefined) {
-          if (this.options.foldReleaseFailures === true && typeof error === 'object' && error !== null) this.unreleased.set(error, notReleased);
-          else this.logger.warn(`Could not release the claim of webhook event "${key}" (${notReleased}); it becomes claimable when its lease expires`);
-        }
-        throw error;
+        throw this.noteUnreleased(error, key, await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs));
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,
       // a lapsed lease would let another delivery claim the event and run it again
@@ -331,6 +325,14 @@ export class WebhookDeduplicator {
     } catch (error) {
       return describeError(error);
     }
+  }
+
+  /** `error`, once said why its claim is still held (if it is): in the caller's line (`foldReleaseFailures`), else a warning. */
+  private noteUnreleased(error: unknown, key: string, notReleased: string | undefined): unknown {
+    if (notReleased === undefined) return error;
+    if (this.options.foldReleaseFailures === true && typeof error === 'object' && error !== null) this.unreleased.set(error, notReleased);
+    else this.logger.warn(`Could not release the claim of webhook event "${key}" (${notReleased}); it becomes claimable when its lease expires`);
+    return error;
   }
 
   /** Why the claim of the work that failed with `error` is still held, if it is (`foldReleaseFailures`). */

@@ -108,4 +108,42 @@ describe('WebhookDeduplicator', () => {
     await expect(Promise.all(runs)).resolves.toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(logger.messages('error').filter((m) => m.includes('shutdown stopped waiting for the store'))).toHaveLength(20);
   });
+
+  describe('a claim answered after close() (shutdown gave up on its run)', () => {
+    /** A store whose claim waits for `open()`, and whose release then fails (the store is closing too). */
+    class LateClaims extends MemoryWebhookEventStore {
+      open!: () => void;
+      private readonly gate = new Promise<void>((resolve) => (this.open = resolve));
+      override async claim(key: string, leaseMs: number) {
+        await this.gate;
+        return super.claim(key, leaseMs);
+      }
+      override async release(): Promise<void> {
+        throw new Error('store closed');
+      }
+    }
+
+    it.each([
+      ["folded into the caller's line", true],
+      ['said in a warning', false],
+    ])('starts nothing, answers 503, and the claim it could not release is %s', async (_label, fold) => {
+      const store = new LateClaims();
+      const logger = new CollectingLogger();
+      const deduplicator = new WebhookDeduplicator(store, logger, { logClaimFailures: false, foldReleaseFailures: fold });
+      let ran = false;
+      const run = deduplicator.run('default:event:evt_late', { leaseMs: 60_000, retentionMs: 3_600_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 }, async () => {
+        ran = true;
+      });
+      deduplicator.close();
+      store.open();
+      const error = await run.then(() => undefined, (e: unknown) => e);
+      expect(ran).toBe(false);
+      expect(error).toMatchObject({ status: 503 });
+      if (fold) {
+        expect(deduplicator.unreleasedClaimOf(error)).toContain('store closed');
+      } else {
+        expect(logger.messages('warn')).toContainEqual(expect.stringMatching(/^Could not release the claim of webhook event "default:event:evt_late" \(.*store closed/));
+      }
+    });
+  });
 });
