@@ -138,9 +138,9 @@ export class PaymentRequestExecutor {
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
       // recorded given up too: waits are longest where slots are scarcest
-      const waited = () => observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom);
-      const release = await acquiring.catch((error: unknown) => (waited(), this.rethrow(error, call, previous, mayHaveActed)));
-      waited();
+      const release = await acquiring
+        .finally(() => observed?.rateLimitWaited(this.runtime.clock.now() - waitFrom))
+        .catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
       let sending = false;
       let sentAt = 0;
       try {

@@ -17,8 +17,9 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   const ordered = [...new Set(given.flatMap((secret) => [secret, secret.normalize('NFC'), secret.normalize('NFD')]))].sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
     const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
+    // as JSON.stringify writes it inside a string
+    const json = JSON.stringify(secret).slice(1, -1);
     if (secret.length < SHORT_SECRET_LENGTH) {
-      const json = JSON.stringify(secret).slice(1, -1);
       // also as PHP's json_encode writes it: "/" as "\/", non-ASCII as \uXXXX
       const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
       for (const form of new Set([...plainForms, json, php])) out = redactWord(out, form);
@@ -30,7 +31,6 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
     // and as other echoes show it: percent-encoded as RFC 3986 asks, HTML-escaped (an error page);
     // whatever the case (lower-case hex, an upper-cased message): longest form first
     // (and a JSON echo inside an HTML page)
-    const json = JSON.stringify(secret).slice(1, -1);
     const forms = [...new Set([...plainForms, strictPercentEncoded(secret), ...htmlEscaped(secret), ...htmlEscaped(json)])].sort((a, b) => b.length - a.length);
     out = out.replace(new RegExp(forms.map(escapeRegExp).join('|'), 'gi'), REDACTED);
   }

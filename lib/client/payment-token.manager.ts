@@ -219,26 +219,16 @@ const HEADER_SAFE = /^[\t\x20-\x7e\x80-\xff]+$/;
  * of `tokenFields`, lifetime from `expiresInField` (at most `maxExpiresInSeconds`) or the default.
  */
 export function parseTokenData(data: unknown, options: PaymentTokenResponseOptions, path: string, account?: string): IssuedToken {
+  const unexpected = (answered: string) =>
+    new PaymentServerError({ account, code: PaymentClientErrorCode.UNEXPECTED_RESPONSE, message: `POST ${path} answered ${answered}`, method: 'POST', path });
   const record = typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
   const token = options.tokenFields.map((field) => record[field]).find((v) => typeof v === 'string' && v.length > 0);
   if (typeof token !== 'string') {
-    throw new PaymentServerError({
-      account,
-      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
-      message: `POST ${path} answered without a token in any of data.${options.tokenFields.join(', data.')} (set tokenResponse.tokenFields)`,
-      method: 'POST',
-      path,
-    });
+    throw unexpected(`without a token in any of data.${options.tokenFields.join(', data.')} (set tokenResponse.tokenFields)`);
   }
   // Node refuses such a header before sending: the call would fail as a network error said to have maybe reached the service
   if (!HEADER_SAFE.test(token)) {
-    throw new PaymentServerError({
-      account,
-      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
-      message: `POST ${path} answered a token that cannot be sent in an Authorization header (control characters or characters beyond Latin-1)`,
-      method: 'POST',
-      path,
-    });
+    throw unexpected('a token that cannot be sent in an Authorization header (control characters or characters beyond Latin-1)');
   }
   const rawExpiry = record[options.expiresInField];
   const expiresIn = typeof rawExpiry === 'string' ? Number(rawExpiry) : rawExpiry;

@@ -40,9 +40,8 @@ export const PAYMENT_ENV_VARIABLES = {
 
 export type PaymentEnvOptionKey = keyof typeof PAYMENT_ENV_VARIABLES;
 
-/** Raw string values found in the environment, keyed by option name. */
 /**
- * Text as read; a value of the host's ConfigService that is not text, a number or a boolean (an
+ * The values found in the environment, keyed by option name: text as read; a value of the host's ConfigService that is not text, a number or a boolean (an
  * object, a list from a YAML loader) stays as it is, for validation to refuse or check as the option.
  */
 export type PaymentEnvValues = Partial<Record<PaymentEnvOptionKey, string | object>>;

@@ -1,7 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { EventEmitter2 } from '@nestjs/event-emitter';
-import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
-import { PAYMENT_DEAD_LETTER_EVENT } from '../payment.constants.js';
+import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_DEAD_LETTER_EVENT } from '../payment.constants.js';
 import type { PaymentDeadLetter } from './payment-dead-letter.interface.js';
 
 /**

@@ -245,8 +245,9 @@ export class SimulatorWebhookDeliverer {
   }
 
   private async run(merchantId: number, job: Job): Promise<void> {
+    // every stop() counts: a run begun before one has ended (nothing begins while stopped)
     const generation = this.generation;
-    const ended = () => this.stopped || generation !== this.generation;
+    const ended = () => generation !== this.generation;
     const entry = this.entries.get(job.eventId);
     if (!entry) return;
     if (!this.deps.target(merchantId)?.webhookUrl) return this.pause(merchantId, entry, job);
