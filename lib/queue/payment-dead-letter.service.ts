@@ -3,7 +3,7 @@ import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js'
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { eventIdProblem, MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
-import { isPaymentEventJob, type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
+import { type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
@@ -47,15 +47,7 @@ export class PaymentDeadLetterService {
     const ids = await queue.boundedRead(() => queue.deadLetterJobIds(offset, limit));
     // the state after the job: one replayed between the reads (back in the queue, its failure
     // wiped) is left out, never listed as a dead letter with no attempts and no error
-    const jobs = await queue.boundedRead(() =>
-      Promise.all(
-        ids.map(async (id) => {
-          const job = await queue.queue.getJob(id);
-          if (job === undefined || !isPaymentEventJob(job)) return undefined;
-          return (await job.getState()) === 'failed' ? job : undefined;
-        }),
-      ),
-    );
+    const jobs = await queue.boundedRead(() => Promise.all(ids.map((id) => queue.failedJob(id))));
     return jobs
       .filter((job): job is PaymentEventJob => job !== undefined)
       .map((job) => toPaymentDeadLetter(job, queue.account, queue.options.queueDeadLetterRetentionMs));

@@ -196,10 +196,14 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
 
   /** The failed job of `eventId`, a job this module wrote (one past its retention too, until the trim). */
   async findDeadLetter(eventId: string): Promise<PaymentEventJob | undefined> {
-    const job = await this.queue.getJob(this.jobId(eventId));
-    if (job === undefined || !isPaymentEventJob(job) || job.data.event.eventId !== eventId) return undefined;
-    if ((await job.getState()) !== 'failed') return undefined;
-    return job;
+    return this.failedJob(this.jobId(eventId), eventId);
+  }
+
+  /** The job `jobId` while it is a failed job this module wrote (of `eventId`, when given): its state read after the job. */
+  async failedJob(jobId: string, eventId?: string): Promise<PaymentEventJob | undefined> {
+    const job = await this.queue.getJob(jobId);
+    if (job === undefined || !isPaymentEventJob(job) || (eventId !== undefined && job.data.event.eventId !== eventId)) return undefined;
+    return (await job.getState()) === 'failed' ? job : undefined;
   }
 
   /**
