@@ -98,10 +98,10 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
    * delivered to a host route and to the account's route runs once. The default account, a custom
    * key without an event, or an interceptor built by hand: the given store and the module defaults.
    */
-  private claimsFor(account: string, settings: RouteSettings): AccountClaims | undefined {
+  private claimsFor(account: string, settings: RouteSettings): AccountClaims {
     const registered = account === DEFAULT_PAYMENT_ACCOUNT ? undefined : this.#accounts?.registered(account);
     const store = registered?.store;
-    if (registered === undefined || store === undefined) return undefined;
+    if (registered === undefined || store === undefined) return { deduplicator: this.deduplicator, dedupe: settings.dedupe };
     let byAccount = this.accountClaims.get(settings);
     if (byAccount === undefined) this.accountClaims.set(settings, (byAccount = new Map()));
     let claims = byAccount.get(account);
@@ -213,13 +213,12 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // the event's account (an envelope guard's `getAccount`): ids are unique per account only
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
-    const claims = this.claimsFor(account, settings);
-    const run = () => {
+    const { deduplicator, dedupe } = this.claimsFor(account, settings);
+    const result = await deduplicator.run(key, dedupe, () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
       return this.handle(next, id, settings.route);
-    };
-    const result = claims === undefined ? await this.deduplicator.run(key, settings.dedupe, run) : await claims.deduplicator.run(key, claims.dedupe, run);
+    });
     return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
   }
 

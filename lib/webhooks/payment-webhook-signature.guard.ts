@@ -1,6 +1,5 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
-import { paymentEnvName } from '../config/payment-env.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
@@ -55,7 +54,7 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
       return true;
     } catch (error) {
       // the options' account (a subclass's for account 'eu' reads PAYMENT_EU_WEBHOOK_SECRET)
-      const named = error instanceof WebhookSecretNotConfiguredError ? new WebhookSecretNotConfiguredError(paymentEnvName('webhookSecret', this.options.account)) : error;
+      const named = error instanceof WebhookSecretNotConfiguredError ? new WebhookSecretNotConfiguredError(this.options.account) : error;
       throw named instanceof PaymentWebhookError ? new PaymentWebhookHttpException(named) : named;
     }
   }

@@ -1,3 +1,6 @@
+import { paymentEnvName } from '../config/payment-env.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+
 /**
  * Errors of the webhook receiver. Each has a stable `code` (clients and tests
  * branch on it) and the HTTP status the route answers with. Messages never
@@ -126,9 +129,13 @@ export class WebhookTimestampOutOfToleranceError extends WebhookSignatureError {
 /** Verification was asked for without any secret: a configuration fault, not the sender's (500). */
 export class WebhookSecretNotConfiguredError extends PaymentWebhookError {
   override readonly name = 'WebhookSecretNotConfiguredError';
-  /** `variable`: the account's (`PAYMENT_EU_WEBHOOK_SECRET` for account `eu`). */
-  constructor(variable = 'PAYMENT_WEBHOOK_SECRET') {
-    super(PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, 500, `No webhook secret is configured (set ${variable} or the webhookSecret option)`);
+  /** `account`: whose variable the message names (`PAYMENT_EU_WEBHOOK_SECRET` for account `eu`). */
+  constructor(account: string = DEFAULT_PAYMENT_ACCOUNT) {
+    super(
+      PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED,
+      500,
+      `No webhook secret is configured (set ${paymentEnvName('webhookSecret', account)} or the webhookSecret option)`,
+    );
   }
 }
 

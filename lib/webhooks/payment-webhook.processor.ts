@@ -116,6 +116,11 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));
   }
 
+  /** Counts a refusal made before `process` could run (a receiver given no request); the refusal logged its fix. */
+  refusedBeforeProcessing<E>(answer: E): E {
+    return this.telemetry.rejected(answer, performance.now(), false);
+  }
+
   /**
    * Answers a verified event. Whichever branch answers sets `outcome` (or throws), and it is
    * recorded once below: metrics, span and the log line of a non-2xx answer.

@@ -42,14 +42,6 @@ export class PaymentWebhookReceiver {
   /** Counts and logs deliveries for a name no account has; `(unknown)` is no account name, so never a real one. */
   private readonly unknownAccounts = new WebhookDeliveryTelemetry('(unknown)', this.logger);
   private unknownAccountLogged = false;
-  /** Counts this receiver's own refusals of a registered account (the processor counts the rest). */
-  private readonly accountTelemetry = new Map<string, WebhookDeliveryTelemetry>();
-
-  private telemetryOf(account: string): WebhookDeliveryTelemetry {
-    let telemetry = this.accountTelemetry.get(account);
-    if (telemetry === undefined) this.accountTelemetry.set(account, (telemetry = new WebhookDeliveryTelemetry(account, this.logger)));
-    return telemetry;
-  }
 
   constructor(private readonly accounts: PaymentAccountRegistry) {}
 
@@ -64,9 +56,10 @@ export class PaymentWebhookReceiver {
   receive(request: PaymentWebhookRequest, account: string = DEFAULT_PAYMENT_ACCOUNT): Promise<PaymentWebhookAck> {
     // `@Body()` instead of `@Req()`: the app's mistake, said with the fix (it crashed on the missing headers)
     if (typeof request !== 'object' || request === null || typeof request.headers !== 'object' || request.headers === null) {
-      // counted as every refusal is (under the account when it is one); the fix is logged once
-      const telemetry = this.accounts.has(account) ? this.telemetryOf(account) : this.unknownAccounts;
-      return Promise.reject(telemetry.rejected(routeMisconfigured(this.logger, NOT_A_REQUEST_FIX), performance.now(), false));
+      // counted as every refusal is (by the account's processor when it is one); the fix is logged once
+      const refusal = routeMisconfigured(this.logger, NOT_A_REQUEST_FIX);
+      const webhooks = this.accounts.registered(account)?.webhooks;
+      return Promise.reject(webhooks ? webhooks.refusedBeforeProcessing(refusal) : this.unknownAccounts.rejected(refusal, performance.now(), false));
     }
     if (!this.accounts.has(account)) {
       return Promise.reject(this.unknownAccount(account, performance.now(), request));

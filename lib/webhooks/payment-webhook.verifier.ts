@@ -1,5 +1,4 @@
 import type { Logger } from '@nestjs/common';
-import { paymentEnvName } from '../config/payment-env.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
@@ -72,7 +71,7 @@ export class PaymentWebhookVerifier {
   /** The signature and replay-window check, with this account's secrets and tolerance. */
   private assertSigned(rawBody: Buffer, headers: PaymentWebhookRequest['headers']): void {
     // a host route of an account without a secret (the module's route does not exist then): name its variable
-    if (this.settings.webhookSecrets.length === 0) throw new WebhookSecretNotConfiguredError(paymentEnvName('webhookSecret', this.settings.account));
+    if (this.settings.webhookSecrets.length === 0) throw new WebhookSecretNotConfiguredError(this.settings.account);
     verifyWebhookSignature(rawBody, headers[WEBHOOK_SIGNATURE_HEADER], this.settings.webhookSecrets, this.signatureOptions);
   }
 }
