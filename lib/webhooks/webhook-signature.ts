@@ -274,11 +274,10 @@ export function verifyWebhookSignature(
   // Hot path: no `[secrets]` array, no closures; a single string is secret 0.
   const secretList = typeof secrets === 'string' ? undefined : secrets;
   const count = secretList === undefined ? 1 : secretList.length;
-  let usable = 0;
-  for (let i = 0; i < count; i++) {
-    if (isUsableSecret(secretList === undefined ? secrets : secretList[i])) usable++;
-  }
-  if (usable === 0) {
+  // one usable secret is enough to go on (the match skips the others): the first, as a rule
+  let usable = false;
+  for (let i = 0; i < count && !usable; i++) usable = isUsableSecret(secretList === undefined ? secrets : secretList[i]);
+  if (!usable) {
     throw new WebhookSecretNotConfiguredError();
   }
   const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
