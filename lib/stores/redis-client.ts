@@ -39,6 +39,8 @@ export const REDIS_HEALTH_WRITE_SCRIPT = "return redis.call('SET', KEYS[1], '1',
 export interface RedisClientLike {
   readonly status: string;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+  /** Used for reads when present (ioredis has it); without it the store reads through `eval`. */
+  get?(key: string): Promise<string | null>;
   connect?(): Promise<unknown>;
   quit(): Promise<unknown>;
   disconnect(): void;

@@ -71,7 +71,8 @@ const EXTEND_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
-// Read-only: 1 when the key is marked processed.
+// Read-only: 1 when the key is marked processed (for a client without \`get\`; a plain GET is
+// the same read without running Lua, on the queue route's every delivery).
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
 
 /** Connections whose outage a store has logged (the stores of several accounts may share one): one line per outage. */
@@ -189,6 +190,10 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   /** Whether `key` is marked processed; never claims it. */
   async isProcessed(key: string): Promise<boolean> {
     assertKey(key);
+    const client = this.#client;
+    if (typeof client.get === 'function') {
+      return (await this.#send('read', () => client.get!(this.keyPrefix + key))) === PROCESSED_VALUE;
+    }
     return (await this.#run('read', IS_PROCESSED_SCRIPT, this.keyPrefix + key)) === 1;
   }
 
@@ -214,11 +219,15 @@ export class RedisWebhookEventStore implements WebhookEventStore {
 
   readonly #timedOut = (): Error => new WebhookStoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`);
 
-  async #run(op: string, script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+  #run(op: string, script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+    return this.#send(op, () => this.#client.eval(script, 1, key, ...args));
+  }
+
+  async #send(op: string, command: () => Promise<unknown>): Promise<unknown> {
     if (this.#closed) throw new WebhookStoreUnavailableError('The Redis webhook event store is closed');
     try {
       await this.#ensureConnected();
-      return await withTimeout(this.#client.eval(script, 1, key, ...args), this.#timeoutMs, this.#timedOut);
+      return await withTimeout(command(), this.#timeoutMs, this.#timedOut);
     } catch (error) {
       if (error instanceof WebhookStoreUnavailableError) throw error;
       throw new WebhookStoreUnavailableError(

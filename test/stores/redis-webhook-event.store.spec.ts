@@ -118,6 +118,31 @@ describe('RedisWebhookEventStore', () => {
     expect(retentionLeft).toBeLessThanOrEqual(retentionMs);
   });
 
+  it.each([
+    ['an ioredis client (plain GET)', (client: Redis) => client],
+    // a client with only what RedisClientLike requires: the read goes through eval
+    ['a client with eval only', (client: Redis) => ({
+      get status() { return client.status; },
+      eval: client.eval.bind(client),
+      quit: client.quit.bind(client),
+      disconnect: client.disconnect.bind(client),
+      once: client.once.bind(client),
+      on: client.on.bind(client),
+      removeListener: client.removeListener.bind(client),
+    })],
+  ])('isProcessed() through %s: false for a free key and a held claim, true once completed, and never claims', async (_, wrap) => {
+    const raw = new Redis(server.url);
+    track({ close: async () => void (await raw.quit()) });
+    const store = track(new RedisWebhookEventStore(wrap(raw), { keyPrefix: `read:${randomUUID()}:` }));
+    await expect(store.isProcessed('evt_free')).resolves.toBe(false);
+    await expect(store.isProcessed('evt_free')).resolves.toBe(false);
+    const claim = await store.claim('evt_free', LEASE_MS);
+    if (claim.outcome !== 'claimed') throw new Error('the read claimed the key');
+    await expect(store.isProcessed('evt_free')).resolves.toBe(false);
+    await store.complete('evt_free', claim.claimToken, LEASE_MS);
+    await expect(store.isProcessed('evt_free')).resolves.toBe(true);
+  });
+
   it('uses a client it was given and leaves it open on close', async () => {
     const client = new Redis(server.url, { enableOfflineQueue: false });
     track({ close: async () => void (await client.quit()) });
