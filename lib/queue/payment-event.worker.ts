@@ -166,12 +166,16 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     if (worker === undefined) return;
     await this.pausing;
     if (!(await this.running.settle(startedAt + this.options.queueShutdownTimeoutMs))) {
+      // a job whose handlers are done but whose completion is being retried is not "running"
       const recording = this.completing;
-      this.logger.warn(
-        `Handlers of account ${this.account} still running after ${this.options.queueShutdownTimeoutMs} ms of shutdown; ` +
-          'leaving their events to another worker' +
-          (recording > 0 ? `; ${recording} finished but could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed` : ''),
-      );
+      const running = this.running.handlers - recording;
+      const unrecorded = this.running.count - this.running.handlers;
+      const said = [
+        running > 0 ? `${running} job(s) whose handlers are still running: leaving their events to another worker` : '',
+        recording > 0 ? `${recording} job(s) whose handlers finished could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed` : '',
+        unrecorded > 0 ? `${unrecorded} job(s) whose outcome BullMQ has not recorded yet` : '',
+      ];
+      this.logger.warn(`Worker of account ${this.account} after ${this.options.queueShutdownTimeoutMs} ms of shutdown: ${said.filter(Boolean).join('; ')}`);
     }
     // Claims of handlers left running are no longer renewed: this instance gives up their
     // events, which another worker takes over once lock and lease lapsed. A completion still

@@ -89,7 +89,8 @@ describe('queue mode: graceful shutdown of a worker', () => {
   });
 
   it('gives up a handler still running after the time-out: close() returns and another worker runs the event', async () => {
-    const first = await start();
+    const logs = new CollectingLogger();
+    const first = await start(logs);
     const stuck = envelope('payment.succeeded');
     const id = stuck.eventId as string;
     first.handlers.hang.add(id); // never finishes in this app (as if the process were about to exit)
@@ -98,6 +99,9 @@ describe('queue mode: graceful shutdown of a worker', () => {
     // resolves although the handler never will: it was given up after queueShutdownTimeoutMs
     await close(first);
     expect(first.handlers.count('done', id)).toBe(0);
+    expect(logs.messages('warn').filter((m) => m.includes('of shutdown'))).toEqual([
+      expect.stringMatching(/^Worker of account default after \d+ ms of shutdown: 1 job\(s\) whose handlers are still running: leaving their events to another worker$/),
+    ]);
 
     const second = await start();
     await waitFor('another worker ran the event', () => second.handlers.count('done', id) === 1, 15_000);

@@ -45,7 +45,8 @@ describe('queue mode: completion retried through an outage of the store alone', 
 
   it('at shutdown, a completion still waiting for the store gives up and its job is recorded completed: no other worker runs it again', async () => {
     const payment = { redisUrl: storeRedis.url, redisKeyPrefix: 'shutdown-outage:', queueShutdownTimeoutMs: 1000, queueConcurrency: 20 };
-    const closing = await startQueueApp(queueRedis.url, { payment });
+    const logger = new CollectingLogger();
+    const closing = await startQueueApp(queueRedis.url, { payment, logger });
     const events = Array.from({ length: 8 }, () => envelope('payment.succeeded'));
     const ids = events.map((e) => e.eventId as string);
     const releases = ids.map((id) => closing.handlers.hold(id));
@@ -55,6 +56,9 @@ describe('queue mode: completion retried through an outage of the store alone', 
     for (const release of releases) release();
     await waitFor('every handler finished', () => ids.every((id) => closing.handlers.count('done', id) === 1));
     await closing.close();
+    // the handlers are done: the shutdown line says so rather than "still running"
+    const shutdownLines = logger.lines.filter((l) => l.level === 'warn' && l.message.includes('of shutdown')).map((l) => l.message);
+    expect(shutdownLines).toEqual([expect.stringMatching(/^Worker of account default after 1000 ms of shutdown: 8 job\(s\) whose handlers finished could not record/)]);
     await storeRedis.restart();
     const next = await startQueueApp(queueRedis.url, { payment: { ...payment, queueLockDurationMs: 1000 } });
     apps.push(next);
