@@ -5,11 +5,11 @@ import {
   type PaymentModuleRootOptions,
   type PaymentOptionsFactory,
 } from './payment.module-definition.js';
-import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
+import { paymentAccountNameProblems, resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import { getPaymentGatewayToken, getPaymentOptionsToken, getWebhookEventStoreToken } from './accounts/payment-account.tokens.js';
 import { isRecord } from './common/is-record.util.js';
 import { PaymentConfigurationError } from './config/payment-configuration.errors.js';
-import { asyncOptionKeyProblems, moduleExtrasProblems, plainRootOptions } from './config/payment-option-keys.validation.js';
+import { asyncOptionKeyProblems, moduleExtrasProblems, plainAsyncOptions, plainRootOptions } from './config/payment-option-keys.validation.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_MODULE } from './payment.constants.js';
 import { PaymentMessages } from './payment.messages.js';
 
@@ -37,22 +37,29 @@ export class PaymentModule extends ConfigurablePaymentModule {
   static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
     // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
     const given = plainRootOptions(options ?? {});
-    throwOnExtrasProblems(moduleExtrasProblems(given), given.account);
+    throwOnExtrasProblems([...moduleExtrasProblems(given), ...paymentAccountNameProblems(given.account, 'PaymentModule.forRoot()')], given.account);
     return super.forRoot(given);
   }
 
-  static override forRootAsync(options: PaymentModuleAsyncOptions): DynamicModule {
-    if (!options?.useFactory && !options?.useClass && !options?.useExisting) {
+  static override forRootAsync(asyncOptions: PaymentModuleAsyncOptions): DynamicModule {
+    if (!asyncOptions?.useFactory && !asyncOptions?.useClass && !asyncOptions?.useExisting) {
       throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
     }
+    // read as given (a class's getters too), as forRoot() does: the builder would drop an `account` getter
+    const options = plainAsyncOptions(asyncOptions);
     // Nest's builder would keep one and drop the others without a word
     const sources = (['useFactory', 'useClass', 'useExisting'] as const).filter((key) => options[key] !== undefined);
-    if (sources.length > 1) {
-      throwOnExtrasProblems([`forRootAsync() takes one of useFactory, useClass or useExisting, not ${sources.join(' and ')}`], options.account);
-    }
-    // what the builder would drop silently: an option beside the factory, a misspelt extra
-    throwOnExtrasProblems([...asyncOptionKeyProblems(options), ...moduleExtrasProblems(options)], options.account);
-    const account = resolvePaymentAccountName(options.account);
+    throwOnExtrasProblems(
+      [
+        ...(sources.length > 1 ? [`forRootAsync() takes one of useFactory, useClass or useExisting, not ${sources.join(' and ')}`] : []),
+        // what the builder would drop silently: an option beside the factory, a misspelt extra
+        ...asyncOptionKeyProblems(asyncOptions),
+        ...moduleExtrasProblems(options),
+        ...paymentAccountNameProblems(options.account, 'PaymentModule.forRootAsync()'),
+      ],
+      options.account,
+    );
+    const account = resolvePaymentAccountName(options.account, 'PaymentModule.forRootAsync()');
     throwOnOwnTokensInjected(options.inject, account);
     const { useClass, useExisting, ...rest } = options;
     const factoryToken = useClass ?? useExisting;

@@ -7,23 +7,36 @@ const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Throws a `PaymentConfigurationError` unless `name` is a usable account name. */
 export function assertPaymentAccountName(name: unknown, where: string): asserts name is string {
-  if (typeof name !== 'string' || !ACCOUNT_NAME.test(name)) {
-    throw new PaymentConfigurationError([
-      `${where}: account ${JSON.stringify(name) ?? String(name)} must be 1-64 letters, digits, '.', '_' or '-', ` +
-        'starting with a letter or digit',
-    ]);
-  }
+  const problem = accountNameProblem(name, where);
+  if (problem !== undefined) throw new PaymentConfigurationError([problem]);
+}
+
+function accountNameProblem(name: unknown, where: string): string | undefined {
+  if (typeof name === 'string' && ACCOUNT_NAME.test(name)) return undefined;
+  // only a string is shown: an object given by mistake (an account's whole settings) may hold its secrets
+  const given = typeof name === 'string' ? JSON.stringify(name) : `of type ${name === null ? 'null' : typeof name}`;
+  return `${where}: account ${given} must be a string of 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`;
+}
+
+/**
+ * What is wrong with the account name of a `forRoot()` / `forRootAsync()` call (`where`), if
+ * anything: a name that is not one, or one that would read the default account's variables.
+ */
+export function paymentAccountNameProblems(account: unknown, where: string): string[] {
+  if (account === undefined || account === DEFAULT_PAYMENT_ACCOUNT) return [];
+  const problem = accountNameProblem(account, where);
+  if (problem !== undefined) return [problem];
+  return ownEnvPrefixProblems(account as string, where);
 }
 
 /**
  * The account of a `forRoot()` call: `'default'` when none is named, or when it is named
  * `'default'` (as every other API names the unnamed account, e.g. in a list of names).
  */
-export function resolvePaymentAccountName(account: unknown): string {
-  if (account === undefined || account === DEFAULT_PAYMENT_ACCOUNT) return DEFAULT_PAYMENT_ACCOUNT;
-  assertPaymentAccountName(account, 'PaymentModule.forRoot()');
-  assertOwnEnvPrefix(account);
-  return account;
+export function resolvePaymentAccountName(account: unknown, where = 'PaymentModule.forRoot()'): string {
+  const problems = paymentAccountNameProblems(account, where);
+  if (problems.length > 0) throw new PaymentConfigurationError(problems, typeof account === 'string' ? account : undefined);
+  return (account as string | undefined) ?? DEFAULT_PAYMENT_ACCOUNT;
 }
 
 /**
@@ -31,12 +44,9 @@ export function resolvePaymentAccountName(account: unknown): string {
  * read it as its own: account `queue` would take `PAYMENT_QUEUE_REDIS_URL` for its `redisUrl`,
  * account `webhook` the default account's `PAYMENT_WEBHOOK_SECRET` for its secret.
  */
-function assertOwnEnvPrefix(account: string): void {
+function ownEnvPrefixProblems(account: string, where: string): string[] {
   const prefix = paymentEnvPrefix(account);
   const taken = paymentEnvNames().filter((name) => name.startsWith(prefix));
-  if (taken.length === 0) return;
-  throw new PaymentConfigurationError(
-    [`PaymentModule.forRoot(): account '${account}' would read ${prefix}* variables, among them ${taken.join(', ')} of the default account: choose another name`],
-    account,
-  );
+  if (taken.length === 0) return [];
+  return [`${where}: account '${account}' would read ${prefix}* variables, among them ${taken.join(', ')} of the default account: choose another name`];
 }

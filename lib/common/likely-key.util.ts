@@ -1,6 +1,11 @@
-/** `; did you mean '<known>'?` for the first known key within two edits of `key` (case aside), else ''. */
+/** `; did you mean '<known>'?` for the known key nearest to `key` within two edits (case aside; the first of equals), else ''. */
 export function likelyKey(key: string, known: readonly string[]): string {
-  const near = known.find((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
+  let near: string | undefined;
+  let nearest = 3;
+  for (const candidate of known) {
+    const distance = editDistance(candidate.toLowerCase(), key.toLowerCase());
+    if (distance < nearest) [near, nearest] = [candidate, distance];
+  }
   return near === undefined ? '' : `; did you mean '${near}'?`;
 }
 

@@ -36,6 +36,13 @@ export function plainRootOptions<T extends object>(options: T): T {
   return copy as T;
 }
 
+/** `forRootAsync()`'s argument as a plain object, read as given like `plainRootOptions`. */
+export function plainAsyncOptions<T extends object>(options: T): T {
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of givenOptionEntries(options, [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) copy[key] = value;
+  return copy as T;
+}
+
 /**
  * The keys `given` has among its own and `keys`, each with its value read as given (a class's
  * getters, a proxy's `get`): what the resolver will read of it, own keys first.

@@ -259,6 +259,71 @@ describe('named account configuration', () => {
     }
   });
 
+  it('an account that is no string is named by its type only: an object given by mistake may hold secrets', () => {
+    const settings = { name: 'eu', clientSecret: 'cs_live_never_print_me' };
+    const calls = [
+      () => PaymentModule.forRoot({ account: settings as never }),
+      () => PaymentModule.forRootAsync({ account: settings as never, useFactory: () => ({}) }),
+      () => OnPaymentEvent('payment.succeeded', { account: settings as never }),
+    ];
+    for (const call of calls) {
+      let error: Error | undefined;
+      try {
+        call();
+      } catch (e) {
+        error = e as Error;
+      }
+      expect(error).toBeInstanceOf(PaymentConfigurationError);
+      expect(error!.message).toContain('account of type object must be a string');
+      expect(error!.message).not.toContain('never_print_me');
+    }
+  });
+
+  it('one error for every problem of the call itself: a bad account name beside a bad extra, a second factory beside a typo', () => {
+    const problemsOf = (call: () => unknown): string[] => {
+      try {
+        call();
+      } catch (e) {
+        return (e as PaymentConfigurationError).problems;
+      }
+      throw new Error('no error');
+    };
+    expect(problemsOf(() => PaymentModule.forRoot({ account: 'eu west', webhookRoute: 'false' as never }))).toEqual([
+      expect.stringContaining("option 'webhookRoute'"),
+      expect.stringContaining(`PaymentModule.forRoot(): account "eu west" must be`),
+    ]);
+    const factory = () => ({});
+    class Factory {
+      createPaymentOptions() {
+        return {};
+      }
+    }
+    expect(problemsOf(() => PaymentModule.forRootAsync({ useFactory: factory, useClass: Factory, isGlobl: true } as never))).toEqual([
+      expect.stringContaining('forRootAsync() takes one of useFactory, useClass or useExisting, not useFactory and useClass'),
+      expect.stringContaining("forRootAsync() option 'isGlobl' is unknown; did you mean 'isGlobal'?"),
+    ]);
+    // and the async call is named as such
+    expect(problemsOf(() => PaymentModule.forRootAsync({ account: 'queue', useFactory: factory }))).toEqual([
+      expect.stringMatching(/^PaymentModule\.forRootAsync\(\): account 'queue' would read PAYMENT_QUEUE_\* variables/),
+    ]);
+  });
+
+  it('forRootAsync() reads an account given by a getter (a class instance), as forRoot() does', async () => {
+    restore = withEnv({});
+    class EuOptions {
+      get account(): string {
+        return 'eu';
+      }
+      useFactory = () => ({ baseUrl: 'https://eu.example.com' });
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [PaymentModule.forRootAsync(new EuOptions() as never)] }).compile();
+    try {
+      expect(moduleRef.get<ResolvedPaymentOptions>(getPaymentOptionsToken('eu')).baseUrl).toBe('https://eu.example.com');
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it.each([
     ['queue', 'PAYMENT_QUEUE_REDIS_URL'],
     ['webhook', 'PAYMENT_WEBHOOK_SECRET'],

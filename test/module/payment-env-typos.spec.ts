@@ -14,7 +14,14 @@ describe('PAYMENT_* variables no account reads', () => {
   });
 
   it('names a setting whose account prefix is within two letters of a registered one', () => {
-    expect(unreadPaymentVariables(['PAYMENT_UK_BASE_URL'], accounts)).toEqual([line('PAYMENT_UK_BASE_URL', 'PAYMENT_EU_BASE_URL')]);
+    expect(unreadPaymentVariables(['PAYMENT_UK_BASE_URL'], accounts)).toEqual([line('PAYMENT_UK_BASE_URL', 'PAYMENT_US_BASE_URL')]);
+  });
+
+  it('names the nearest variable, not the first within two letters', () => {
+    // PAYMENT_BASE_URL is two edits away and listed first; PAYMENT_US_BASE_URL is one
+    expect(unreadPaymentVariables(['PAYMENT_U_BASE_URL'], ['default', 'us'])).toEqual([
+      line('PAYMENT_U_BASE_URL', 'PAYMENT_US_BASE_URL').replace('default, eu, us', 'default, us'),
+    ]);
   });
 
   it("leaves alone the variables it reads, the app's own PAYMENT_* variables and everything else", () => {
