@@ -87,6 +87,8 @@ export class PaymentOptionsSchema {
 
   @IsInt({ message: 'must be a whole number of bytes' })
   @Min(1024, { message: 'must be at least 1024 bytes' })
+  // a body is held in memory whole before its signature is checked
+  @Max(100 * 1024 * 1024, { message: 'must be at most 104857600 bytes (100 MiB)' })
   webhookMaxBodyBytes!: number;
 
   @IsInt({ message: 'must be a whole number of milliseconds' })

@@ -201,7 +201,7 @@ describe('resolvePaymentOptions', () => {
     }
   });
 
-  it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts', () => {
+  it('a number that is not whole says only that; lease and retention have upper bounds Redis accepts, the body limit one memory does', () => {
     const error = captureError(() =>
       resolvePaymentOptions({
         baseUrl: 'https://pay.example.com',
@@ -210,10 +210,12 @@ describe('resolvePaymentOptions', () => {
         webhookRetentionMs: 1e20,
         webhookLeaseMs: 1e12,
         queueDeadLetterRetentionMs: 1e16,
+        webhookMaxBodyBytes: 1e20,
       }),
     );
     expect(error.problems).toEqual([
       // the bad value is repeated (no secret here), so the operator sees what was read
+      expect.stringMatching(/'webhookMaxBodyBytes'.* must be at most 104857600 bytes \(100 MiB\)/),
       expect.stringMatching(/'httpTimeoutMs'.* must be a whole number of milliseconds \(given: NaN\)$/),
       expect.stringMatching(/'maxRetries'.* must be a whole number \(given: 2\.5\)$/),
       expect.stringMatching(/'webhookLeaseMs'.* must be at most 86400000 ms/),
