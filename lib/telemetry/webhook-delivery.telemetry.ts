@@ -30,8 +30,8 @@ const PARSER_REFUSALS: Readonly<Record<string, string>> = {
   [PaymentWebhookErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'an encoding or charset it does not support',
 };
 
-/** How often a run of bad signatures is said at `warn`. */
-const SIGNATURE_MISMATCH_WARN_INTERVAL_MS = 3_600_000;
+/** How often a run of bad signatures (or of signed deliveries outside the replay window) is said at `warn`. */
+const REFUSAL_COUNT_WARN_INTERVAL_MS = 3_600_000;
 
 /** 500 refusals of the module's own making (a missing raw body has its own once-only report). */
 const OWN_FAULT_CODES: ReadonlySet<string> = new Set([PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED, PaymentWebhookErrorCode.INTERNAL_ERROR]);
@@ -55,9 +55,8 @@ type LogLevel = 'debug' | 'warn' | 'error';
  */
 export class WebhookDeliveryTelemetry {
   private serverRejectionLogged = false;
-  /** Bad signatures since the last line that said so, and when it was said. */
-  private mismatchesUnsaid = 0;
-  private mismatchSaidAt = Number.NEGATIVE_INFINITY;
+  /** Per counted code (a bad signature, a stale timestamp): refusals since the last line that said so, and when it was said. */
+  private readonly refusalCounts = new Map<string, { unsaid: number; saidAt: number }>();
   /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
   private parserLimitLogged = false;
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
@@ -115,27 +114,35 @@ export class WebhookDeliveryTelemetry {
     // a signed body refused for its envelope: its id and type where they are well formed
     const named = error instanceof PaymentWebhookHttpException && error.error instanceof WebhookInvalidEnvelopeError ? error.error.event : undefined;
     if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, named, error);
-    if (code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH) this.signatureMismatch();
+    if (code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH || code === PaymentWebhookErrorCode.TIMESTAMP_OUT_OF_TOLERANCE) this.countRefusal(code);
     return error;
   }
 
   /**
-   * Each refusal of a bad signature is logged at `debug` (anyone can send one), so a wrong secret
-   * would lose the service's events without a word at the usual levels: one `warn` with the count,
-   * at the first and then at most once an hour, is no flood and is noticed.
+   * Each refusal of a bad signature, or of a signed delivery outside the replay window, is logged
+   * at `debug` (anyone can send the first, and replay a captured delivery for the second), so a
+   * wrong secret or a skewed clock would lose the service's events without a word at the usual
+   * levels: one `warn` with the count, at the first and then at most once an hour, is no flood and
+   * is noticed.
    */
-  private signatureMismatch(): void {
-    this.mismatchesUnsaid++;
+  private countRefusal(code: string): void {
+    const count = this.refusalCounts.get(code) ?? { unsaid: 0, saidAt: Number.NEGATIVE_INFINITY };
+    this.refusalCounts.set(code, count);
+    count.unsaid++;
     const now = Date.now();
-    if (now - this.mismatchSaidAt < SIGNATURE_MISMATCH_WARN_INTERVAL_MS) return;
-    const since = this.mismatchSaidAt === Number.NEGATIVE_INFINITY ? 'since start' : 'in the last hour';
+    if (now - count.saidAt < REFUSAL_COUNT_WARN_INTERVAL_MS) return;
+    const since = `${count.unsaid} ${count.saidAt === Number.NEGATIVE_INFINITY ? 'since start' : 'in the last hour'}; each is logged at debug`;
     this.logger.warn(
-      `Webhook deliveries to account ${this.account} fail the signature check (${this.mismatchesUnsaid} ${since}; each is logged at debug). ` +
-        `If the service sends them, its signing secret is not among those set for the account (option webhookSecret or ${paymentEnvName('webhookSecret', this.account)}); ` +
-        'anyone can send such requests, so this is said at most once an hour',
+      code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH
+        ? `Webhook deliveries to account ${this.account} fail the signature check (${since}). ` +
+            `If the service sends them, its signing secret is not among those set for the account (option webhookSecret or ${paymentEnvName('webhookSecret', this.account)}); ` +
+            'anyone can send such requests, so this is said at most once an hour'
+        : `Webhook deliveries to account ${this.account} are signed but outside the replay window (${since}). ` +
+            `If the service sends them, this machine's clock or the service's is off (check NTP), or raise webhookToleranceSeconds ` +
+            `(${paymentEnvName('webhookToleranceSeconds', this.account)}); a captured delivery sent again later is refused the same way, so this is said at most once an hour`,
     );
-    this.mismatchSaidAt = now;
-    this.mismatchesUnsaid = 0;
+    count.saidAt = now;
+    count.unsaid = 0;
   }
 
   /**

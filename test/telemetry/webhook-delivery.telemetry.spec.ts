@@ -44,4 +44,27 @@ describe('WebhookDeliveryTelemetry log lines', () => {
       jest.useRealTimers();
     }
   });
+
+  it('counts signed deliveries outside the replay window the same way, apart from bad signatures: a skewed clock must not go unsaid', async () => {
+    const { jest } = await import('@jest/globals');
+    const { WebhookSignatureMismatchError, WebhookTimestampOutOfToleranceError } = await import('../../lib/webhooks/payment-webhook.errors.js');
+    jest.useFakeTimers();
+    try {
+      const logger = new CollectingLogger();
+      const telemetry = new WebhookDeliveryTelemetry('eu', logger);
+      const stale = () => telemetry.rejected(new PaymentWebhookHttpException(new WebhookTimestampOutOfToleranceError(1, 300)), performance.now());
+      for (let i = 0; i < 3; i++) stale();
+      telemetry.rejected(new PaymentWebhookHttpException(new WebhookSignatureMismatchError()), performance.now());
+      jest.advanceTimersByTime(3_600_000);
+      stale();
+      expect(logger.messages('warn')).toEqual([
+        expect.stringMatching(/^Webhook deliveries to account eu are signed but outside the replay window \(1 since start; .*PAYMENT_EU_WEBHOOK_TOLERANCE_SECONDS/),
+        expect.stringMatching(/^Webhook deliveries to account eu fail the signature check \(1 since start; /),
+        expect.stringMatching(/^Webhook deliveries to account eu are signed but outside the replay window \(3 in the last hour; /),
+      ]);
+      expect(logger.messages('debug')).toHaveLength(5);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
