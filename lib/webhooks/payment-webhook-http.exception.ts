@@ -44,6 +44,11 @@ export function routeNameOf(context: ExecutionContext): string {
  * The route's name is logged and kept on the error (for the app's filters), never answered.
  */
 export function routeMisconfigured(logger: LoggerService, fix: string, route?: string): PaymentWebhookHttpException {
+  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(logRouteFixOnce(logger, fix, route)));
+}
+
+/** Logs `fix` (prefixed with `route`) at `error`, once per logger and line; returns the line. */
+export function logRouteFixOnce(logger: LoggerService, fix: string, route?: string): string {
   const line = route === undefined ? fix : `${route}: ${fix}`;
   let logged = loggedFixes.get(logger);
   if (logged === undefined) loggedFixes.set(logger, (logged = new Set()));
@@ -51,5 +56,5 @@ export function routeMisconfigured(logger: LoggerService, fix: string, route?: s
     logged.add(line);
     logger.error(line);
   }
-  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(line));
+  return line;
 }

@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { logRouteFixOnce, PaymentWebhookHttpException, routeNameOf } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
 import {
   assertDeclaredSize,
@@ -53,9 +53,12 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
       this.onVerified(request, verification);
       return true;
     } catch (error) {
-      // the options' account (a subclass's for account 'eu' reads PAYMENT_EU_WEBHOOK_SECRET)
-      const named = error instanceof WebhookSecretNotConfiguredError ? new WebhookSecretNotConfiguredError(this.options.account) : error;
-      throw named instanceof PaymentWebhookError ? new PaymentWebhookHttpException(named) : named;
+      if (!(error instanceof WebhookSecretNotConfiguredError)) throw error instanceof PaymentWebhookError ? new PaymentWebhookHttpException(error) : error;
+      // the options' account (a subclass's for account 'eu' reads PAYMENT_EU_WEBHOOK_SECRET); our
+      // side's fault, so said at error, once per route: every delivery would get 500 unexplained
+      const missing = new WebhookSecretNotConfiguredError(this.options.account);
+      logRouteFixOnce(this.logger, missing.message, routeNameOf(context));
+      throw new PaymentWebhookHttpException(missing);
     }
   }
 

@@ -187,6 +187,12 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
       expect(answer.status).toBe(500);
       expect(answer.json).toMatchObject({ code: 'WEBHOOK_SECRET_NOT_CONFIGURED', message: expect.stringContaining('set PAYMENT_UK_WEBHOOK_SECRET or') });
     }
+    // our side's fault, answered 500 to every delivery: the guard route says it at error, once
+    await postWebhook(app.url, envelope('payment.succeeded'), { path: 'eu/uk-guard' });
+    const guardLines = logger.lines.filter((line) => line.message.startsWith('EuWebhooksController.guardUk: No webhook secret'));
+    expect(guardLines.map((line) => [line.level, line.message])).toEqual([
+      ['error', 'EuWebhooksController.guardUk: No webhook secret is configured (set PAYMENT_UK_WEBHOOK_SECRET or the webhookSecret option)'],
+    ]);
     const error = await app.app.get<PaymentGatewayService>(getPaymentGatewayToken('uk')).listGateways().catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'CONFIGURATION_ERROR', account: 'uk' });
     expect((error as Error).message).toContain('(PAYMENT_UK_CLIENT_ID / PAYMENT_UK_CLIENT_SECRET)');
