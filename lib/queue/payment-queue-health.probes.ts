@@ -32,7 +32,7 @@ export function queueRedisProbe(
         await connection.eval(REDIS_HEALTH_WRITE_SCRIPT, 1, key, REDIS_HEALTH_KEY_TTL_MS);
       } catch (error) {
         // the reason only (ioredis' errors carry their command)
-        throw queueUnavailable(`Redis refused a write: ${describe(error)}`);
+        throw queueUnavailable(`the health write to Redis failed: ${describe(error)}`);
       }
     },
   };
