@@ -178,8 +178,16 @@ function warnIfKeyPrefixRunsIntoAccount(options: ResolvedPaymentOptions): void {
   if ((options.redisUrl === undefined || options.store !== undefined) && options.processing !== 'queue') return;
   const prefix = options.redisKeyPrefix;
   if (!/[A-Za-z0-9._-]$/.test(prefix)) return;
+  const account = options.account;
+  // another split of this app's own keys, with an account name that could be registered
+  const splits: Array<[string, string]> = [
+    [prefix + account.slice(0, 1), account.slice(1)],
+    [prefix.slice(0, -1), prefix.slice(-1) + account],
+  ];
+  const other = splits.find(([otherPrefix, otherAccount]) => otherPrefix !== '' && /^[A-Za-z0-9]/.test(otherAccount));
+  const example = other ? ` (prefix '${other[0]}' with account '${other[1]}' makes the keys yours make, '${prefix}' with '${account}')` : '';
   new Logger('PaymentModule').warn(
-    `Account '${options.account}': redisKeyPrefix '${prefix}' ends with a character account names may have, so another app's ` +
-      `prefix and account can make the same Redis keys (prefix 'shop-e' with account 'u' is 'shop-' with 'eu'); end it with ':' ('${prefix}:')`,
+    `Account '${account}': redisKeyPrefix '${prefix}' ends with a character account names may have, so another app's ` +
+      `prefix and account can make the same Redis keys${example}; end it with ':' ('${prefix}:')`,
   );
 }

@@ -330,7 +330,8 @@ function baseUrlShapeProblem(baseUrl: string): string | undefined {
     return 'must not have a query or fragment: the API path is appended to it';
   }
   if (/\/(api\/v1|sandbox)\/*$/i.test(url.pathname)) {
-    return `must be given without /api/v1 and without /sandbox: the module appends them, e.g. ${url.origin}`;
+    // no example built from the value: the base URL is never printed, and its origin alone would drop a path prefix
+    return 'must be given without /api/v1 and without /sandbox: the module appends them (keep any path before them, e.g. https://host/prefix)';
   }
   return undefined;
 }

@@ -475,7 +475,15 @@ describe('PaymentModule configuration', () => {
     const redisUrl = 'redis://127.0.0.1:1'; // never reached: the check is at boot
     expect(await warnings({ redisUrl, redisKeyPrefix: 'shop-', account: 'eu' })).toEqual([
       "Account 'eu': redisKeyPrefix 'shop-' ends with a character account names may have, so another app's prefix and account can " +
-        "make the same Redis keys (prefix 'shop-e' with account 'u' is 'shop-' with 'eu'); end it with ':' ('shop-:')",
+        "make the same Redis keys (prefix 'shop-e' with account 'u' makes the keys yours make, 'shop-' with 'eu'); end it with ':' ('shop-:')",
+    ]);
+    // the example is this app's own prefix and account, not a fixed one
+    expect(await warnings({ redisUrl, redisKeyPrefix: 'shop' })).toEqual([
+      expect.stringContaining("(prefix 'shopd' with account 'efault' makes the keys yours make, 'shop' with 'default')"),
+    ]);
+    // one letter: the other split (an account name cannot start with the prefix's '-')
+    expect(await warnings({ redisUrl, redisKeyPrefix: 'shop1', account: 'x' })).toEqual([
+      expect.stringContaining("(prefix 'shop' with account '1x' makes the keys yours make, 'shop1' with 'x')"),
     ]);
     expect(await warnings({ redisUrl, redisKeyPrefix: 'shop:' })).toEqual([]);
     expect(await warnings({ redisUrl })).toEqual([]); // the default ends with ':'

@@ -184,6 +184,9 @@ describe('resolvePaymentOptions', () => {
     ]) {
       expect(captureError(() => resolvePaymentOptions({ baseUrl })).problems).toEqual([expect.stringContaining(problem)]);
     }
+    // the base URL is never printed; its origin alone was suggested, which drops a path prefix
+    const behindPrefix = captureError(() => resolvePaymentOptions({ baseUrl: 'https://gw.internal.example/payments-proxy/api/v1' }));
+    expect(behindPrefix.message).not.toContain('gw.internal.example');
     expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com/gateway' }).apiBaseUrl).toBe('https://pay.example.com/gateway/sandbox/api/v1');
     // a Docker or Compose service name (was refused as "not an absolute http(s) URL")
     expect(resolvePaymentOptions({ baseUrl: 'http://payment_sim:8080' }).apiBaseUrl).toBe('http://payment_sim:8080/sandbox/api/v1');
