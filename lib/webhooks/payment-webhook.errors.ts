@@ -129,12 +129,15 @@ export class WebhookTimestampOutOfToleranceError extends WebhookSignatureError {
 /** Verification was asked for without any secret: a configuration fault, not the sender's (500). */
 export class WebhookSecretNotConfiguredError extends PaymentWebhookError {
   override readonly name = 'WebhookSecretNotConfiguredError';
-  /** `account`: whose variable the message names (`PAYMENT_EU_WEBHOOK_SECRET` for account `eu`). */
-  constructor(account: string = DEFAULT_PAYMENT_ACCOUNT) {
+  /**
+   * `account`: whose variable the message names (`PAYMENT_EU_WEBHOOK_SECRET` for account `eu`);
+   * `message` replaces that message (where no module configuration is involved).
+   */
+  constructor(account: string = DEFAULT_PAYMENT_ACCOUNT, message?: string) {
     super(
       PaymentWebhookErrorCode.SECRET_NOT_CONFIGURED,
       500,
-      `No webhook secret is configured (set ${paymentEnvName('webhookSecret', account)} or the webhookSecret option)`,
+      message ?? `No webhook secret is configured (set ${paymentEnvName('webhookSecret', account)} or the webhookSecret option)`,
     );
   }
 }

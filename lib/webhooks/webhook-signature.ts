@@ -278,7 +278,8 @@ export function verifyWebhookSignature(
   let usable = false;
   for (let i = 0; i < count && !usable; i++) usable = isUsableSecret(secretList === undefined ? secrets : secretList[i]);
   if (!usable) {
-    throw new WebhookSecretNotConfiguredError();
+    // the module's callers name the account's variable instead; a caller outside Nest passed this list itself
+    throw new WebhookSecretNotConfiguredError(undefined, 'No webhook secret to verify with: the secrets given are none or blank');
   }
   const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_WEBHOOK_TOLERANCE_SECONDS;
   if (!(toleranceSeconds >= 0)) {

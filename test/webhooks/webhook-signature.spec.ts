@@ -157,6 +157,8 @@ describe('verifyWebhookSignature', () => {
     expect(() => verifyWebhookSignature(BODY, header, [])).toThrow(WebhookSecretNotConfiguredError);
     expect(() => verifyWebhookSignature(BODY, header, '')).toThrow(WebhookSecretNotConfiguredError);
     expect(() => verifyWebhookSignature(BODY, header, ['  '])).toThrow(WebhookSecretNotConfiguredError);
+    // called outside Nest: no module variable to set, the list given is the fault
+    expect(() => verifyWebhookSignature(BODY, header, [])).toThrow('No webhook secret to verify with: the secrets given are none or blank');
     expect(() => verifyWebhookSignature(BODY, header, ['', ' \t', undefined as unknown as string])).toThrow(
       WebhookSecretNotConfiguredError,
     );
