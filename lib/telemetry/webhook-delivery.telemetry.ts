@@ -162,7 +162,9 @@ export class WebhookDeliveryTelemetry {
     if (code === PaymentWebhookErrorCode.BODY_TOO_LARGE && !this.parserLimitLogged) {
       this.parserLimitLogged = true;
       level = 'warn';
-      reason += "; if the service sends events this large, raise the parser's limit (Express: app.useBodyParser('json', { limit: '1mb' }); Fastify: bodyLimit)";
+      reason +=
+        "; if the service sends events this large, raise the parser's limit (Express: app.useBodyParser('json', { limit }); Fastify: bodyLimit) " +
+        'and webhookMaxBodyBytes (1 MiB by default), which refuses larger bodies too';
     }
     this.log(level, 'rejected', status, code, undefined, new Error(reason));
   }

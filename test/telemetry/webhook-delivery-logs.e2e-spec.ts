@@ -327,7 +327,7 @@ describe('webhook delivery log lines', () => {
     expect(await postWebhook(w.url, large)).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
 
     expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
-      ['warn', expect.stringMatching(/^Webhook delivery rejected, answered 413 WEBHOOK_BODY_TOO_LARGE: account=default; .*useBodyParser\('json', \{ limit: '1mb' \}\)/)],
+      ['warn', expect.stringMatching(/^Webhook delivery rejected, answered 413 WEBHOOK_BODY_TOO_LARGE: account=default; .*useBodyParser\('json', \{ limit \}\).* and webhookMaxBodyBytes/)],
       ['debug', expect.stringMatching(/^Webhook delivery rejected, answered 413 WEBHOOK_BODY_TOO_LARGE: account=default; /)],
     ]);
     expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([
