@@ -88,7 +88,8 @@ export function createPaymentWebhookRoute(
     if (other === undefined) return;
     new Logger('PaymentWebhooks').warn(
       `One PaymentModule.forRoot() result (account ${account}) is used by two live applications with different webhook routes ` +
-        `('${other.path ?? NO_ROUTE}' and '${route.path ?? NO_ROUTE}'): both now have the latter. Call PaymentModule.forRoot() once per application.`,
+        `('${other.path ?? NO_ROUTE}' and '${route.path ?? NO_ROUTE}'): an application that has not started yet serves the latter (one that ` +
+        'had started keeps the route it mapped). Call PaymentModule.forRoot() once per application.',
     );
   };
   const routeProvider: Provider = {

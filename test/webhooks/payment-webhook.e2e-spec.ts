@@ -410,8 +410,11 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       process.env.PAYMENT_WEBHOOK_PATH = 'second/webhook';
       apps.push(await startWebhookApp({ adapter, module: shared, logger: capture }));
       expect(warnings.filter((w) => w.includes('two live applications'))).toEqual([
-        expect.stringContaining("('first/webhook' and 'second/webhook'): both now have the latter"),
+        expect.stringContaining("('first/webhook' and 'second/webhook'): an application that has not started yet serves the latter (one that had started keeps"),
       ]);
+      // the first had started: it kept the route it mapped, as the warning says
+      expect((await postWebhook(apps[0]!.url, envelope(), { path: 'first/webhook' })).status).toBe(200);
+      expect((await postWebhook(apps[1]!.url, envelope(), { path: 'second/webhook' })).status).toBe(200);
       for (const app of apps.splice(0)) await app.close();
       // once closed, the next application is alone
       apps.push(await startWebhookApp({ adapter, module: shared, logger: capture }));
