@@ -113,7 +113,12 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     assertDuration('leaseMs', leaseMs);
     const now = this.#now();
     const entry = this.#live(key, now);
-    if (entry === undefined || entry.token !== claimToken) return false;
+    // free (the lease lapsed and nobody claimed it): taken back, its handlers are still running
+    if (entry === undefined) {
+      this.#insert(key, new Entry(claimToken, now + leaseMs), now);
+      return true;
+    }
+    if (entry.token !== claimToken) return false;
     entry.expiresAt = now + leaseMs;
     this.#touch(key, entry);
     return true;

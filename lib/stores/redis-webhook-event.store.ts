@@ -66,9 +66,16 @@ const RELEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-// Renew only our own live claim.
+// Renew our own claim; take the key back when it is free (the lease lapsed in a pause and nobody
+// claimed it, or a Redis restart without persistence lost it): its handlers are still running, so a
+// copy must keep getting 409. Another holder's claim and 'processed' are left alone.
 const EXTEND_SCRIPT = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
 return 0`;
 
 // Read-only: 1 when the key is marked processed (for a client without \`get\`; a plain GET is

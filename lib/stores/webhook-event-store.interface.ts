@@ -20,9 +20,10 @@ export interface WebhookEventStore {
   /** Drops the claim so the next delivery runs the handlers, only if `claimToken` still owns it. */
   release(key: string, claimToken: string): Promise<void>;
   /**
-   * Optional: renews a live claim for another `leaseMs`, only if `claimToken` still owns it.
-   * Resolves `false` when the claim is gone (expired, taken over, or processed). The
-   * idempotency interceptor calls it while handlers run, so a slow handler keeps its event.
+   * Optional: renews the claim for another `leaseMs` if `claimToken` still owns it, or takes the
+   * key back for `claimToken` when it is free (the lease lapsed and nobody claimed it since).
+   * Resolves `false` when another holds it or it is processed. Called while handlers run, so a
+   * slow handler (or one paused past its lease) keeps its event and copies still get 409.
    */
   extend?(key: string, claimToken: string, leaseMs: number): Promise<boolean>;
   /**

@@ -78,6 +78,7 @@ export class WebhookDeduplicator {
     // shutdown must wait for (its sender may have hung up, so the HTTP drain does not)
     this.running++;
     try {
+      const claimSentAt = monotonicNow(); // the lease runs from here at the latest (the renewer's clock)
       let claim;
       try {
         claim = await this.store.claim(key, settings.leaseMs);
@@ -95,7 +96,9 @@ export class WebhookDeduplicator {
       }
 
       const renewer = this.renewerFor(settings);
-      const tracked = renewer.track(key, claim.claimToken);
+      // answered a lease or more after it was sent, the claim may have lapsed and be another copy's now
+      if (renewer.mayHaveLapsed(claimSentAt) && !(await renewer.confirmHeld(key, claim.claimToken))) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+      const tracked = renewer.track(key, claim.claimToken, claimSentAt);
       let result: T;
       try {
         result = await work(arg as A);
@@ -230,10 +233,7 @@ export class WebhookDeduplicator {
     if (this.lastRenewal?.settings === settings) return this.lastRenewal.renewer;
     const key = `${settings.leaseMs}/${settings.maxLeaseRenewalMs}`;
     let renewer = this.renewers.get(key);
-    if (renewer === undefined) {
-      renewer = new WebhookLeaseRenewer(this.store, settings.leaseMs, settings.maxLeaseRenewalMs, this.logger);
-      this.renewers.set(key, renewer);
-    }
+    if (renewer === undefined) this.renewers.set(key, (renewer = new WebhookLeaseRenewer(this.store, settings.leaseMs, settings.maxLeaseRenewalMs, this.logger)));
     this.lastRenewal = { settings, renewer };
     return renewer;
   }

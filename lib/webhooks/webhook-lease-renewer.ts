@@ -22,8 +22,10 @@ export interface TrackedWebhookClaim {
 
 /**
  * Keeps the claims of running handlers alive with ONE timer for all of them (not one per
- * delivery): every sixth of the lease it renews each claim whose last renewal is a third
- * of the lease old, so a slow handler keeps its event and a concurrent copy still gets 409.
+ * delivery): every sixth of the lease it renews each claim whose last renewal is a sixth of
+ * the lease old, so renewals are at most a third of the lease apart and an event loop pause
+ * of up to about two thirds of the lease leaves the claim alive: a slow handler keeps its
+ * event and a concurrent copy still gets 409. The lease is counted from when the claim was sent.
  *
  * - A renewal the store refuses (the claim was lost) stops renewing that claim.
  * - A renewal that fails (store time-out), or does not answer within a third of the lease (a
@@ -37,7 +39,10 @@ export interface TrackedWebhookClaim {
 export class WebhookLeaseRenewer {
   private readonly claims = new Set<TrackedWebhookClaim>();
   private timer: NodeJS.Timeout | undefined;
+  /** The timer's period and the age at which a claim is renewed: a sixth of the lease. */
   private readonly renewEveryMs: number;
+  /** How long a renewal may take to answer before it counts as failed: a third of the lease. */
+  private readonly answerWithinMs: number;
 
   constructor(
     private readonly store: WebhookEventStore,
@@ -46,25 +51,39 @@ export class WebhookLeaseRenewer {
     private readonly logger: LoggerService,
     private readonly now: () => number = monotonicNow,
   ) {
-    this.renewEveryMs = Math.max(1, Math.floor(leaseMs / 3));
+    this.renewEveryMs = Math.max(1, Math.floor(leaseMs / 6));
+    this.answerWithinMs = Math.max(1, Math.floor(leaseMs / 3));
   }
 
-  /** Starts renewing `key`'s claim; call `untrack` with the result when the handlers are done. */
-  track(key: string, claimToken: string): TrackedWebhookClaim | undefined {
+  /**
+   * Whether a claim sent at `claimSentAt` (this renewer's clock) may have lapsed before its
+   * answer came: only one answered a whole lease after it was sent (another delivery may hold it
+   * now). Such a claim is confirmed with `confirmHeld` before anything runs.
+   */
+  mayHaveLapsed(claimSentAt: number): boolean {
+    return this.store.extend !== undefined && this.now() >= claimSentAt + this.leaseMs;
+  }
+
+  /** Renews the claim once: `false` when it is no longer `claimToken`'s, or the store failed. */
+  async confirmHeld(key: string, claimToken: string): Promise<boolean> {
+    return (await asPromise(() => this.store.extend!(key, claimToken, this.leaseMs)).catch(() => false)) === true;
+  }
+
+  /** Starts renewing `key`'s claim, sent at `claimSentAt`; call `untrack` with the result when the handlers are done. */
+  track(key: string, claimToken: string, claimSentAt = this.now()): TrackedWebhookClaim | undefined {
     if (this.store.extend === undefined) return undefined;
-    const now = this.now();
     const claim: TrackedWebhookClaim = {
       key,
       claimToken,
-      startedAt: now,
-      renewedAt: now,
-      nextAttemptAt: now + this.renewEveryMs,
+      startedAt: claimSentAt,
+      renewedAt: claimSentAt,
+      nextAttemptAt: claimSentAt + this.renewEveryMs,
       renewing: false,
     };
     this.claims.add(claim);
     if (this.timer === undefined) {
       // started by some delivery, it serves them all: detached from that delivery's trace context
-      this.timer = outsideTraceContext(() => setInterval(() => this.tick(), Math.max(1, Math.floor(this.leaseMs / 6))));
+      this.timer = outsideTraceContext(() => setInterval(() => this.tick(), this.renewEveryMs));
       this.timer.unref();
     }
     return claim;
@@ -119,7 +138,7 @@ export class WebhookLeaseRenewer {
     // a store that throws instead of rejecting must not crash the process from this timer
     const renewal = asPromise(() => this.store.extend!(claim.key, claim.claimToken, this.leaseMs));
     // a renewal that never settles would leave `renewing` set and the lease to lapse unseen
-    withTimeout(renewal, this.renewEveryMs, () => new Error(`the store did not answer within ${this.renewEveryMs} ms`)).then(
+    withTimeout(renewal, this.answerWithinMs, () => new Error(`the store did not answer within ${this.answerWithinMs} ms`)).then(
       (renewed) => {
         claim.renewing = false;
         if (renewed) {
@@ -138,8 +157,8 @@ export class WebhookLeaseRenewer {
           `Could not renew the claim of webhook event "${claim.key}" (${describeError(error)}); ` +
             (lapsed ? 'its lease has lapsed, so another delivery may run it again' : 'retrying'),
         );
-        // half the usual gap: a renewal given up after a third of the lease still has time
-        claim.nextAttemptAt = this.now() + Math.floor(this.renewEveryMs / 2);
+        // at the next tick: a renewal given up after a third of the lease still has time
+        claim.nextAttemptAt = this.now() + this.renewEveryMs;
       },
     );
   }

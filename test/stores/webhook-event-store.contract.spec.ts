@@ -129,6 +129,15 @@ describe.each([
     await expect(store.extend!('evt_1', stale, LONG_MS)).resolves.toBe(false);
   });
 
+  it('takes a free key back for the owner whose lease lapsed (a pause, a restart that lost it): copies get in-flight again', async () => {
+    const token = await claimToken('evt_1', SHORT_MS);
+    await harness.passTime(SHORT_MS * 2); // lapsed, and nobody claimed it
+    await expect(store.extend!('evt_1', token, LONG_MS)).resolves.toBe(true);
+    await expect(store.claim('evt_1', LONG_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    await store.complete('evt_1', token, LONG_MS);
+    await expect(store.claim('evt_1', LONG_MS)).resolves.toEqual({ outcome: 'processed' });
+  });
+
   it('ignores release and complete with a stale token once another delivery holds the claim', async () => {
     const stale = await claimToken('evt_1', SHORT_MS);
     await harness.passTime(SHORT_MS * 2);

@@ -28,6 +28,33 @@ describe('WebhookDeduplicator', () => {
     deduplicator.close();
   });
 
+  it('a claim answered after its lease had run out, while a copy took the event, runs nothing (409): the handlers run once', async () => {
+    jest.useRealTimers();
+    const store = new MemoryWebhookEventStore();
+    // the first claim is made at once but its answer comes a lease and more later (a slow link, a paused process)
+    let slowAnswers = 1;
+    const claim = store.claim.bind(store);
+    store.claim = async (key, leaseMs) => {
+      const result = await claim(key, leaseMs);
+      if (slowAnswers-- > 0) await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
+      return result;
+    };
+    const deduplicator = new WebhookDeduplicator(store, new CollectingLogger());
+    const settings = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    };
+    const late = deduplicator.run('evt_late', settings, work);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 20)); // the first claim lapsed: a copy takes it
+    const copy = deduplicator.run('evt_late', settings, work);
+    await expect(late).rejects.toMatchObject({ code: 'WEBHOOK_EVENT_IN_FLIGHT' });
+    await copy;
+    expect(runs).toBe(1);
+    deduplicator.close();
+  });
+
   describe('at shutdown (finishRunning)', () => {
     const settings = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
 

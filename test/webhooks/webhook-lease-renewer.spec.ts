@@ -48,6 +48,30 @@ describe('WebhookLeaseRenewer', () => {
     renewer.close();
   });
 
+  it('renews at most a third of the lease apart, counted from the claim, for a claim tracked between two ticks', async () => {
+    const store = new FlakyExtendStore();
+    const sentAt: number[] = [];
+    const extend = store.extend.bind(store);
+    store.extend = (key, token, leaseMs) => {
+      sentAt.push(Date.now());
+      return extend(key, token, leaseMs);
+    };
+    const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, new CollectingLogger(), () => Date.now());
+    // another claim started the timer a moment before: this one falls between its ticks
+    const first = renewer.track('evt_first', await claimed(store, 'evt_first'));
+    await sleep(1);
+    const claimedAt = Date.now();
+    const tracked = renewer.track('evt_gap', await claimed(store, 'evt_gap'), claimedAt);
+    renewer.untrack(first);
+    await sleep(LEASE_MS * 4);
+    // untracked before the timer's first tick: every renewal sent is this claim's
+    const gaps = [sentAt[0]! - claimedAt, ...sentAt.slice(1).map((at, i) => at - sentAt[i]!)];
+    // was up to half the lease (renewed a third of the lease after the last, seen every sixth)
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(LEASE_MS / 3);
+    renewer.untrack(tracked);
+    renewer.close();
+  });
+
   it('a store whose extend throws instead of rejecting is a failed renewal, retried: not an exception thrown from the timer', async () => {
     class ThrowingExtendStore extends FlakyExtendStore {
       throwsLeft = 1;
