@@ -1,10 +1,15 @@
 // Child process of the queue benchmark. `web <express|fastify>`: the module's webhook route in
-// queue mode without a worker (web-only) beside a bare JSON route. `worker`: an application
+// queue mode without a worker (web-only) beside a bare JSON route and the "floor" route (the least
+// a controller can do to queue a signed event on BullMQ: HMAC, parse, a processed-check GET and
+// one `add` with the event's job id, on a queue of its own). `worker`: an application
 // context that only works, with one no-op handler counting runs per eventId.
 // Settings from env: BENCH_REDIS_URL, BENCH_KEY_PREFIX. Prints `READY <port|worker>`; answers
 // `{ type: 'stats' }` and `{ type: 'ids' }` IPC messages.
 import 'reflect-metadata';
-import { Body, Controller, HttpCode, Injectable, Module, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Injectable, Module, type OnApplicationShutdown, Post, Req, UnauthorizedException } from '@nestjs/common';
+import { Queue } from 'bullmq';
+import Redis from 'ioredis';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -34,6 +39,32 @@ class BareController {
   }
 }
 
+const SIGNATURE = /^t=(\d{1,12}),v1=([0-9a-f]{64})$/;
+
+@Controller('floor')
+class FloorController implements OnApplicationShutdown {
+  private readonly redis = new Redis(process.env.BENCH_REDIS_URL!, { maxRetriesPerRequest: null });
+  private readonly queue = new Queue('floor', { connection: this.redis, prefix: `${process.env.BENCH_KEY_PREFIX}floor` });
+
+  @Post()
+  @HttpCode(200)
+  async receive(@Req() request: { headers: Record<string, string | undefined>; rawBody: Buffer }): Promise<{ received: boolean; queued?: boolean }> {
+    const match = SIGNATURE.exec(request.headers['x-service-signature'] ?? '');
+    if (!match) throw new UnauthorizedException();
+    const expected = createHmac('sha256', BENCH_WEBHOOK_SECRET).update(`${match[1]}.`).update(request.rawBody).digest();
+    if (!timingSafeEqual(expected, Buffer.from(match[2]!, 'hex'))) throw new UnauthorizedException();
+    const event = JSON.parse(request.rawBody.toString('utf8')) as { eventId: string; eventType: string };
+    if ((await this.redis.get(`floor:processed:${event.eventId}`)) === 'processed') return { received: true };
+    await this.queue.add(event.eventType, event, { jobId: event.eventId, removeOnComplete: true });
+    return { received: true, queued: true };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.queue.close();
+    this.redis.disconnect();
+  }
+}
+
 const role = process.argv[2] === 'worker' ? 'worker' : 'web';
 
 @Module({
@@ -48,7 +79,7 @@ const role = process.argv[2] === 'worker' ? 'worker' : 'web';
       readEnv: false,
     }),
   ],
-  controllers: role === 'web' ? [BareController] : [],
+  controllers: role === 'web' ? [BareController, FloorController] : [],
   providers: [CountingHandler],
 })
 class QueueBenchModule {}

@@ -1,5 +1,6 @@
 // Benchmark 5: queue mode. (a) The webhook route of a web-only instance (signature, envelope,
-// processed-check, job added to Redis) against a bare JSON route of the same app, with
+// processed-check, job added to Redis) against a bare JSON route of the same app, and the "floor"
+// (the least a controller can do to queue a signed event on BullMQ: what Redis and BullMQ cost), with
 // autocannon; the row also gives the CPU per request of the Redis server and of the load
 // generator, since all three share the machine's cores. (b) End to end: 10,000 signed events through that route (a web-only instance on
 // Fastify), drained by two worker processes; the rate counts from the first request to the last
@@ -9,7 +10,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Redis from 'ioredis';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { type BenchRow, fmt, forkBenchApp, interleave, median, sleep } from './bench-util.js';
+import { type BenchRow, fmt, forkBenchApp, median, rotate, sleep } from './bench-util.js';
 import { load, type Round, signedEvent } from './webhook-throughput.bench.js';
 
 export interface QueueBenchSettings {
@@ -101,25 +102,26 @@ async function acknowledgement(adapter: 'express' | 'fastify', redis: TestRedisS
   const probe = new Redis(redis.url, { lazyConnect: true });
   try {
     await probe.connect();
-    await load(url!, '/payments/webhook', s.warmupSeconds, s.connections);
-    await load(url!, '/bare', s.warmupSeconds, s.connections);
-    const rounds = await interleave(
+    const paths = ['/payments/webhook', '/floor', '/bare'];
+    for (const path of paths) await load(url!, path, s.warmupSeconds, s.connections);
+    const [queued, floor, bare] = (await rotate(
       s.pairs,
-      () => measured(child, probe, url!, '/payments/webhook', s),
-      () => measured(child, probe, url!, '/bare', s),
-    );
-    const ratio = median(rounds.a.map((r, i) => r.rps / rounds.b[i]!.rps));
-    const failures = [...rounds.a, ...rounds.b].reduce((n, r) => n + r.non2xx + r.errors, 0);
+      paths.map((path) => () => measured(child, probe, url!, path, s)),
+    )) as [QueueRound[], QueueRound[], QueueRound[]];
+    const ratioTo = (side: QueueRound[]) => median(side.map((r, i) => r.rps / bare[i]!.rps));
+    const ratio = ratioTo(queued);
+    const failures = [...queued, ...floor, ...bare].reduce((n, r) => n + r.non2xx + r.errors, 0);
     const check = failures === 0 ? '' : ` (non-2xx/errors ${failures})`;
+    const med = (side: QueueRound[], pick: (r: QueueRound) => number, digits?: number) => fmt(median(side.map(pick)), digits);
     return {
       benchmark: `5. queue ack req/s, ${adapter}`,
       measured:
-        `queue route ${fmt(median(rounds.a.map((r) => r.rps)))} vs bare ${fmt(median(rounds.b.map((r) => r.rps)))} req/s, ` +
-        `${s.connections} conns; app user CPU/request ${fmt(median(rounds.a.map((r) => r.cpuPerRequest)))} vs ` +
-        `${fmt(median(rounds.b.map((r) => r.cpuPerRequest)))} µs, Redis ${fmt(median(rounds.a.map((r) => r.redisCpuPerRequest)))} µs, ` +
-        `load generator ${fmt(median(rounds.a.map((r) => r.loadCpuPerRequest)))} vs ${fmt(median(rounds.b.map((r) => r.loadCpuPerRequest)))} µs ` +
-        `(user + system); p99 ${fmt(median(rounds.a.map((r) => r.p99)), 2)} vs ` +
-        `${fmt(median(rounds.b.map((r) => r.p99)), 2)} ms${check}`,
+        `queue route ${med(queued, (r) => r.rps)} vs bare ${med(bare, (r) => r.rps)} req/s ` +
+        `(floor ${med(floor, (r) => r.rps)}: ${ratioTo(floor).toFixed(3)} of bare), ${s.connections} conns; ` +
+        `app user CPU/request queue ${med(queued, (r) => r.cpuPerRequest)}, floor ${med(floor, (r) => r.cpuPerRequest)}, bare ${med(bare, (r) => r.cpuPerRequest)} µs; ` +
+        `Redis queue ${med(queued, (r) => r.redisCpuPerRequest)}, floor ${med(floor, (r) => r.redisCpuPerRequest)} µs; ` +
+        `load generator ${med(queued, (r) => r.loadCpuPerRequest)} vs ${med(bare, (r) => r.loadCpuPerRequest)} µs ` +
+        `(user + system); p99 ${med(queued, (r) => r.p99, 2)} vs ${med(bare, (r) => r.p99, 2)} ms${check}`,
       figure: ratio.toFixed(3),
       target: '≥ 0.50',
       pass: ratio >= 0.5 && check === '',
