@@ -94,11 +94,11 @@ export class WebhookDeduplicator {
         const refusal = new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: new Error('the app is shutting down') }));
         throw this.noteUnreleased(refusal, key, await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs));
       }
-
       const renewer = this.renewerFor(settings);
-      // answered a lease or more after it was sent, the claim may have lapsed and be another copy's now
-      if (renewer.mayHaveLapsed(claimSentAt) && !(await renewer.confirmHeld(key, claim.claimToken))) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
-      const tracked = renewer.track(key, claim.claimToken, claimSentAt);
+      // answered late, the claim may lapse before its first renewal (or be another copy's already): confirmed first
+      const heldSince = renewer.mayHaveLapsed(claimSentAt) ? await renewer.confirmHeld(key, claim.claimToken) : claimSentAt;
+      if (heldSince === undefined) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
+      const tracked = renewer.track(key, claim.claimToken, heldSince);
       let result: T;
       try {
         result = await work(arg as A);

@@ -56,17 +56,22 @@ export class WebhookLeaseRenewer {
   }
 
   /**
-   * Whether a claim sent at `claimSentAt` (this renewer's clock) may have lapsed before its
-   * answer came: only one answered a whole lease after it was sent (another delivery may hold it
-   * now). Such a claim is confirmed with `confirmHeld` before anything runs.
+   * Whether a claim sent at `claimSentAt` (this renewer's clock) may lapse before its first
+   * renewal lands: one answered two thirds of a lease or more after it was sent (another delivery
+   * may hold it by then). Such a claim is confirmed with `confirmHeld` before anything runs.
    */
   mayHaveLapsed(claimSentAt: number): boolean {
-    return this.store.extend !== undefined && this.now() >= claimSentAt + this.leaseMs;
+    return this.store.extend !== undefined && this.now() >= claimSentAt + this.leaseMs - this.answerWithinMs;
   }
 
-  /** Renews the claim once: `false` when it is no longer `claimToken`'s, or the store failed. */
-  async confirmHeld(key: string, claimToken: string): Promise<boolean> {
-    return (await asPromise(() => this.store.extend!(key, claimToken, this.leaseMs)).catch(() => false)) === true;
+  /**
+   * Renews the claim once: the time the renewal was sent (the lease now runs from there; pass it to
+   * `track`), or `undefined` when the claim is no longer `claimToken`'s or the store failed.
+   */
+  async confirmHeld(key: string, claimToken: string): Promise<number | undefined> {
+    const sentAt = this.now();
+    const held = await asPromise(() => this.store.extend!(key, claimToken, this.leaseMs)).catch(() => false);
+    return held === true ? sentAt : undefined;
   }
 
   /** Starts renewing `key`'s claim, sent at `claimSentAt`; call `untrack` with the result when the handlers are done. */

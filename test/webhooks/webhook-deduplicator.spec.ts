@@ -55,6 +55,33 @@ describe('WebhookDeduplicator', () => {
     deduplicator.close();
   });
 
+  it('a claim answered nine tenths of its lease late is confirmed and kept: a copy arriving after the lease still gets 409', async () => {
+    jest.useRealTimers();
+    const lease = 600;
+    const store = new MemoryWebhookEventStore();
+    let slowAnswers = 1;
+    const claim = store.claim.bind(store);
+    store.claim = async (key, leaseMs) => {
+      const result = await claim(key, leaseMs);
+      if (slowAnswers-- > 0) await new Promise((resolve) => setTimeout(resolve, lease * 0.9));
+      return result;
+    };
+    const deduplicator = new WebhookDeduplicator(store, new CollectingLogger());
+    const settings = { leaseMs: lease, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    };
+    const late = deduplicator.run('evt_late_kept', settings, work);
+    // past the lease counted from the claim: before, the first renewal came a sixth of a lease after the answer, too late
+    await new Promise((resolve) => setTimeout(resolve, lease + 30));
+    await expect(deduplicator.run('evt_late_kept', settings, work)).rejects.toMatchObject({ code: 'WEBHOOK_EVENT_IN_FLIGHT' });
+    await late;
+    expect(runs).toBe(1);
+    deduplicator.close();
+  });
+
   describe('at shutdown (finishRunning)', () => {
     const settings = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
 
