@@ -6,6 +6,30 @@ import { CollectingLogger } from '../support/collecting-logger.js';
 
 const LEASE_MS = 150;
 
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The real memory store whose first claim is made at once but answered `lateMs` later (a slow link,
+ * a paused process), a deduplicator over it, and a piece of work taking `workMs` that counts its runs.
+ */
+function lateFirstClaim(leaseMs: number, lateMs: number, workMs: number) {
+  const store = new MemoryWebhookEventStore();
+  let slowAnswers = 1;
+  const claim = store.claim.bind(store);
+  store.claim = async (key, lease) => {
+    const result = await claim(key, lease);
+    if (slowAnswers-- > 0) await wait(lateMs);
+    return result;
+  };
+  const counted = { runs: 0 };
+  const work = async () => {
+    counted.runs++;
+    await wait(workMs);
+  };
+  const settings = { leaseMs, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
+  return { deduplicator: new WebhookDeduplicator(store, new CollectingLogger()), settings, work, counted };
+}
+
 describe('WebhookDeduplicator', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
@@ -30,55 +54,26 @@ describe('WebhookDeduplicator', () => {
 
   it('a claim answered after its lease had run out, while a copy took the event, runs nothing (409): the handlers run once', async () => {
     jest.useRealTimers();
-    const store = new MemoryWebhookEventStore();
-    // the first claim is made at once but its answer comes a lease and more later (a slow link, a paused process)
-    let slowAnswers = 1;
-    const claim = store.claim.bind(store);
-    store.claim = async (key, leaseMs) => {
-      const result = await claim(key, leaseMs);
-      if (slowAnswers-- > 0) await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
-      return result;
-    };
-    const deduplicator = new WebhookDeduplicator(store, new CollectingLogger());
-    const settings = { leaseMs: LEASE_MS, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
-    let runs = 0;
-    const work = async () => {
-      runs++;
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    };
+    const { deduplicator, settings, work, counted } = lateFirstClaim(LEASE_MS, LEASE_MS + 100, 300);
     const late = deduplicator.run('evt_late', settings, work);
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 20)); // the first claim lapsed: a copy takes it
+    await wait(LEASE_MS + 20); // the first claim lapsed: a copy takes it
     const copy = deduplicator.run('evt_late', settings, work);
     await expect(late).rejects.toMatchObject({ code: 'WEBHOOK_EVENT_IN_FLIGHT' });
     await copy;
-    expect(runs).toBe(1);
+    expect(counted.runs).toBe(1);
     deduplicator.close();
   });
 
   it('a claim answered nine tenths of its lease late is confirmed and kept: a copy arriving after the lease still gets 409', async () => {
     jest.useRealTimers();
     const lease = 600;
-    const store = new MemoryWebhookEventStore();
-    let slowAnswers = 1;
-    const claim = store.claim.bind(store);
-    store.claim = async (key, leaseMs) => {
-      const result = await claim(key, leaseMs);
-      if (slowAnswers-- > 0) await new Promise((resolve) => setTimeout(resolve, lease * 0.9));
-      return result;
-    };
-    const deduplicator = new WebhookDeduplicator(store, new CollectingLogger());
-    const settings = { leaseMs: lease, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
-    let runs = 0;
-    const work = async () => {
-      runs++;
-      await new Promise((resolve) => setTimeout(resolve, 400));
-    };
+    const { deduplicator, settings, work, counted } = lateFirstClaim(lease, lease * 0.9, 400);
     const late = deduplicator.run('evt_late_kept', settings, work);
     // past the lease counted from the claim: before, the first renewal came a sixth of a lease after the answer, too late
-    await new Promise((resolve) => setTimeout(resolve, lease + 30));
+    await wait(lease + 30);
     await expect(deduplicator.run('evt_late_kept', settings, work)).rejects.toMatchObject({ code: 'WEBHOOK_EVENT_IN_FLIGHT' });
     await late;
-    expect(runs).toBe(1);
+    expect(counted.runs).toBe(1);
     deduplicator.close();
   });
 
