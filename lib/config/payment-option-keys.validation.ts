@@ -31,15 +31,17 @@ const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', '
  * (the environment would win over an explicit option; an `account` getter would name no account).
  */
 export function plainRootOptions<T extends object>(options: T): T {
-  const copy: Record<string, unknown> = {};
-  for (const [key, value] of givenOptionEntries(options, [...PAYMENT_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) copy[key] = value;
-  return copy as T;
+  return plainCopy(options, [...PAYMENT_OPTION_KEYS, ...MODULE_EXTRA_KEYS]);
 }
 
 /** `forRootAsync()`'s argument as a plain object, read as given like `plainRootOptions`. */
 export function plainAsyncOptions<T extends object>(options: T): T {
+  return plainCopy(options, [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS]);
+}
+
+function plainCopy<T extends object>(options: T, keys: Iterable<string>): T {
   const copy: Record<string, unknown> = {};
-  for (const [key, value] of givenOptionEntries(options, [...ASYNC_OPTION_KEYS, ...MODULE_EXTRA_KEYS])) copy[key] = value;
+  for (const [key, value] of givenOptionEntries(options, keys)) copy[key] = value;
   return copy as T;
 }
 
