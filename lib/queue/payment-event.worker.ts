@@ -9,8 +9,8 @@ import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import type { PaymentQueueJobOutcome } from '../telemetry/payment-telemetry.names.js';
 import { QueueJobTelemetry } from '../telemetry/queue-job.telemetry.js';
-import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
-import { PaymentWebhookErrorCode, WebhookStoreUnavailableResponseError } from '../webhooks/payment-webhook.errors.js';
+import { PaymentWebhookHttpException, storeUnavailable } from '../webhooks/payment-webhook-http.exception.js';
+import { PaymentWebhookErrorCode } from '../webhooks/payment-webhook.errors.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from '../webhooks/webhook-deduplicator.js';
 import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from '../webhooks/webhook-deduplication.settings.js';
 import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
@@ -341,9 +341,4 @@ function jobOutcome(result: { value: unknown } | { error: unknown }): PaymentQue
   if (!(error instanceof PaymentWebhookHttpException)) return 'failed';
   if (error.code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT) return 'in_flight';
   return error.code === PaymentWebhookErrorCode.STORE_UNAVAILABLE ? 'unavailable' : 'failed';
-}
-
-/** What a claim the store did not answer in time counts as: the same as one it failed. */
-function storeUnavailable(cause: Error): PaymentWebhookHttpException {
-  return new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause }));
 }

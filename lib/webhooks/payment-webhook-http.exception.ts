@@ -1,5 +1,11 @@
 import { type ExecutionContext, HttpException, type LoggerService } from '@nestjs/common';
-import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookInternalError, WebhookRouteMisconfiguredError } from './payment-webhook.errors.js';
+import {
+  PaymentWebhookError,
+  type PaymentWebhookErrorBody,
+  WebhookInternalError,
+  WebhookRouteMisconfiguredError,
+  WebhookStoreUnavailableResponseError,
+} from './payment-webhook.errors.js';
 
 /**
  * A `PaymentWebhookError` as a Nest `HttpException`, so the JSON body
@@ -28,6 +34,11 @@ export class PaymentWebhookHttpException extends HttpException {
 export function toWebhookHttpException(error: unknown): PaymentWebhookHttpException {
   if (error instanceof PaymentWebhookHttpException) return error;
   return new PaymentWebhookHttpException(error instanceof PaymentWebhookError ? error : new WebhookInternalError({ cause: error }));
+}
+
+/** 503 `WEBHOOK_STORE_UNAVAILABLE`: the store failed or did not answer in time (or the app is closing); nothing ran, the sender retries. */
+export function storeUnavailable(cause: unknown): PaymentWebhookHttpException {
+  return new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause }));
 }
 
 /** Fixes already logged, per logger: a misconfigured route is reached by every delivery. */

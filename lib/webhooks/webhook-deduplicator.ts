@@ -5,8 +5,8 @@ import { monotonicNow } from '../common/monotonic-clock.util.js';
 import { withOptionalTimeout } from '../common/promise-timeout.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
-import { WebhookEventInFlightError, WebhookStoreUnavailableResponseError } from './payment-webhook.errors.js';
+import { PaymentWebhookHttpException, storeUnavailable } from './payment-webhook-http.exception.js';
+import { WebhookEventInFlightError } from './payment-webhook.errors.js';
 import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { type TrackedWebhookClaim, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
@@ -30,7 +30,7 @@ export const ALREADY_PROCESSED: unique symbol = Symbol('nestjs-payment-gateway:a
  * - already processed → `ALREADY_PROCESSED`, work not run;
  * - held by another delivery → 409 `WEBHOOK_EVENT_IN_FLIGHT` (the sender retries later);
  * - work throws → claim released, error rethrown (the next delivery runs it again);
- * - store unreachable → 503 `WEBHOOK_STORE_UNAVAILABLE`, work not run.
+ * - store unreachable (or a late claim it cannot confirm) → 503 `WEBHOOK_STORE_UNAVAILABLE`, work not run.
  *
  * Shared by `PaymentWebhookProcessor` (the route and host routes), the queue worker and
  * `PaymentWebhookIdempotencyInterceptor`.
@@ -85,18 +85,19 @@ export class WebhookDeduplicator {
       } catch (error) {
         // Nothing ran yet: a non-2xx makes the sender retry, so nothing is lost.
         if (this.options.logClaimFailures !== false) this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
-        throw new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: error }));
+        throw storeUnavailable(error);
       }
       if (claim.outcome === 'processed') return ALREADY_PROCESSED;
       if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
       // claimed after shutdown gave up on this run: nothing starts in a closing app (another worker or a retry runs it)
       if (this.closing.signal.aborted) {
-        const refusal = new PaymentWebhookHttpException(new WebhookStoreUnavailableResponseError({ cause: new Error('the app is shutting down') }));
-        throw this.noteUnreleased(refusal, key, await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs));
+        const released = await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs);
+        throw this.noteUnreleased(storeUnavailable(new Error('the app is shutting down')), key, released);
       }
       const renewer = this.renewerFor(settings);
-      // answered late, the claim may lapse before its first renewal (or be another copy's already): confirmed first
-      const heldSince = renewer.mayHaveLapsed(claimSentAt) ? await renewer.confirmHeld(key, claim.claimToken) : claimSentAt;
+      // answered late, the claim may lapse before its first renewal (or be another copy's already): confirmed first (503 if the store fails)
+      let heldSince: number | undefined = claimSentAt;
+      if (renewer.mayHaveLapsed(claimSentAt)) heldSince = await renewer.confirmHeld(key, claim.claimToken).catch((error) => Promise.reject(storeUnavailable(error)));
       if (heldSince === undefined) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
       const tracked = renewer.track(key, claim.claimToken, heldSince);
       let result: T;
@@ -130,14 +131,7 @@ export class WebhookDeduplicator {
    * retry. Not a run shutdown waits for (with the store down it would wait for nothing):
    * `close()` ends the retries. `done` lets go of the claim's renewal.
    */
-  private keepCompleting(
-    key: string,
-    claimToken: string,
-    settings: WebhookDeduplicationSettings,
-    error: unknown,
-    tracked: TrackedWebhookClaim | undefined,
-    done: () => void,
-  ): void {
+  private keepCompleting(key: string, claimToken: string, settings: WebhookDeduplicationSettings, error: unknown, tracked: TrackedWebhookClaim | undefined, done: () => void): void {
     const failed = `${completionNotRecorded(key, error)}answering 2xx so a retry does not run them again, `;
     const notRetried = this.closing.signal.aborted
       ? 'shutdown under way'

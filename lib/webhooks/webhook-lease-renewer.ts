@@ -66,12 +66,20 @@ export class WebhookLeaseRenewer {
 
   /**
    * Renews the claim once: the time the renewal was sent (the lease now runs from there; pass it to
-   * `track`), or `undefined` when the claim is no longer `claimToken`'s or the store failed.
+   * `track`), or `undefined` when the claim is no longer `claimToken`'s. Rejects when the store
+   * fails or does not answer within a third of the lease (a hung store must not hold the delivery).
    */
   async confirmHeld(key: string, claimToken: string): Promise<number | undefined> {
     const sentAt = this.now();
-    const held = await asPromise(() => this.store.extend!(key, claimToken, this.leaseMs)).catch(() => false);
-    return held === true ? sentAt : undefined;
+    const held = await this.extendWithin(key, claimToken);
+    return held ? sentAt : undefined;
+  }
+
+  /** One `extend` of the claim, failed when the store does not answer within a third of the lease. */
+  private extendWithin(key: string, claimToken: string): Promise<boolean> {
+    // a store that throws instead of rejecting becomes a rejection
+    const renewal = asPromise(() => this.store.extend!(key, claimToken, this.leaseMs));
+    return withTimeout(renewal, this.answerWithinMs, () => new Error(`the store did not answer within ${this.answerWithinMs} ms`));
   }
 
   /** Starts renewing `key`'s claim, sent at `claimSentAt`; call `untrack` with the result when the handlers are done. */
@@ -140,10 +148,8 @@ export class WebhookLeaseRenewer {
 
   private renew(claim: TrackedWebhookClaim, sentAt: number): void {
     claim.renewing = true;
-    // a store that throws instead of rejecting must not crash the process from this timer
-    const renewal = asPromise(() => this.store.extend!(claim.key, claim.claimToken, this.leaseMs));
-    // a renewal that never settles would leave `renewing` set and the lease to lapse unseen
-    withTimeout(renewal, this.answerWithinMs, () => new Error(`the store did not answer within ${this.answerWithinMs} ms`)).then(
+    // bounded: a renewal that never settled would leave `renewing` set and the lease to lapse unseen
+    this.extendWithin(claim.key, claim.claimToken).then(
       (renewed) => {
         claim.renewing = false;
         if (renewed) {

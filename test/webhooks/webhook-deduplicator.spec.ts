@@ -27,7 +27,7 @@ function lateFirstClaim(leaseMs: number, lateMs: number, workMs: number) {
     await wait(workMs);
   };
   const settings = { leaseMs, retentionMs: 60_000, completeAttempts: 3, maxLeaseRenewalMs: 60_000 };
-  return { deduplicator: new WebhookDeduplicator(store, new CollectingLogger()), settings, work, counted };
+  return { deduplicator: new WebhookDeduplicator(store, new CollectingLogger()), settings, work, counted, store };
 }
 
 describe('WebhookDeduplicator', () => {
@@ -74,6 +74,22 @@ describe('WebhookDeduplicator', () => {
     await expect(deduplicator.run('evt_late_kept', settings, work)).rejects.toMatchObject({ code: 'WEBHOOK_EVENT_IN_FLIGHT' });
     await late;
     expect(counted.runs).toBe(1);
+    deduplicator.close();
+  });
+
+  it.each([
+    ['never answers', () => new Promise<boolean>(() => undefined)],
+    ['fails', () => Promise.reject(new Error('store down'))],
+  ])('a late claim whose confirmation %s runs nothing and is answered 503 (store unavailable), within a third of the lease', async (_, extend) => {
+    jest.useRealTimers();
+    const lease = 600;
+    const { deduplicator, settings, work, counted, store } = lateFirstClaim(lease, lease * 0.9, 10);
+    store.extend = extend;
+    const started = Date.now();
+    await expect(deduplicator.run('evt_late_unconfirmed', settings, work)).rejects.toMatchObject({ code: 'WEBHOOK_STORE_UNAVAILABLE' });
+    expect(Date.now() - started).toBeLessThan(lease * 0.9 + lease / 3 + 150);
+    expect(counted.runs).toBe(0);
+    expect(deduplicator.runningCount).toBe(0);
     deduplicator.close();
   });
 
