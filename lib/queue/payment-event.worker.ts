@@ -174,8 +174,10 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         running > 0 ? `${running} job(s) whose handlers are still running: leaving their events to another worker` : '',
         recording > 0 ? `${recording} job(s) whose handlers finished could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed` : '',
         unrecorded > 0 ? `${unrecorded} job(s) whose outcome BullMQ has not recorded yet` : '',
-      ];
-      this.logger.warn(`Worker of account ${this.account} after ${this.options.queueShutdownTimeoutMs} ms of shutdown: ${said.filter(Boolean).join('; ')}`);
+      ].filter(Boolean);
+      // a clean-up waits for its run (counted above) first: said only when nothing else is
+      if (said.length === 0) said.push(`${this.running.cleaning} dead letter(s) of timed-out runs that then succeeded not removed yet`);
+      this.logger.warn(`Worker of account ${this.account} after ${this.options.queueShutdownTimeoutMs} ms of shutdown: ${said.join('; ')}`);
     }
     // Claims of handlers left running are no longer renewed: this instance gives up their
     // events, which another worker takes over once lock and lease lapsed. A completion still
@@ -280,7 +282,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       this.storeOutage.answered();
     } catch (error) {
       // shutdown waits for this too: it needs the connections still open
-      if (timedOut && handling !== undefined) this.running.track(cleanUpAfterLateRun(job, handling, this.running, this.queue, this.logger, this.describe));
+      if (timedOut && handling !== undefined) this.running.trackCleanup(cleanUpAfterLateRun(job, handling, this.running, this.queue, this.logger, this.describe));
       const code = error instanceof PaymentWebhookHttpException ? error.code : undefined;
       if (code !== PaymentWebhookErrorCode.STORE_UNAVAILABLE) this.storeOutage.answered();
       if (code === PaymentWebhookErrorCode.EVENT_IN_FLIGHT && job.failedReason?.includes(JOB_TIMEOUT_MARK)) this.timedOutRunWaits.report(event);

@@ -16,6 +16,8 @@ interface InFlightJob {
 export class WorkerRunningJobs {
   private readonly inFlight = new Map<string, InFlightJob>();
   private readonly handling = new PendingWork();
+  /** Clean-ups after timed-out runs (`trackCleanup`): waited for, but not jobs of their own. */
+  private readonly cleanups = new PendingWork();
 
   /** @param forgetAfterMs how long after its processor settled a job whose outcome was never recorded is forgotten */
   constructor(private readonly forgetAfterMs: number) {}
@@ -67,6 +69,16 @@ export class WorkerRunningJobs {
     this.handling.track(work);
   }
 
+  /** Waits for `work` at shutdown without counting it: the clean-up after a run already counted. */
+  trackCleanup(work: Promise<unknown>): void {
+    this.cleanups.track(work);
+  }
+
+  /** Clean-ups still under way. */
+  get cleaning(): number {
+    return this.cleanups.size;
+  }
+
   /** Resolves `true` once nothing runs, `false` at `deadline` (epoch ms) if something still does. */
   async settle(deadline: number): Promise<boolean> {
     let timedOut = false;
@@ -81,8 +93,8 @@ export class WorkerRunningJobs {
       );
     });
     // a job fetched just before the pause may start after the first look
-    while ((this.inFlight.size > 0 || this.handling.size > 0) && !timedOut) {
-      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling.promises()];
+    while ((this.inFlight.size > 0 || this.handling.size > 0 || this.cleanups.size > 0) && !timedOut) {
+      const running = [...[...this.inFlight.values()].map((job) => job.recorded), ...this.handling.promises(), ...this.cleanups.promises()];
       await Promise.race([Promise.all(running), expired]);
     }
     clearTimeout(timer);

@@ -109,6 +109,21 @@ describe('queue mode: graceful shutdown of a worker', () => {
     expect(await second.deadLetters.get(id)).toBeUndefined();
   });
 
+  it('counts a handler that outlived its attempt (queueJobTimeoutMs) once in the shutdown line', async () => {
+    const logs = new CollectingLogger();
+    const app = await start(logs, { payment: { queueJobTimeoutMs: 1000, queueAttempts: 5, queueBackoffMs: 60_000, redisKeyPrefix: 'timed-out:' } });
+    const slow = envelope('payment.succeeded');
+    const id = slow.eventId as string;
+    app.handlers.hang.add(id);
+    expect(await postWebhook(app.url, slow)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the attempt timed out', () => logs.messages('warn').some((m) => m.includes(id)) || logs.messages('error').some((m) => m.includes(id)));
+    await close(app);
+    // was "2 job(s)": the handlers' run and the clean-up waiting on it were both counted
+    expect(logs.messages('warn').filter((m) => m.includes('of shutdown'))).toEqual([
+      expect.stringMatching(/^Worker of account default after \d+ ms of shutdown: 1 job\(s\) whose handlers are still running: leaving their events to another worker$/),
+    ]);
+  });
+
   it('a claim still on its way when shutdown gives up on it starts nothing: no handler runs in an app whose close() resolved', async () => {
     // a store of the app's own whose claims are slow (a remote database): the claim outlives queueShutdownTimeoutMs
     const inner = new MemoryWebhookEventStore();
