@@ -30,6 +30,8 @@ import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js'
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
+/** Calls whose 2xx with a body that is no JSON (a proxy's page) is an unknown outcome (`unreadable`), never resolved: it may not have reached the service. */
+const RECORD_CREATIONS: ReadonlySet<string | undefined> = new Set(['create_payment', 'refund_payment', 'create_payout']);
 
 export type TokenMode = 'cached' | 'fresh' | 'none';
 
@@ -133,7 +135,7 @@ export class PaymentRequestExecutor {
     let mayHaveActed = false;
     for (let retry = 0; ; ) {
       let answer: HttpAnswer | undefined;
-      let failure: PaymentApiError | undefined;
+      let failure: PaymentApiError | undefined, unreadable: PaymentApiError | undefined;
       // Slot first, token second: a call may queue for minutes, and a token taken before could expire there.
       const waitFrom = observed === undefined ? 0 : this.runtime.clock.now();
       const acquiring = this.limiter.acquire(call.limit, call.limit === 'token' ? this.ipLimitKey : this.limitKey(), call.signal);
@@ -171,9 +173,9 @@ export class PaymentRequestExecutor {
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
-        const foreign = success && call.operation === 'create_payment' && isForeignSuccessBody(answer.body);
+        const foreign = success && RECORD_CREATIONS.has(call.operation) && isForeignSuccessBody(answer.body);
         // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
-        const unreadable: PaymentApiError | undefined = foreign ? this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, token) : undefined;
+        if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, token);
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = unreadable ?? paymentErrorFromResponse({
           httpStatus: answer.status,
@@ -200,7 +202,7 @@ export class PaymentRequestExecutor {
         continue;
       }
       const retryable = isRetryable(call.retry, failure);
-      if (!retryable && isUnreadSuccess(failure)) {
+      if (!retryable && isUnreadSuccess(failure) && failure !== unreadable) {
         // The service acted (a refund, a payout): resolve as a 2xx without a body rather than an
         // error a caller could take for "not done". Calls it is safe to send again retry instead.
         this.logger.warn?.(`${failure.message} (account ${this.options.account}): the service acted on it; resolved without the answer's fields`);

@@ -277,13 +277,18 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true, idempotencyKey: keys[0], account: 'default' });
     });
 
-    it('a refund is not sent again: it resolves without its fields, as before', async () => {
+    it('a refund or a payout is not sent again, and fails as an unknown outcome (it resolved as if the service had taken it)', async () => {
       await start();
-      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: undefined, html: '<html>Request blocked</html>' });
-      const { result, error } = await captureLogs(() => client.refundPayment('trx_9', { amount: '1' }));
-      expect(error).toBeUndefined();
-      expect((result as { refundUid?: string }).refundUid).toBeUndefined();
-      expect(stub.calls('/payment/trx_9/refund')).toHaveLength(1);
+      const page = { status: 201, body: undefined, html: '<html>Please log in to the network</html>' };
+      stub.answer('POST', '/payment/trx_9/refund', page);
+      stub.answer('POST', '/payout', page);
+      const refund = await rejectionOf(client.refundPayment('trx_9', { amount: '1' }));
+      const payout = await rejectionOf(client.createPayout({ amount: '1', currency: 'USD', recipient }));
+      for (const [error, path] of [[refund, '/payment/trx_9/refund'], [payout, '/payout']] as const) {
+        expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 201, mayHaveReachedService: true, account: 'default' });
+        expect(error.message).toContain(`POST ${path} was answered 201, but its body is not the service's JSON`);
+        expect(stub.calls(path, 'POST')).toHaveLength(1);
+      }
     });
   });
 
