@@ -4,8 +4,8 @@ const SHORT_SECRET_LENGTH = 4;
 
 /**
  * `text` without any of `secrets`, each also as sent in a form body or a URL and inside a
- * JSON string (a service echoing the request shows one of those forms), percent-encoded as
- * RFC 3986 asks and HTML-escaped, in any letter case and either Unicode normal form (NFC, NFD).
+ * JSON string (a service echoing the request shows one of those forms), percent-encoded (also
+ * twice) and HTML-escaped (by name or number), in any letter case and either Unicode normal form (NFC, NFD).
  * A cut-short echo stays readable.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
@@ -28,24 +28,36 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
     // every way a JSON encoder may write it inside a string; first, since an escaped secret can
     // hold the plain one (`\\\\x` holds `\\x`), which would leave its start readable
     out = out.replace(new RegExp(jsonStringPattern(secret), 'gi'), REDACTED);
-    // and as other echoes show it: percent-encoded as RFC 3986 asks, HTML-escaped (an error page);
-    // whatever the case (lower-case hex, an upper-cased message): longest form first
-    // (and a JSON echo inside an HTML page)
-    const forms = [...new Set([...plainForms, strictPercentEncoded(secret), ...htmlEscaped(secret), ...htmlEscaped(json)])].sort((a, b) => b.length - a.length);
-    out = out.replace(new RegExp(forms.map(escapeRegExp).join('|'), 'gi'), REDACTED);
+    // and as a URL, a form body or an error page shows it (a JSON echo inside a page too, tried
+    // first as the longer), whatever the case (lower-case hex, an upper-cased message)
+    const echoes = [...new Set([json, secret])].map(echoPattern);
+    out = out.replace(new RegExp(echoes.join('|'), 'gi'), REDACTED);
   }
   return out;
 }
 
-/** `encodeURIComponent` plus the characters RFC 3986 reserves that it leaves as they are. */
-function strictPercentEncoded(secret: string): string {
-  return encodeURIComponent(secret).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
+/** HTML's names of characters a secret may hold (a reference by number covers every character). */
+const HTML_NAMES: Readonly<Record<string, string>> = {
+  '&': 'amp', '<': 'lt', '>': 'gt', '"': 'quot', "'": 'apos', '/': 'sol', '=': 'equals', '+': 'plus', '#': 'num', '%': 'percnt', ':': 'colon', ';': 'semi', '?': 'quest', '!': 'excl',
+};
 
-/** `secret` as HTML escapes it (`'` written either way). */
-function htmlEscaped(secret: string): string[] {
-  const escaped = secret.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-  return [escaped.replace(/'/g, '&#39;'), escaped.replace(/'/g, '&#x27;')];
+/**
+ * A pattern of `text` as a URL, a form body or an HTML page may echo it, each character as
+ * itself or percent-encoded (its UTF-8 bytes; also twice, `%252F`), a space as `+`, or as an
+ * HTML reference by number (`&#39;`, `&#039;`, `&#x2F;`) or by name (`&apos;`, `&sol;`), mixed
+ * as the echo's encoder chose (RFC 3986's reserved `!'()*` escaped or not, `'` written any way).
+ */
+function echoPattern(text: string): string {
+  let pattern = '';
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    const bytes = [...Buffer.from(char, 'utf8')].map((byte) => byte.toString(16).padStart(2, '0'));
+    const alternatives = [escapeRegExp(char), bytes.map((b) => `%${b}`).join(''), bytes.map((b) => `%25${b}`).join(''), `&#0*${code};`, `&#x0*${code.toString(16)};`];
+    if (char === ' ') alternatives.push('\\+');
+    if (HTML_NAMES[char] !== undefined) alternatives.push(`&${HTML_NAMES[char]};`);
+    pattern += `(?:${alternatives.join('|')})`;
+  }
+  return pattern;
 }
 
 function escapeRegExp(text: string): string {

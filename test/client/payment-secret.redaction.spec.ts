@@ -22,6 +22,19 @@ describe('redactSecrets', () => {
     expect(redactSecrets(`invalid client_secret ${echo(secret)} given`, [secret])).toBe('invalid client_secret [redacted] given');
   });
 
+  it.each([
+    ["PHP's htmlspecialchars (ENT_QUOTES): ' as &#039;", "s3cr'et-Value", 's3cr&#039;et-Value'],
+    ["HTML5's name: ' as &apos;", "s3cr'et-Value", 's3cr&apos;et-Value'],
+    ['Go\'s html/template: " as &#34;', 'ab"cdEFGH12', 'ab&#34;cdEFGH12'],
+    ['OWASP-style: / as &#x2F;', 'Zx9/Qw+ertY=', 'Zx9&#x2F;Qw+ertY='],
+    ['HTML5 names for / and =', 'Zx9/Qw+ertY=', 'Zx9&sol;Qw&plus;ertY&equals;'],
+    ['percent-encoded twice (a URL inside a URL)', 'Zx9/Qw+ertY=', 'Zx9%252FQw%252BertY%253D'],
+    ['percent-encoded with RFC 3986 reserved characters left as they are, UTF-8 bytes in lower case', "k3y!é'(x)*", "k3y!%c3%a9'(x)*"],
+    ['JSON-escaped, then escaped by number in a page', 'ab"cd/EFGH', 'ab\\&#34;cd/EFGH'],
+  ])('removes a secret echoed as %s', (_label, secret, echo) => {
+    expect(redactSecrets(`invalid client_secret ${echo} given`, [secret])).toBe('invalid client_secret [redacted] given');
+  });
+
   it('removes a secret echoed as PHP json_encode writes it: "/" as "\\/", non-ASCII as \\uXXXX', () => {
     const secret = 'Zk9/aB+c/Qw€y12==';
     const php = JSON.stringify(secret).slice(1, -1).replace(/\//g, '\\/').replace('€', '\\u20ac');
