@@ -127,7 +127,7 @@ export class PaymentRequestExecutor {
   }
 
   private async attempts(call: ServiceCall, body: string | undefined, observed?: PaymentClientCallTelemetry): Promise<ServiceAnswer> {
-    let token: string | undefined;
+    let token: string | undefined, held: string[] = []; // `held`: tokens sent before (see the wait), redacted too
     let renewedToken = false;
     // the last failed attempt, and whether any attempt so far may have been acted on: a later
     // attempt's answer (a 429, a token failure) does not undo an earlier time-out
@@ -165,7 +165,7 @@ export class PaymentRequestExecutor {
         // aborted while waiting for the token; once sending, the attempt's own failure stands
         if (!sending) this.throwIfAborted(call, previous, mayHaveActed);
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
-        failure = this.scrub(error, call, token);
+        failure = this.scrub(error, call, [token, ...held]);
       } finally {
         // After a time-out or reset the request may still be read by the service a moment
         // later; count it that late so the next window cannot overlap it.
@@ -175,7 +175,7 @@ export class PaymentRequestExecutor {
         const success = answer.status >= 200 && answer.status < 300;
         const foreign = success && RECORD_CREATIONS.has(call.operation) && isForeignSuccessBody(answer.body);
         // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
-        if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, token);
+        if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, [token, ...held]);
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };
         failure = unreadable ?? paymentErrorFromResponse({
           httpStatus: answer.status,
@@ -185,7 +185,7 @@ export class PaymentRequestExecutor {
           path: call.path,
           idempotencyKey: call.idempotencyKey,
           account: this.options.account,
-          redact: (text) => this.redact(text, token),
+          redact: (text) => this.redact(text, token, ...held),
         });
       }
       if (!failure) throw new Error('unreachable: no answer and no failure');
@@ -223,10 +223,10 @@ export class PaymentRequestExecutor {
       observed?.attemptFailed(failure.code, delayMs, failure.httpStatus);
       // a signal that fired while the attempt was on the wire ends the call here: an app's clock may not check it (a timer of up to maxRetryAfterMs)
       this.throwIfAborted(call, previous, mayHaveActed);
-      this.logger.warn?.(
-        `${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`,
-      );
+      this.logger.warn?.(`${call.method} ${call.path} (account ${this.options.account}) failed (${failure.code}); retry ${retry}/${this.options.maxRetries} in ${delayMs} ms`);
       await untilAborted(this.runtime.clock.sleep(delayMs, call.signal), call.signal).catch((error: unknown) => this.rethrow(error, call, previous, mayHaveActed));
+      // a shared token is read again (free while cached): after a long Retry-After the one held may have expired
+      if (call.auth === 'cached' && token !== undefined) [held, token] = [[...held, token], undefined];
     }
   }
 
@@ -319,16 +319,16 @@ export class PaymentRequestExecutor {
    * The token a call sends is named on its own: a call that waited long (a `Retry-After`) may
    * hold one the token manager no longer lists as recent.
    */
-  redact(text: string, callToken?: string): string {
-    return redactSecrets(text, [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), callToken]);
+  redact(text: string, ...callTokens: Array<string | undefined>): string {
+    return redactSecrets(text, [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), ...callTokens]);
   }
 
-  private scrub(error: unknown, call: ServiceCall, token: string | undefined): PaymentApiError {
+  private scrub(error: unknown, call: ServiceCall, tokens: Array<string | undefined>): PaymentApiError {
     if (error instanceof PaymentNetworkError) {
       return new PaymentNetworkError({
         code: error.code,
         account: this.options.account,
-        message: this.redact(error.message, token),
+        message: this.redact(error.message, ...tokens),
         httpStatus: error.httpStatus,
         method: error.method,
         path: error.path,

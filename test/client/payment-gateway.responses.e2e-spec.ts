@@ -100,10 +100,35 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       stub.answer('POST', refundRoute, { status: 400, body: { status: 'error', code: 'PAY_4000', message: echo, errors: { authorization: [echo] }, data: [] } });
       clock.advance(60_000);
       const error = await refund;
-      expect(stub.calls(refundRoute).map((c) => c.headers.authorization)).toEqual([`Bearer ${held}`, `Bearer ${held}`]);
+      // the retry read the shared token again (the newest); its answer echoes the first attempt's
+      const sent = stub.calls(refundRoute).map((c) => c.headers.authorization);
+      expect(sent).toEqual([`Bearer ${held}`, `Bearer ${stub.issuedTokens.at(-1)}`]);
       const dump = [error.message, String(error.stack), JSON.stringify(error), inspect(error, { depth: 10, showHidden: true })].join('\n');
       expect(dump).not.toContain(held);
       expect(error.message).toContain('Bearer [redacted]');
+    });
+
+    it('a retry after a long Retry-After takes the token again: one renewed meanwhile is sent, not the one the first attempt held', async () => {
+      Logger.overrideLogger(false);
+      stub = await new ClientStubServer().start();
+      const resolved = resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: false, maxRetries: 1, maxRetryAfterMs: 120_000 });
+      clock = new ClientFakeClock(Date.UTC(2026, 0, 1)); // driven by the test
+      client = new PaymentGatewayService(resolved, { clock, random: () => 0.5 });
+      // renewed a minute before it expires: usable for 30 s
+      stub.answer('POST', '/authentication/token', success({ access_token: 'tok_short', expires_in: 90 }), success({ access_token: 'tok_next', expires_in: 600 }));
+      const refundRoute = '/payment/trx_1/refund';
+      stub.answer(
+        'POST',
+        refundRoute,
+        { status: 429, headers: { 'retry-after': '100' }, body: { status: 'error', code: 'RATE_LIMITED', message: 'slow down', errors: {}, data: [] } },
+        success({ refund_uid: 'rfd_1' }, 201),
+      );
+      const refund = client.refundPayment('trx_1', { amount: '1' });
+      await waitFor('the refund waits out its Retry-After', () => clock.pendingSleepers === 1);
+      clock.advance(100_000);
+      await expect(refund).resolves.toMatchObject({ refundUid: 'rfd_1' });
+      // was tok_short twice: past its lifetime, the service answers PAY_1003 and the call spends a round on it
+      expect(stub.calls(refundRoute).map((c) => c.headers.authorization)).toEqual(['Bearer tok_short', 'Bearer tok_next']);
     });
 
     it('a lifetime beyond the documented 10 minutes is cut: the token is renewed before the service refuses it', async () => {
