@@ -314,11 +314,12 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
 
   describe('global ThrottlerGuard (@nestjs/throttler) with a limit of 3 a minute', () => {
     // In a child process: @nestjs/throttler is CommonJS and cannot load inside jest's ESM sandbox with NestJS 12.
-    const start = (skip: boolean) =>
+    const start = (skip: boolean, throttlers = '') =>
       startChildApp('test/webhooks/fixtures/throttled-host-app.ts', {
         HOST_ADAPTER: adapter,
         HOST_WEBHOOK_SECRET: WEBHOOK_SECRET,
         HOST_SKIP_THROTTLE: skip ? '1' : '0',
+        ...(throttlers === '' ? {} : { HOST_THROTTLERS: throttlers }),
       });
 
     it('throttles the webhook route like any other without SkipThrottle() (the problem)', async () => {
@@ -332,8 +333,11 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       }
     });
 
-    it('handles a burst of 100 webhooks with webhookDecorators: [SkipThrottle()], and still throttles the host route', async () => {
-      const host = await start(true);
+    it.each([
+      ['SkipThrottle()', ''],
+      ['SkipThrottle({ short: true, long: true }) naming the named throttlers (the README recipe)', 'short,long'],
+    ])('handles a burst of 100 webhooks with webhookDecorators: [%s], and still throttles the host route', async (_label, throttlers) => {
+      const host = await start(true, throttlers);
       try {
         const bodies = Array.from({ length: 100 }, () => envelope());
         const answers = await Promise.all(bodies.map((body) => postWebhook(host.url!, body)));
