@@ -11,7 +11,8 @@ import type { RedisClientLike } from '../stores/redis-client.js';
 
 /**
  * KEYS: the failed set. ARGV: job key prefix, now (epoch ms), retention of a job that has
- * none of its own (ms), rank to start at, most jobs to look at, `MIN_DEAD_LETTER_RETENTION_MS`.
+ * none of its own (ms), rank to start at, most jobs to look at, `MIN_DEAD_LETTER_RETENTION_MS`,
+ * the module's job id prefix (a failed job without it is another producer's: never touched).
  * Walks the failed set oldest first (its score is the job's `finishedOn`) and removes a job,
  * as BullMQ's own removal does (its hash and sub-keys), only when its own `finishedOn` plus
  * its own retention is past: `opts.paymentDeadLetterRetentionMs`, else `opts.removeOnFail.age`
@@ -22,27 +23,31 @@ import type { RedisClientLike } from '../stores/redis-client.js';
  */
 const TRIM_STEP_SCRIPT = `local rcall = redis.call
 local now, fallback = tonumber(ARGV[2]), tonumber(ARGV[3])
-local rank, limit, youngest = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local rank, limit, youngest, ours = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local entries = rcall('ZRANGE', KEYS[1], rank, rank + limit - 1, 'WITHSCORES')
 local removed, kept = 0, 0
 for i = 1, #entries, 2 do
   local id, score = entries[i], tonumber(entries[i + 1])
   if score + youngest >= now then return { removed, kept, 1 } end
   local key = ARGV[1] .. id
-  local job = rcall('HMGET', key, 'finishedOn', 'opts')
-  local retention = fallback
-  if job[2] then
-    local ok, opts = pcall(cjson.decode, job[2])
-    if ok and type(opts) == 'table' then
-      local removeOnFail = opts['removeOnFail']
-      if tonumber(opts['paymentDeadLetterRetentionMs']) then
-        retention = tonumber(opts['paymentDeadLetterRetentionMs'])
-      elseif type(removeOnFail) == 'table' and tonumber(removeOnFail['age']) then
-        retention = tonumber(removeOnFail['age']) * 1000
+  local expired = false
+  if string.sub(id, 1, #ours) == ours then
+    local job = rcall('HMGET', key, 'finishedOn', 'opts')
+    local retention = fallback
+    if job[2] then
+      local ok, opts = pcall(cjson.decode, job[2])
+      if ok and type(opts) == 'table' then
+        local removeOnFail = opts['removeOnFail']
+        if tonumber(opts['paymentDeadLetterRetentionMs']) then
+          retention = tonumber(opts['paymentDeadLetterRetentionMs'])
+        elseif type(removeOnFail) == 'table' and tonumber(removeOnFail['age']) then
+          retention = tonumber(removeOnFail['age']) * 1000
+        end
       end
     end
+    expired = (tonumber(job[1]) or score) + retention < now
   end
-  if (tonumber(job[1]) or score) + retention < now then
+  if expired then
     rcall('ZREM', KEYS[1], id)
     rcall('DEL', key, key .. ':logs', key .. ':dependencies', key .. ':processed', key .. ':failed', key .. ':unsuccessful')
     removed = removed + 1
@@ -57,8 +62,10 @@ export interface DeadLetterTrimOptions {
   failedKey: string;
   /** BullMQ's key of a job's hash, less the job id. */
   jobKeyPrefix: string;
-  /** Retention of a failed job queued without one (not by this module). */
+  /** Retention of a failed job queued without one (by an early version of this module). */
   fallbackRetentionMs: number;
+  /** Ids of the module's jobs start so (`evt-`); other failed jobs are another producer's, never removed. */
+  jobIdPrefix: string;
   /** Jobs one Redis call looks at: bounds how long each call holds Redis. */
   batch: number;
   /** Calls per trim: bounds one trim; what it did not reach waits for the next. */
@@ -91,6 +98,7 @@ export async function trimExpiredDeadLetters(redis: RedisClientLike, options: De
         rank,
         options.batch,
         MIN_DEAD_LETTER_RETENTION_MS,
+        options.jobIdPrefix,
       ),
       options.timeoutMs,
       () => new Error(`Redis did not answer within ${options.timeoutMs} ms`),

@@ -14,8 +14,8 @@ const MAX_LIST_LIMIT = 1000;
  * (`await get(PaymentDeadLetterService).replay('evt_123')`). Every method names the account
  * (its last argument, `list`'s `options.account`; default: the default account); an account without `processing: 'queue'` is a
  * `PaymentConfigurationError`. Every method rejects with a `PaymentQueueUnavailableError` when
- * Redis cannot be reached within `redisTimeoutMs`; a `replay` or `discard` that Redis fails
- * halfway with the error of the command that failed.
+ * Redis cannot be reached within `redisTimeoutMs`, and so does a `replay` or `discard` that Redis
+ * fails halfway (the failed command's reason in its message; the dead letter stays).
  * @publicApi
  */
 @Injectable()

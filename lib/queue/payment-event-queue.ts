@@ -16,6 +16,7 @@ import type { BullMqModule, BullQueue } from './bullmq.loader.js';
 import {
   isPaymentEventJob,
   jobFailureMark,
+  PAYMENT_EVENT_JOB_ID_PREFIX,
   type PaymentEventJob,
   type PaymentEventJobData,
   paymentEventJobId,
@@ -266,6 +267,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
         failedKey: this.deadLetterKey,
         jobKeyPrefix: this.jobKeyPrefix,
         fallbackRetentionMs: this.options.queueDeadLetterRetentionMs,
+        jobIdPrefix: PAYMENT_EVENT_JOB_ID_PREFIX,
         batch: DEAD_LETTER_TRIM_BATCH,
         maxBatches: DEAD_LETTER_TRIM_MAX_BATCHES,
         timeoutMs: this.options.redisTimeoutMs,

@@ -43,8 +43,9 @@ describe('dead-letter trim', () => {
   }
   const finishedOn = async (id: string) => Number(await client.hget(jobKeyPrefix + id, 'finishedOn'));
   const failedIds = async () => (await client.zrange(failedKey, '0', '-1')).sort();
-  const trim = (now: number, batch: number, maxBatches = 100) =>
-    trimExpiredDeadLetters(client, { failedKey, jobKeyPrefix, fallbackRetentionMs: 10 * HOUR, batch, maxBatches, timeoutMs: 2000, now: () => now });
+  /** `jobIdPrefix` '' takes every job for the module's (the module's own is `evt-`). */
+  const trim = (now: number, batch: number, maxBatches = 100, jobIdPrefix = '') =>
+    trimExpiredDeadLetters(client, { failedKey, jobKeyPrefix, fallbackRetentionMs: 10 * HOUR, jobIdPrefix, batch, maxBatches, timeoutMs: 2000, now: () => now });
 
   it("removes each failed job by its own finishedOn and retention, walking past older ones that are kept, in bounded steps", async () => {
     // the oldest ones are kept a day: a walk that stopped at them would never reach the rest
@@ -69,6 +70,17 @@ describe('dead-letter trim', () => {
     expect(await trim(ageAt + 2 * HOUR + 1, 3)).toBe(1);
     expect(await trim((await finishedOn('none')) + 10 * HOUR + 1, 3)).toBe(1); // no retention of its own: the fallback
     expect(await failedIds()).toEqual(['day-1', 'day-2', 'day-3', 'day-4', 'day-5']);
+  });
+
+  it("never removes another producer's failed job (an id without the module's prefix), and walks past it to the module's", async () => {
+    await client.del(failedKey);
+    await failed(['theirs-1', 'theirs-2'], {}); // another producer's, in the account's queue: no retention of ours
+    await failed(['evt-1', 'evt-2'], { paymentDeadLetterRetentionMs: HOUR });
+    const muchLater = (await finishedOn('evt-2')) + 100 * HOUR;
+    // was 4: the instance's fallback retention (10 h here) removed the other producer's jobs too
+    expect(await trim(muchLater, 1, 100, 'evt-')).toBe(2);
+    expect(await failedIds()).toEqual(['theirs-1', 'theirs-2']);
+    expect(await client.exists(jobKeyPrefix + 'theirs-1', jobKeyPrefix + 'theirs-2')).toBe(2);
   });
 
   it('looks at no more than batch × maxBatches jobs in one trim; the next trim goes on', async () => {
