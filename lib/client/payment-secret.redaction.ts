@@ -16,11 +16,11 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   const given = [...secrets].filter((secret): secret is string => !!secret);
   const ordered = [...new Set(given.flatMap((secret) => [secret, secret.normalize('NFC'), secret.normalize('NFD')]))].sort((a, b) => b.length - a.length);
   for (const secret of ordered) {
-    const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
     // as JSON.stringify writes it inside a string
     const json = JSON.stringify(secret).slice(1, -1);
     if (secret.length < SHORT_SECRET_LENGTH) {
-      // also as PHP's json_encode writes it: "/" as "\/", non-ASCII as \uXXXX
+      // as sent in a URL or a form; also as PHP's json_encode writes it: "/" as "\/", non-ASCII as \uXXXX
+      const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
       const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
       for (const form of new Set([...plainForms, json, php])) out = redactWord(out, form);
       continue;
