@@ -61,6 +61,11 @@ export interface ErrorResponseContext {
   account?: string;
   /** Strings that must never appear in the error (token, secrets). */
   redact?: (text: string) => string;
+  /**
+   * Leave out the answer's message and field messages (the token call's: its request carried the
+   * client secret, and an echo of it may be encoded past any redaction, e.g. base64).
+   */
+  withholdText?: boolean;
 }
 
 /** What a service error code looks like: a short identifier. */
@@ -75,7 +80,9 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
   const rawCode =
     typeof envelope?.code === 'string' && SERVICE_CODE.test(envelope.code) && redact(envelope.code) === envelope.code ? envelope.code : undefined;
   const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
-  const serviceMessage = typeof envelope?.message === 'string' ? envelope.message : undefined;
+  const serviceMessage = ctx.withholdText
+    ? 'the answer\'s message is not quoted (the request carried the client secret)'
+    : typeof envelope?.message === 'string' ? envelope.message : undefined;
   // below 400 (an error body in a 2xx, a redirect the client does not follow) the service may have acted
   const outcomeUnknown = ctx.httpStatus < 400;
   const message = redact(
@@ -88,7 +95,7 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     code,
     message,
     httpStatus: ctx.httpStatus,
-    errors: readFieldErrors(envelope?.errors, redact),
+    errors: readFieldErrors(envelope?.errors, redact, ctx.withholdText === true),
     retryAfterSeconds: ctx.retryAfterSeconds,
     method: ctx.method,
     path: ctx.path,
@@ -100,12 +107,13 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
   });
 }
 
-function readFieldErrors(value: unknown, redact: (text: string) => string): Record<string, string[]> {
+/** The answer's field errors, redacted; with `namesOnly`, the field names without their messages. */
+function readFieldErrors(value: unknown, redact: (text: string) => string, namesOnly: boolean): Record<string, string[]> {
   if (!isRecord(value)) return {};
   // fromEntries defines each field as an own property: a "__proto__" field stays a field
   return Object.fromEntries(
     Object.entries(value).map(([field, messages]) => {
-      const list = Array.isArray(messages) ? messages : [messages];
+      const list = Array.isArray(messages) && !namesOnly ? messages : namesOnly ? [] : [messages];
       return [redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))];
     }),
   );

@@ -30,7 +30,7 @@ import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js'
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
-/** Calls whose 2xx with a body that is no JSON (a proxy's page) is an unknown outcome (`unreadable`), never resolved: it may not have reached the service. */
+/** Calls whose 2xx with a body that is not JSON (a proxy's page) is an unknown outcome (`unreadable`), never resolved: it may not have reached the service. */
 const RECORD_CREATIONS: ReadonlySet<string | undefined> = new Set(['create_payment', 'refund_payment', 'create_payout']);
 
 export type TokenMode = 'cached' | 'fresh' | 'none';
@@ -87,8 +87,7 @@ export class PaymentRequestExecutor {
     this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, perIp, this.ipLimitKey);
     this.tokens = new PaymentTokenManager((signal, once) => this.requestToken(signal, once), runtime.clock, options.tokenResponse);
     this.telemetry = new PaymentClientTelemetry(options.account);
-    // every waiting call listens on it (and lets go when it ends): dozens queued for a rate-limit
-    // slot are normal, not the leak Node warns about past 10 listeners
+    // every waiting call listens on it (and lets go): dozens queued for a slot are no leak
     setMaxListeners(0, this.closing.signal);
   }
 
@@ -186,6 +185,7 @@ export class PaymentRequestExecutor {
           idempotencyKey: call.idempotencyKey,
           account: this.options.account,
           redact: (text) => this.redact(text, token, ...held),
+          withholdText: call.operation === 'token',
         });
       }
       if (!failure) throw new Error('unreachable: no answer and no failure');

@@ -107,12 +107,13 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
 }
 
 /**
- * Whether a 2xx body is none the service writes (no JSON object, and not empty either: a proxy's
- * or firewall's page, plain text). Read as a 2xx whose body could not be read, a payment creation
- * is asked for again under its idempotency key.
+ * Whether a 2xx body is text the client could not read as JSON (a proxy's or firewall's page,
+ * plain text; a bare JSON string reads the same). Read as a 2xx whose body could not be read, a
+ * payment creation is asked for again under its idempotency key. Any other JSON (`null`, a list)
+ * is the service's answer without the fields asked for: the call resolves without them.
  */
 export function isForeignSuccessBody(body: unknown): boolean {
-  return !isRecord(body) && body !== undefined && body !== '';
+  return typeof body === 'string' && body !== '';
 }
 
 /**

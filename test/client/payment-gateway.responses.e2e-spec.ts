@@ -65,7 +65,23 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       for (const form of [clientSecret, encodeURIComponent(clientSecret), echoed.split('client_secret=')[1]!, JSON.stringify(clientSecret).slice(1, -1)]) {
         expect(rendered).not.toContain(form);
       }
-      expect(rendered).toContain('[redacted]');
+      expect(error.message).toContain("the answer's message is not quoted");
+    });
+
+    it("a failed token call's error quotes no text of the answer (an echo of the request may hide the client secret, e.g. base64-encoded): its code, status and field names only", async () => {
+      const clientSecret = 'cs_live_9f8e7d6c5b4a39281706';
+      await start({ clientSecret, maxRetries: 0 });
+      const body = Buffer.from(JSON.stringify({ client_id: SANDBOX_CLIENT.clientId, client_secret: clientSecret })).toString('base64');
+      stub.answer('POST', '/authentication/token', {
+        status: 400,
+        body: { status: 'error', code: 'PAY_4000', message: `cannot read body ${body}`, errors: { client_secret: [`invalid: ${body}`] }, data: [] },
+      });
+      const error = await rejectionOf(client.listGateways());
+      const rendered = `${error.message} ${JSON.stringify(error)} ${String(error.stack)} ${inspect(error, { depth: 10 })}`;
+      expect(rendered).not.toContain(body);
+      expect(error).toMatchObject({ code: 'PAY_4000', httpStatus: 400, errors: { client_secret: [] } });
+      expect(error.message).toContain('POST /authentication/token failed with HTTP 400 PAY_4000');
+      expect(error.message).toContain('not quoted');
     });
 
     it('a client secret of three characters echoed by the service is redacted too', async () => {
@@ -77,7 +93,7 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       const error = await rejectionOf(client.listGateways());
       const rendered = `${error.message} ${JSON.stringify(error)} ${String(error.stack)} ${inspect(error, { depth: 10 })}`;
       expect(rendered).not.toContain('k9Z');
-      expect(error.message).toContain('bad secret [redacted]');
+      expect(error).toMatchObject({ code: 'PAY_4000', errors: { client_secret: [] } });
     });
 
     it('the token a call held through a long wait is redacted from its error, however many tokens were issued meanwhile', async () => {
@@ -300,6 +316,20 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       const keys = stub.calls('/payment/create', 'POST').map((r) => (r.body as { idempotency_key?: string }).idempotency_key);
       expect(keys).toEqual([keys[0], keys[0]]);
       expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true, idempotencyKey: keys[0], account: 'default' });
+    });
+
+    it('a refund or a payout answered 2xx with JSON that is no object (null, a list) resolves without fields: JSON is the service\'s, and it acted', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: null });
+      stub.answer('POST', '/payout', { status: 201, body: [] });
+      const { result: refund, error, lines } = await captureLogs(() => client.refundPayment('trx_9', { amount: '1' }));
+      expect(error).toBeUndefined();
+      expect(refund).toMatchObject({ httpStatus: 201 });
+      expect(refund!.refundUid).toBeUndefined();
+      expect(lines.some((l) => l.includes('responseFields.refundUid'))).toBe(true);
+      await expect(client.createPayout({ amount: '1', currency: 'USD', recipient })).resolves.toMatchObject({ httpStatus: 201 });
+      expect(stub.calls('/payment/trx_9/refund', 'POST')).toHaveLength(1);
+      expect(stub.calls('/payout', 'POST')).toHaveLength(1);
     });
 
     it('a refund or a payout is not sent again, and fails as an unknown outcome (it resolved as if the service had taken it)', async () => {
