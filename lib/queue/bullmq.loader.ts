@@ -21,6 +21,8 @@ export interface BullJobOptions {
    * unknown options in the job's hash as they are and does not act on them.
    */
   paymentDeadLetterRetentionMs?: number;
+  /** The module's own: a mark unique to the delivery that added the job (see `queued-job-state.ts`). */
+  paymentDeliveryId?: string;
 }
 
 export interface BullJob<T> {

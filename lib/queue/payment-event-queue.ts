@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
@@ -40,7 +41,7 @@ const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
 
-/** How often a delivery looks again at a dead letter another replay or discard acted on meanwhile. */
+/** How often a delivery looks again at a job another replay or discard acted on meanwhile. */
 const DEAD_LETTER_LOOKS = 3;
 
 /**
@@ -151,28 +152,26 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
         // dead letter it replays (below).
         throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
       }
-      if (met !== MetJob.DeadLetter) return { received: true, queued: true };
-      if (await this.replayDeadLetter(event.eventId)) {
+      if (met === MetJob.Other) return { received: true, queued: true };
+      if (met === MetJob.DeadLetter && (await this.replayDeadLetter(event.eventId))) {
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
         return { received: true, queued: true };
       }
-      // still changing under this copy after a few looks: the service's retry looks again
+      // a job gone since the add (discarded, or finished and trimmed) is added again; still
+      // changing under this copy after a few looks: the service's retry looks again
       if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
   }
 
   /**
-   * Adds the job (a no-op where one exists) and says what this delivery met. Sent side by side;
-   * BullMQ's add may reach Redis after the state read. Either order gives the same answer: an add
-   * never changes a job that exists, and a job cannot use its last attempt and fail in between
-   * unless the read already said it was on it.
+   * Adds the job (a no-op where one exists), then says what this delivery met. One after the
+   * other: read first, copies arriving together would all find no job and each take itself for
+   * the one that queued it.
    */
   private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string): Promise<MetJob> {
-    const timestamp = Date.now();
-    const [, met] = await Promise.all([
-      this.queue.add(eventType, data, { jobId, timestamp }),
-      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, timestamp, this.options.queueAttempts),
-    ]);
+    const mark = randomUUID();
+    await this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark });
+    const met = await this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, mark, this.options.queueAttempts);
     return met as MetJob;
   }
 

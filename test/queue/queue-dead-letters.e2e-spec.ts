@@ -191,6 +191,25 @@ describe('queue mode: dead letters', () => {
     }
   });
 
+  it('of copies arriving together (in one millisecond, on one or several instances) only the one that queued the event is acknowledged while its one attempt is its last', async () => {
+    const app = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'one-attempt:', queueAttempts: 1 } });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const event = envelope('payment.succeeded');
+        const id = event.eventId as string;
+        const release = app.handlers.hold(id);
+        const answers = await Promise.all(Array.from({ length: 8 }, () => postWebhook(app.url, event)));
+        // were two acknowledged, the second would add nothing, and a failure of that one attempt would leave a dead letter the service thinks delivered
+        expect(answers.filter((a) => a.status === 200)).toEqual([expect.objectContaining({ json: { received: true, queued: true } })]);
+        expect(answers.filter((a) => a.status !== 200).map((a) => a.json?.code)).toEqual(Array(7).fill('WEBHOOK_EVENT_IN_FLIGHT'));
+        release();
+        await waitFor(`${id} ran`, () => app.handlers.count('done', id) === 1);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
