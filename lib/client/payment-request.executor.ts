@@ -172,7 +172,7 @@ export class PaymentRequestExecutor {
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
-        const foreign = success && RECORD_CREATIONS.has(call.operation) && isForeignSuccessBody(answer.body);
+        const foreign = success && RECORD_CREATIONS.has(call.operation) && isForeignSuccessBody(answer.body, answer.jsonMediaType);
         // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
         if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, [token, ...held]);
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };

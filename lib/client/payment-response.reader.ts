@@ -107,13 +107,15 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
 }
 
 /**
- * Whether a 2xx body is text the client could not read as JSON (a proxy's or firewall's page,
- * plain text; a bare JSON string reads the same). Read as a 2xx whose body could not be read, a
- * payment creation is asked for again under its idempotency key. Any other JSON (`null`, a list)
- * is the service's answer without the fields asked for: the call resolves without them.
+ * Whether a 2xx body is none the service writes: not empty, no JSON object, and either text
+ * that is no JSON or sent as another media type (a proxy's or firewall's page, plain text; axios
+ * reads `1` or `null` in a `text/html` page as JSON). Read as a 2xx whose body could not be read, a
+ * payment creation is asked for again under its idempotency key. Other JSON (`null`, a list)
+ * sent as JSON is the service's answer without the fields asked for: the call resolves without them.
  */
-export function isForeignSuccessBody(body: unknown): boolean {
-  return typeof body === 'string' && body !== '';
+export function isForeignSuccessBody(body: unknown, jsonMediaType: boolean): boolean {
+  if (body === undefined || body === '' || isRecord(body)) return false;
+  return typeof body === 'string' || !jsonMediaType;
 }
 
 /**

@@ -318,6 +318,14 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true, idempotencyKey: keys[0], account: 'default' });
     });
 
+    it.each(['1', 'true', 'null'])('a refund answered 2xx with a text/html page that reads as JSON (%s) stays an unknown outcome: only a JSON media type makes a value the service\'s', async (page) => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: undefined, html: page });
+      const error = await rejectionOf(client.refundPayment('trx_9', { amount: '1' }));
+      expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 201, mayHaveReachedService: true });
+      expect(stub.calls('/payment/trx_9/refund', 'POST')).toHaveLength(1);
+    });
+
     it('a refund or a payout answered 2xx with JSON that is no object (null, a list) resolves without fields: JSON is the service\'s, and it acted', async () => {
       await start();
       stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: null });
