@@ -30,7 +30,7 @@ import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.sett
 import { withDeadLetterLock } from './dead-letter-lock.js';
 import { trimExpiredDeadLetters } from './dead-letter-trim.js';
 import { deadLetterPage } from './dead-letter-listing.js';
-import { FIRST_DELIVERY_MARK_MS, JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
+import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
@@ -41,7 +41,7 @@ const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
 
-/** How often a delivery looks again at a dead letter another replay or discard acted on meanwhile. */
+/** How often a delivery looks again at a job another replay or discard acted on meanwhile. */
 const DEAD_LETTER_LOOKS = 3;
 
 /**
@@ -157,25 +157,26 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
         return { received: true, queued: true };
       }
-      // still changing under this copy after a few looks: the service's retry looks again
+      // a job gone since the add is added again; still changing under this copy after a few
+      // looks: the service's retry looks again
       if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
   }
 
   /**
-   * Adds the job (a no-op where one exists) and says what this delivery met. Sent side by side
-   * (one round trip); BullMQ's add may reach Redis after the state read, which the read allows
-   * for: an add never changes a job that exists, and the first delivery to find no job leaves
-   * its mark, so of copies arriving together one is the one that queued it.
+   * Adds the job (a no-op where one exists) and says what this delivery met: `NoJob` when the
+   * job went since the add. The read is sent beside the add (one round trip) and mostly reaches
+   * Redis first: no job then is a new event, whose first attempt has more to follow, unless the
+   * account has one attempt; then copies arriving together must know which one queued it, and
+   * the read is made again once the add is done.
    */
   private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string): Promise<MetJob> {
     const mark = randomUUID();
-    const jobKey = this.jobKeyPrefix + jobId;
-    const [, met] = await Promise.all([
-      this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }),
-      this.#connection.eval(JOB_STATE_SCRIPT, 3, this.deadLetterKey, jobKey, `${jobKey}:payment-first`, jobId, mark, this.options.queueAttempts, FIRST_DELIVERY_MARK_MS),
-    ]);
-    return met as MetJob;
+    const read = () =>
+      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, mark, this.options.queueAttempts) as Promise<MetJob>;
+    const [, met] = await Promise.all([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), read()]);
+    if (met !== MetJob.NoJob) return met;
+    return this.options.queueAttempts > 1 ? MetJob.Other : read();
   }
 
   /**

@@ -10,35 +10,27 @@ export enum MetJob {
   DeadLetter = 1,
   /** Not this delivery's, unfinished, and its running or next attempt is its last. */
   OnLastAttempt = 2,
+  /** No job (yet: the read may reach Redis before the add; or gone since, discarded or trimmed). */
+  NoJob = 3,
 }
 
-/** How long the mark of the delivery that found no job stays (its add lands within `redisTimeoutMs`). */
-export const FIRST_DELIVERY_MARK_MS = 60_000;
-
 /**
- * Sent beside the delivery's add, before or after it reaches Redis. KEYS: the failed set, the
- * job's hash, the job's first-delivery key; ARGV: job id, this delivery's mark (unique: two
- * copies in one millisecond, on two instances, are told apart), this instance's
- * `queueAttempts`, `FIRST_DELIVERY_MARK_MS`. The delivery that queued the job is the first to
- * find no job (it leaves its mark), or, when every add came first, the one whose add made it
- * (`opts.paymentDeliveryId`). Reads BullMQ's job fields `atm` (attempts made), `finishedOn` and
- * `opts`. The last attempt is the job's own (`opts.attempts`, fixed when it was queued):
- * instances of a rolling deploy may disagree on `queueAttempts`; this instance's only for a
- * job without one (or none yet).
+ * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's mark (unique: two copies in
+ * one millisecond, on two instances, are told apart), this instance's `queueAttempts`. The job
+ * was queued by this delivery when its `opts.paymentDeliveryId` is the mark. Reads BullMQ's job
+ * fields `atm` (attempts made), `finishedOn` and `opts`. The last attempt is the job's own
+ * (`opts.attempts`, fixed when it was queued): instances of a rolling deploy may disagree on
+ * `queueAttempts`; this instance's only for a job without one.
  */
 export const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
 local job = redis.call('HMGET', KEYS[2], 'atm', 'finishedOn', 'opts')
-local attempts = tonumber(ARGV[3])
-if not job[3] then
-  if redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[4]) then return ${MetJob.Other} end
-  if attempts <= 1 then return ${MetJob.OnLastAttempt} end
-  return ${MetJob.Other}
-end
+if not job[3] then return ${MetJob.NoJob} end
 if job[2] then return ${MetJob.Other} end
-local first = redis.call('GET', KEYS[3])
+local attempts = tonumber(ARGV[3])
 local ok, opts = pcall(cjson.decode, job[3])
-if not ok or type(opts) ~= 'table' then opts = {} end
-if first == ARGV[2] or (not first and opts['paymentDeliveryId'] == ARGV[2]) then return ${MetJob.Other} end
-if tonumber(opts['attempts']) then attempts = tonumber(opts['attempts']) end
+if ok and type(opts) == 'table' then
+  if opts['paymentDeliveryId'] == ARGV[2] then return ${MetJob.Other} end
+  if tonumber(opts['attempts']) then attempts = tonumber(opts['attempts']) end
+end
 if tonumber(job[1] or '0') + 1 >= attempts then return ${MetJob.OnLastAttempt} end
 return ${MetJob.Other}`;

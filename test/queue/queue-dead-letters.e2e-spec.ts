@@ -214,6 +214,24 @@ describe('queue mode: dead letters', () => {
     }
   });
 
+  it('the one delivery of an event whose dead letter was discarded a moment ago queues it and is acknowledged (queueAttempts 1)', async () => {
+    const app = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'one-attempt-discard:', queueAttempts: 1 } });
+    try {
+      const event = envelope('payment.succeeded');
+      const id = event.eventId as string;
+      app.handlers.failing.add(id);
+      expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+      await waitFor(`${id} is a dead letter`, async () => (await app.deadLetters.get(id)) !== undefined);
+      expect(await app.deadLetters.discard(id)).toBe(true);
+      app.handlers.failing.delete(id);
+      // the portal's re-trigger, the only delivery there is: it queues the event again
+      expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
+      await waitFor(`${id} ran`, () => app.handlers.count('done', id) === 1);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('replay after the fix runs the handlers once and empties the dead letter', async () => {
     const { event, id } = await deadLetterOf();
     q.handlers.failing.delete(id);
