@@ -6,7 +6,7 @@ import {
   webhookErrorCodeForStatus,
   WebhookUnsupportedMediaTypeError,
 } from './payment-webhook.errors.js';
-import type { PaymentWebhookRequest } from './payment-webhook.request.js';
+import { assertJsonContentType, type PaymentWebhookRequest } from './payment-webhook.request.js';
 
 /*
  * Body parsing runs before Nest's routing: on Express the JSON parser is a middleware whose
@@ -86,6 +86,20 @@ function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | 
   }
 }
 
+/**
+ * The route's own 415 for a content type it refuses, when the parser failed on such a body
+ * first: Express's JSON parser decodes any `utf-*` charset (UTF-8 bytes read as UTF-16 fail as
+ * JSON), while the route and Fastify refuse every charset but UTF-8.
+ */
+function mediaTypeRefusal(req: PaymentWebhookRequest): PaymentWebhookErrorBody | undefined {
+  try {
+    assertJsonContentType(req.headers);
+    return undefined;
+  } catch (error) {
+    return error instanceof WebhookUnsupportedMediaTypeError ? error.toResponseBody() : undefined;
+  }
+}
+
 /** The route's path test. */
 type WebhookPathTest = (urlPath: string) => boolean;
 
@@ -129,7 +143,7 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // as it is, or the host's global exception filter gets it like any other rejection.
   // Only the route's own requests (POST): another method on the path is the host's.
   const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
-    const body = req.method === 'POST' && isWebhook(pathOf(req.originalUrl ?? req.url)) ? bodyParserErrorBody(error) : undefined;
+    const body = req.method === 'POST' && isWebhook(pathOf(req.originalUrl ?? req.url)) ? (mediaTypeRefusal(req) ?? bodyParserErrorBody(error)) : undefined;
     if (body === undefined) {
       next(error);
       return;
