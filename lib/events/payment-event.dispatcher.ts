@@ -16,6 +16,7 @@ import {
   PAYMENT_ACCOUNT_OPTIONS,
   PAYMENT_EVENT_NAMESPACE,
 } from '../payment.constants.js';
+import { clientErrorSummary } from '../telemetry/client-error-summary.js';
 import { traceHandler } from '../telemetry/payment-handler.tracing.js';
 import { paymentTelemetry } from '../telemetry/payment-telemetry.js';
 import { metricEventType } from '../telemetry/payment-telemetry.names.js';
@@ -192,10 +193,15 @@ export class PaymentEventDispatcher implements OnModuleInit {
   private fail(event: AnyPaymentEvent, failures: PaymentEventHandlerFailure[]): never {
     for (const failure of failures) {
       const error = failure.error;
+      // a client error of this module by class, code and status, its stack by its frames: its
+      // message quotes the service's answer, which may echo request fields (an account number)
+      const summary = clientErrorSummary(error);
+      const stack = error instanceof Error ? error.stack : undefined;
+      const frames = stack?.indexOf('\n    at ') ?? -1;
       this.logger.error(
         `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` +
-          errorMessage(error),
-        error instanceof Error ? error.stack : undefined,
+          (summary ?? errorMessage(error)),
+        summary === undefined ? stack : summary + (frames === -1 ? '' : stack!.slice(frames)),
       );
     }
     throw new PaymentEventHandlerError(event.eventId, event.eventType, failures);
