@@ -38,9 +38,17 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
 /** Keys whose value an error never repeats: secrets, and URLs that may carry a password or user name. */
 const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
 
-/** ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what was read. */
-function givenValue(key: string, value: unknown): string {
+/**
+ * ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what
+ * was read; never one holding (or part of) a value of the keys never repeated: a secret read into
+ * the wrong key (a shifted line of an env file) stays out of the error.
+ */
+function givenValue(key: string, value: unknown, options: Record<string, unknown>): string {
   if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
+  if (typeof value === 'string') {
+    const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
+    if (secrets.some((secret) => value.includes(secret) || (value.length >= 8 && secret.includes(value)))) return ' (given: a value of a secret option)';
+  }
   const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
   return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;
 }
@@ -215,7 +223,7 @@ export function validatePaymentOptions(
     const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && (number || messages.some((m) => /true or false/.test(m)));
     const conversion = number ? 'to a number, e.g. Number(value)' : 'to true or false';
     const hint = givenAsText ? ` (an option given as text, as ConfigService.get() returns environment values: convert it ${conversion})` : '';
-    problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, (schema as unknown as Record<string, unknown>)[key])}${hint}`);
+    problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, (schema as unknown as Record<string, unknown>)[key], schema as unknown as Record<string, unknown>)}${hint}`);
   }
 
   // a base URL the schema accepted can still be one the API path cannot be appended to

@@ -253,6 +253,25 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems.filter((problem) => /PAYMENT_(BASE|REDIS)_URL/.test(problem) && problem.includes('given:'))).toEqual([]);
   });
 
+  it('never repeats a bad value that holds a secret of the account, read into the wrong key (a shifted line of an env file, a mapping slip)', () => {
+    const env = readPaymentEnv((name) =>
+      ({
+        PAYMENT_BASE_URL: 'https://pay.example.com',
+        PAYMENT_WEBHOOK_SECRET: 'whsec_abc:def',
+        PAYMENT_WEBHOOK_PATH: 'whsec_abc:def',
+        PAYMENT_ENVIRONMENT: 'redis-pa55word',
+        PAYMENT_REDIS_URL: 'redis://:redis-pa55word@redis.internal:6379',
+      })[name],
+    );
+    const fromEnv = captureError(() => resolvePaymentOptions({}, env));
+    const explicit = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', clientId: 'id', clientSecret: 'cs_live_do_not_print_me', processing: 'cs_live_do_not_print_me' } as never));
+    for (const error of [fromEnv, explicit]) {
+      expect(error.message).not.toMatch(/whsec_abc|pa55word|do_not_print/);
+      expect(error.problems.some((problem) => problem.endsWith('(given: a value of a secret option)'))).toBe(true);
+    }
+    expect(fromEnv.problems.filter((problem) => problem.includes('(given: a value of a secret option)'))).toHaveLength(2);
+  });
+
   it('is inspected (as Nest logs a boot error) with each problem once', () => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'ftp://pay.example.com', maxRetries: 99 }));
     const text = inspect(error);
