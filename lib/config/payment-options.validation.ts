@@ -272,8 +272,9 @@ export function validatePaymentOptions(
   if (looksLikeJsonOrQuoted(givenSecret, Array.isArray(schema.webhookSecret) ? schema.webhookSecret : [])) {
     problems.push(`${describe('webhookSecret')} looks like JSON or a quoted string: give the secrets as plain text separated by commas (whsec_new,whsec_old)`);
   }
-  // an env file read with its quotes kept (docker --env-file): every token call a PAY_1004
-  for (const key of ['clientId', 'clientSecret'] as const) {
+  // an env file read with its quotes kept (docker --env-file): every token call a PAY_1004, or
+  // Redis keys no instance given the prefix without quotes shares
+  for (const key of ['clientId', 'clientSecret', 'redisKeyPrefix'] as const) {
     if (isQuoted(schema[key])) problems.push(`${describe(key)} is wrapped in quotes: give it without them (an env file's quotes are kept by some readers)`);
   }
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401

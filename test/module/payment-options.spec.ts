@@ -348,6 +348,9 @@ describe('resolvePaymentOptions', () => {
       expect.stringMatching(/clientSecret.* is wrapped in quotes: give it without them/),
     ]);
     expect(quotedCredentials.message).not.toContain('cs_quoted');
+    // a Redis key prefix in quotes: its keys would differ from every instance given it without them (deduplication split in two)
+    const quotedPrefix = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { redisKeyPrefix: '"myapp:"' }));
+    expect(quotedPrefix.problems).toEqual([expect.stringMatching(/redisKeyPrefix.* is wrapped in quotes: give it without them/)]);
     // a secret that merely starts or ends with a quote or bracket is a secret (random secrets do, often)
     for (const webhookSecret of ["whsec_8fK2'mQ", 'Zt9]pL0x', '{kS8#aa}x', '[a]b', "'ab"]) {
       expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
