@@ -113,7 +113,7 @@ function readFieldErrors(value: unknown, redact: (text: string) => string, names
   // fromEntries defines each field as an own property: a "__proto__" field stays a field
   return Object.fromEntries(
     Object.entries(value).map(([field, messages]) => {
-      const list = Array.isArray(messages) && !namesOnly ? messages : namesOnly ? [] : [messages];
+      const list = namesOnly ? [] : Array.isArray(messages) ? messages : [messages];
       return [redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))];
     }),
   );

@@ -43,7 +43,8 @@ const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSec
  * was read; never one holding (or part of) a value of the keys never repeated: a secret read into
  * the wrong key (a shifted line of an env file) stays out of the error.
  */
-function givenValue(key: string, value: unknown, options: Record<string, unknown>): string {
+function givenValue(key: string, options: Record<string, unknown>): string {
+  const value = options[key];
   if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
   if (typeof value === 'string') {
     const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
@@ -223,7 +224,7 @@ export function validatePaymentOptions(
     const givenAsText = typeof (explicit as Record<string, unknown>)[key] === 'string' && (number || messages.some((m) => /true or false/.test(m)));
     const conversion = number ? 'to a number, e.g. Number(value)' : 'to true or false';
     const hint = givenAsText ? ` (an option given as text, as ConfigService.get() returns environment values: convert it ${conversion})` : '';
-    problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, (schema as unknown as Record<string, unknown>)[key], schema as unknown as Record<string, unknown>)}${hint}`);
+    problems.push(`${describe(key)} ${messages.join('; ')}${givenValue(key, schema as unknown as Record<string, unknown>)}${hint}`);
   }
 
   // a base URL the schema accepted can still be one the API path cannot be appended to
