@@ -1,11 +1,15 @@
 import 'reflect-metadata';
-import { Body, ConsoleLogger, Controller, HttpCode, Post } from '@nestjs/common';
+import { Body, ConsoleLogger, Controller, HttpCode, Injectable, Post } from '@nestjs/common';
+import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
 import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
 import { PaymentMetricName } from '../../lib/telemetry/payment-telemetry.names.js';
 import { CollectingLogger, type LogLine } from '../support/collecting-logger.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
-import { counterPoints, disableOtelGlobals, registerTestOtel, type TestOtel } from '../support/otel-sdk.js';
+import { ClientStubServer } from '../support/client-stub-server.js';
+import { counterPoints, disableOtelGlobals, registerTestOtel, telemetryTexts, type TestOtel } from '../support/otel-sdk.js';
 import { startRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
@@ -19,6 +23,17 @@ class BodyInsteadOfRequestController {
   @HttpCode(200)
   receive(@Body() body: PaymentWebhookRequest) {
     return this.receiver.receive(body);
+  }
+}
+
+/** A handler whose refund the service refuses with a message echoing the request's fields. */
+@Injectable()
+class RefundingHandler {
+  constructor(private readonly payments: PaymentGatewayService) {}
+
+  @OnPaymentEvent('payment.succeeded')
+  async onSucceeded(event: AnyPaymentEvent): Promise<void> {
+    await this.payments.refundPayment(String((event.data as { trxId: string }).trxId));
   }
 }
 
@@ -186,6 +201,42 @@ describe('webhook delivery log lines', () => {
     // the redelivery is handled and logs nothing
     expect((await postWebhook(w.url, event)).status).toBe(200);
     expect(deliveries(logger)).toHaveLength(1);
+  });
+
+  it('a handler failing on a client error logs it by class, code and status with its stack frames, no text of the service answer (it echoes request fields), and telemetry the same', async () => {
+    otel = await registerTestOtel();
+    const stub = await new ClientStubServer().start();
+    try {
+      const event = envelope('payment.succeeded');
+      const trxId = (event.data as { trxId: string }).trxId;
+      stub.answer('POST', `/payment/${trxId}/refund`, {
+        status: 400,
+        body: { status: 'error', code: 'PAY_4000', message: 'recipient account 40817810099910004312 (Ivan Petrov) is blocked', errors: {}, data: [] },
+      });
+      const logger = new CollectingLogger();
+      w = await startWebhookApp({
+        adapter: 'express',
+        logger,
+        payment: { baseUrl: stub.url, clientId: 'cid_review', clientSecret: 'csec_review_secret_value' },
+        extraProviders: [RefundingHandler],
+      });
+      const res = await postWebhook(w.url, event);
+      expect(res.status).toBe(500);
+      expect(stub.calls(`/payment/${trxId}/refund`).length).toBeGreaterThan(0);
+      const metrics = await otel.collect();
+      const spans = otel.spans();
+      const texts = telemetryTexts(metrics, spans);
+      // spans and their exceptions keep the code only
+      expect(texts.filter((t) => t.includes('Ivan Petrov'))).toEqual([]);
+      // the handler's log line neither
+      const leaking = logger.rendered.filter((l) => l.includes('Ivan Petrov'));
+      expect(leaking).toEqual([]);
+      const line = logger.rendered.find((l) => l.includes('RefundingHandler.onSucceeded failed on payment.succeeded'));
+      expect(line).toContain('PaymentValidationError PAY_4000 (HTTP 400)');
+      expect(line).toContain('at '); // the stack's frames stay: where the handler called the client
+    } finally {
+      await stub.stop();
+    }
   });
 
   it('a handler failure whose claim cannot be released (the store went down meanwhile) is still one line, saying so', async () => {
