@@ -42,14 +42,14 @@ describe('queue mode: dead letters', () => {
     await redis?.stop();
   });
 
-  /** Posts an event whose handler always fails and waits until it is a dead letter. */
-  async function deadLetterOf(account = 'default') {
+  /** Posts an event whose handler always fails to `app` (the suite's by default) and waits until it is a dead letter. */
+  async function deadLetterOf(account = 'default', app: QueueApp = q) {
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
-    q.handlers.failing.add(id);
+    app.handlers.failing.add(id);
     const path = account === 'default' ? 'payments/webhook' : `payments/${account}/webhook`;
-    expect(await postWebhook(q.url, event, { path })).toMatchObject({ status: 200, json: { received: true, queued: true } });
-    await waitFor(`${id} is a dead letter`, async () => (await q.deadLetters.get(id, account)) !== undefined);
+    expect(await postWebhook(app.url, event, { path })).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await waitFor(`${id} is a dead letter`, async () => (await app.deadLetters.get(id, account)) !== undefined);
     return { event, id };
   }
 
@@ -217,11 +217,7 @@ describe('queue mode: dead letters', () => {
   it('the one delivery of an event whose dead letter was discarded a moment ago queues it and is acknowledged (queueAttempts 1)', async () => {
     const app = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'one-attempt-discard:', queueAttempts: 1 } });
     try {
-      const event = envelope('payment.succeeded');
-      const id = event.eventId as string;
-      app.handlers.failing.add(id);
-      expect(await postWebhook(app.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
-      await waitFor(`${id} is a dead letter`, async () => (await app.deadLetters.get(id)) !== undefined);
+      const { event, id } = await deadLetterOf('default', app);
       expect(await app.deadLetters.discard(id)).toBe(true);
       app.handlers.failing.delete(id);
       // the portal's re-trigger, the only delivery there is: it queues the event again
@@ -412,11 +408,7 @@ describe('queue mode: dead letters', () => {
     // a second app with its own key prefix, so it has its own queue; the trim runs every second
     const short = await startQueueApp(redis.url, { payment: { redisKeyPrefix: 'short-retention:', queueDeadLetterRetentionMs: 1000 } });
     try {
-      const event = envelope('payment.succeeded');
-      const id = event.eventId as string;
-      short.handlers.failing.add(id);
-      expect(await postWebhook(short.url, event)).toMatchObject({ status: 200, json: { queued: true } });
-      await waitFor('the event is a dead letter', async () => (await short.deadLetters.get(id)) !== undefined);
+      const { event, id } = await deadLetterOf('default', short);
       const letter = (await short.deadLetters.get(id))!;
       expect(letter.expiresAt.getTime() - letter.failedAt.getTime()).toBe(1000);
       // BullMQ itself trims failed jobs only when another job fails: none does here
