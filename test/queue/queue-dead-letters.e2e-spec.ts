@@ -192,7 +192,7 @@ describe('queue mode: dead letters', () => {
   });
 
   it('of copies arriving together (in one millisecond, on one or several instances) only the one that queued the event is acknowledged while its one attempt is its last', async () => {
-    const payment = { redisKeyPrefix: 'one-attempt:', queueAttempts: 1 };
+    const payment = { redisKeyPrefix: 'one-attempt-copies:', queueAttempts: 1 };
     const app = await startQueueApp(redis.url, { payment });
     const web = await startQueueApp(redis.url, { payment: { ...payment, queueWorker: false } });
     try {
@@ -308,6 +308,8 @@ describe('queue mode: dead letters', () => {
         quick.handlers.failing.add(id);
         expect(await postWebhook(quick.url, event)).toMatchObject({ status: 200, json: { received: true, queued: true } });
         await waitFor(`${id} is a dead letter`, async () => (await quick.deadLetters.get(id)) !== undefined);
+        // its announcement may come a moment after the failed set has it: counted before the replays
+        await waitFor(`${id} was announced`, () => quick.listener!.received.some((letter) => letter.eventId === id));
         const announced = quick.listener!.received.length;
         const replays = await Promise.all([quick.deadLetters.replay(id), quick.deadLetters.replay(id), quick.deadLetters.discard(id)]);
         expect(replays.filter(Boolean)).toHaveLength(1);
