@@ -332,10 +332,18 @@ export class PaymentServiceSimulator {
     return this.waitForDeliveries(opts);
   }
 
-  /** Printed (`util.inspect(sim)`, a console), it shows where it listens and which merchants it has, never their secrets. */
-  [inspect.custom](): string {
+  /**
+   * Serialised (a JSON logger, `JSON.stringify`): where it listens and which merchants it has,
+   * never their secrets or the request log (its parts hold both).
+   */
+  toJSON(): { url: string; merchants: Array<{ merchantId: number; mode: SimulatedMode }> } {
     const url = this.server.started ? this.server.url : 'not started';
-    const merchants = [...this.state.merchants.values()].map((m) => `${m.settings.merchantId} (${m.settings.mode})`);
-    return `PaymentServiceSimulator { url: ${url}, merchants: [${merchants.join(', ')}] }`;
+    return { url, merchants: [...this.state.merchants.values()].map(({ settings }) => ({ merchantId: settings.merchantId, mode: settings.mode })) };
+  }
+
+  /** Printed (`util.inspect(sim)`, a console): the same as {@link toJSON}. */
+  [inspect.custom](): string {
+    const { url, merchants } = this.toJSON();
+    return `PaymentServiceSimulator { url: ${url}, merchants: [${merchants.map((m) => `${m.merchantId} (${m.mode})`).join(', ')}] }`;
   }
 }

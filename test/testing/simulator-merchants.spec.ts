@@ -244,4 +244,14 @@ describe('PaymentServiceSimulator with several merchants', () => {
     expect(shown).toContain(sim.url);
     expect(shown).not.toMatch(/sandbox-secret|whsec_sandbox/);
   });
+
+  it('serialises (JSON loggers, JSON.stringify) to the URL and merchant ids only, never a secret or logged request', async () => {
+    sim = new PaymentServiceSimulator({ merchants: [A, C] });
+    expect(JSON.parse(JSON.stringify({ sim }))).toEqual({ sim: { url: 'not started', merchants: [{ merchantId: 1, mode: 'sandbox' }, { merchantId: 3, mode: 'live' }] } });
+    await sim.start();
+    await tokenOf(sim, A); // the request log now holds a client secret
+    const json = JSON.stringify(sim);
+    expect(JSON.parse(json)).toEqual({ url: sim.url, merchants: [{ merchantId: 1, mode: 'sandbox' }, { merchantId: 3, mode: 'live' }] });
+    expect(json).not.toMatch(/secret-a|secret-c|whsec_/);
+  });
 });
