@@ -17,7 +17,7 @@ export interface MemoryWebhookEventStoreOptions {
 const DEFAULT_MEMORY_STORE_MAX_ENTRIES: number = PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries;
 
 /**
- * How many live claims eviction may step over before it gives up and evicts one.
+ * How many live claims eviction may step over before it lets the store grow instead.
  * Keeps every operation O(1) even when the oldest entries are all in flight.
  */
 const LIVE_CLAIM_SKIP_LIMIT = 64;
@@ -42,12 +42,11 @@ const IN_FLIGHT: WebhookClaimResult = Object.freeze({ outcome: 'in-flight' });
  * re-inserting a key on use turns it into an O(1) LRU list. Expired entries are
  * dropped lazily: when their key is used again, or when eviction reaches them.
  *
- * A live in-flight claim is not evicted while there is anything else to evict:
- * eviction moves such a claim to the recent end and tries the next entry. Only
- * when the 64 oldest entries are all live claims (more than 64 deliveries in
- * flight in a full store) is the oldest claim evicted; its event may then run
- * again on a concurrent delivery, so size `maxEntries` well above the number of
- * webhooks you expect in flight at once.
+ * A live in-flight claim is never evicted (a copy of its event would be claimed
+ * and run again): eviction moves it to the recent end and tries the next entry.
+ * When the oldest 64 entries (or all of them) are live claims, the store holds
+ * one more instead; it exceeds `maxEntries` by at most the deliveries in flight
+ * (each holds its request open) and comes back within it as they finish.
  * @publicApi
  */
 export class MemoryWebhookEventStore implements WebhookEventStore {
@@ -167,14 +166,15 @@ export class MemoryWebhookEventStore implements WebhookEventStore {
     this.#entries.set(key, entry);
   }
 
-  /** Frees one slot when the store is full. */
+  /** Frees one slot when the store is full (more when it grew past the bound), never a live claim's. */
   #makeRoom(now: number): void {
+    // each entry looked at once at most: the skipped ones come round again at the recent end
+    const skipLimit = Math.min(LIVE_CLAIM_SKIP_LIMIT, this.#entries.size);
     let skips = 0;
-    while (this.#entries.size >= this.maxEntries) {
+    while (this.#entries.size >= this.maxEntries && skips < skipLimit) {
       const [oldestKey, oldest] = this.#oldest();
       this.#entries.delete(oldestKey);
-      const liveClaim = oldest.token !== undefined && oldest.expiresAt > now;
-      if (liveClaim && skips < LIVE_CLAIM_SKIP_LIMIT) {
+      if (oldest.token !== undefined && oldest.expiresAt > now) {
         skips++;
         this.#entries.set(oldestKey, oldest);
       }

@@ -102,11 +102,38 @@ describe('MemoryWebhookEventStore', () => {
     await expect(store.claim('p1', LEASE_MS)).resolves.toEqual({ outcome: 'processed' });
   });
 
-  it('stays within the bound when every entry is a live claim', async () => {
+  it('never evicts a live claim (its event would run twice): past the bound by the deliveries in flight, back within it as they finish', async () => {
     const { store } = storeWithClock(100);
-    for (let i = 0; i < 500; i++) await store.claim(`live_${i}`, LEASE_MS);
+    const tokens: string[] = [];
+    for (let i = 0; i < 500; i++) {
+      const claimed = await store.claim(`live_${i}`, LEASE_MS);
+      if (claimed.outcome !== 'claimed') throw new Error('setup');
+      tokens.push(claimed.claimToken);
+    }
+    // was 100: the 400 oldest claims were forgotten, and a copy of each was claimed and run again
+    expect(store.size).toBe(500);
+    for (let i = 0; i < 500; i++) await expect(store.claim(`live_${i}`, LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    for (let i = 0; i < 500; i++) await store.complete(`live_${i}`, tokens[i]!, DAY_MS);
+    await claimAndComplete(store, 'after');
     expect(store.size).toBe(100);
-    await expect(store.claim('live_499', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+  });
+
+  it('with a bound smaller than the deliveries in flight, each copy of a running event is still in flight', async () => {
+    const { store } = storeWithClock(2);
+    for (const key of ['a', 'b', 'c']) expect((await store.claim(key, LEASE_MS)).outcome).toBe('claimed');
+    // was 'claimed' for each: 64 skips cycled over the same 2 claims, then evicted one
+    for (const key of ['a', 'b', 'c']) await expect(store.claim(key, LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+  });
+
+  it('a lapsed claim taken back by its renewal (extend) does not evict a running one', async () => {
+    const { store, clock } = storeWithClock(2);
+    const slow = await store.claim('slow', 1000);
+    if (slow.outcome !== 'claimed') throw new Error('setup');
+    clock.now += 1000;
+    await store.claim('x', LEASE_MS);
+    await store.claim('y', LEASE_MS); // 'slow' expired: evicted to make room
+    await expect(store.extend('slow', slow.claimToken, LEASE_MS)).resolves.toBe(true);
+    for (const key of ['x', 'y', 'slow']) await expect(store.claim(key, LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
   });
 
   it('never exceeds the bound over many distinct ids (a duplicate still dedupes while remembered)', async () => {
