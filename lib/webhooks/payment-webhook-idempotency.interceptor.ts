@@ -15,6 +15,7 @@ import { lastValueFrom, Observable } from 'rxjs';
 import { describeError } from '../common/error-message.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
+import { signatureReplayWindowMs } from '../config/payment-options.validation.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
@@ -111,6 +112,9 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       const defaults = accountDeduplicationSettings(registered.options);
       const own = settings.own;
       const dedupe = { ...defaults, ...definedOf({ leaseMs: own?.leaseMs, retentionMs: own?.retentionMs, completeAttempts: own?.completeAttempts, maxLeaseRenewalMs: own?.maxLeaseRenewalMs }) };
+      // the account's own replay window: its signature guard takes a copy that long
+      const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs, signatureReplayWindowMs(registered.options.webhookToleranceSeconds), account);
+      if (problem !== undefined) throw routeMisconfigured(this.logger, problem, settings.route);
       byAccount.set(account, (claims = { deduplicator, dedupe }));
     }
     return claims;
@@ -172,7 +176,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         maxLeaseRenewalMs: merged.maxLeaseRenewalMs ?? DEFAULT_MAX_LEASE_RENEWAL_MS,
       };
       const route = routeNameOf(context);
-      const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs);
+      const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs, (this.options as ModuleWebhookIdempotencyDefaults).minRetentionMs);
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
       if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
       settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route });
@@ -182,13 +186,16 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     return settings;
   }
 
-  /** Why a route's retention cannot work with its lease or the signature's replay window, if it cannot. */
-  private retentionProblem(leaseMs: number, retentionMs: number): string | undefined {
+  /**
+   * Why a route's retention cannot work with its lease or the signature's replay window
+   * (`minRetentionMs`: the default account's, or `account`'s), if it cannot.
+   */
+  private retentionProblem(leaseMs: number, retentionMs: number, minRetentionMs: number | undefined, account?: string): string | undefined {
     if (retentionMs < leaseMs) return `the idempotency retentionMs (${retentionMs}) must be at least its leaseMs (${leaseMs})`;
-    const minRetentionMs = (this.options as ModuleWebhookIdempotencyDefaults).minRetentionMs;
     if (minRetentionMs !== undefined && retentionMs < minRetentionMs) {
+      const of = account === undefined ? '' : ` of account ${account}`;
       return (
-        `the idempotency retentionMs (${retentionMs}) must be at least twice webhookToleranceSeconds (${minRetentionMs} ms): ` +
+        `the idempotency retentionMs (${retentionMs}) must be at least twice webhookToleranceSeconds${of} (${minRetentionMs} ms): ` +
         'a copy of a signed delivery passes the signature guard that long, and would run the handler again once its key is forgotten'
       );
     }

@@ -9,6 +9,7 @@ import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
+import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { Redis } from 'ioredis';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
@@ -82,6 +83,17 @@ class EuWebhooksController {
     return { received: true };
   }
 
+  /** Keeps ids an hour: enough for the default account's replay window (10 minutes), not for eu's (2 hours). */
+  @Post('short-retention')
+  @HttpCode(200)
+  @UseGuards(EuSignatureGuard, EuEnvelopeGuard)
+  @WebhookIdempotencyKey((request: PaymentWebhookRequest) => getVerifiedPaymentWebhookEvent(request)?.eventId, { retentionMs: HOUR })
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  shortRetention(@Req() request: PaymentWebhookRequest) {
+    runs.push(`short:${getVerifiedPaymentWebhookEvent(request)!.eventId}`);
+    return { received: true };
+  }
+
   @Post('receiver')
   @HttpCode(200)
   receive(@Req() request: PaymentWebhookRequest) {
@@ -123,7 +135,17 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
       payment: { webhookRoute: false, webhookRetentionMs: HOUR },
       extraImports: [
         // eu keeps processed ids 2 days, the default account 1 hour: a host route claims eu's events for eu's 2 days
-        PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: EU_SECRET, webhookRoute: false, redisUrl: redis.url, redisKeyPrefix: `blocks-${adapter}:`, webhookRetentionMs: 2 * DAY }),
+        // and accepts a signed delivery for an hour (its replay window: 2 hours)
+        PaymentModule.forRoot({
+          account: 'eu',
+          baseUrl: 'http://127.0.0.1:9',
+          webhookSecret: EU_SECRET,
+          webhookRoute: false,
+          redisUrl: redis.url,
+          redisKeyPrefix: `blocks-${adapter}:`,
+          webhookRetentionMs: 2 * DAY,
+          webhookToleranceSeconds: 3600,
+        }),
         PaymentModule.forRoot({ account: 'uk', baseUrl: 'http://127.0.0.1:9', webhookRoute: false }),
       ],
       controllers: [EuWebhooksController],
@@ -179,6 +201,17 @@ describe.each(ADAPTERS)('building blocks on the routes of a named account (%s)',
     expect(answer.json).toMatchObject({ statusCode: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
     expect(runs).not.toContain(`mistyped:${event.eventId}`);
     expect(logger.lines.some((line) => line.level === 'error' && line.message.includes("'EU'") && line.message.includes('eu'))).toBe(true);
+  });
+
+  it("a route's own retentionMs shorter than a named account's replay window is refused for its events (500 WEBHOOK_ROUTE_MISCONFIGURED), never run", async () => {
+    const event = envelope('payment.succeeded');
+    const answer = await postWebhook(app.url, event, { path: 'eu/short-retention', secret: EU_SECRET });
+    // was 200, and a copy of the same signed bytes an hour later (within eu's tolerance) ran it again
+    expect(answer.status).toBe(500);
+    expect(answer.json).toMatchObject({ code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
+    expect(runs).not.toContain(`short:${event.eventId}`);
+    const line = logger.lines.find((l) => l.level === 'error' && l.message.startsWith('EuWebhooksController.shortRetention:'));
+    expect(line?.message).toContain(`the idempotency retentionMs (${HOUR}) must be at least twice webhookToleranceSeconds of account eu (${2 * HOUR} ms)`);
   });
 
   it("an account without a webhook secret or credentials names its own variables (PAYMENT_UK_*), not the default account's", async () => {
