@@ -9,6 +9,7 @@ import { clientErrorSummary } from './client-error-summary.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
 import { endSpan } from './payment-handler.tracing.js';
+import { RepeatableWarnings } from './repeatable-warnings.js';
 import { telemetryFailed } from './telemetry-fault.js';
 
 /** Outcome of a non-2xx answer to a verified event, by its code. */
@@ -47,7 +48,8 @@ type LogLevel = 'debug' | 'warn' | 'error';
  *   context (so under the host's HTTP span when it has HTTP instrumentation), made active
  *   while the handlers run, ended with the outcome;
  * - one log line per non-2xx answer: `debug` while the request is not trusted (nobody can
- *   flood `warn` by sending garbage), `warn`/`error` once it carries the service's signature;
+ *   flood `warn` by sending garbage), `warn`/`error` once it carries the service's signature
+ *   (a `warn` that a replayed capture would repeat: at most 10 a minute per kind);
  *   the first 5xx refusal of an untrusted request (a missing secret) at `error`.
  *
  * With no OpenTelemetry SDK registered nothing is allocated: no attributes, spans or closures.
@@ -59,6 +61,8 @@ export class WebhookDeliveryTelemetry {
   private readonly refusalCounts = new Map<string, { unsaid: number; saidAt: number }>();
   /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
   private parserLimitLogged = false;
+  /** Warnings a replayed capture would repeat: at most one a minute per kind at `warn`. */
+  private readonly repeatable = new RepeatableWarnings();
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
 
@@ -113,7 +117,10 @@ export class WebhookDeliveryTelemetry {
     this.record('rejected', code, undefined, startedAt);
     // a signed body refused for its envelope: its id and type where they are well formed
     const named = error instanceof PaymentWebhookHttpException && error.error instanceof WebhookInvalidEnvelopeError ? error.error.event : undefined;
-    if (log) this.log(this.rejectionLevel(code), 'rejected', status, code, named, error);
+    if (log) {
+      const { level, note } = this.rejectionLevel(code);
+      this.log(level, 'rejected', status, code, named, error, note);
+    }
     if (code === PaymentWebhookErrorCode.SIGNATURE_MISMATCH || code === PaymentWebhookErrorCode.TIMESTAMP_OUT_OF_TOLERANCE) this.countRefusal(code);
     return error;
   }
@@ -155,10 +162,10 @@ export class WebhookDeliveryTelemetry {
    */
   refusedByBodyParser(status: number, code: string, signed: boolean): void {
     this.record('rejected', code, undefined, undefined);
-    let level: LogLevel = signed ? 'warn' : 'debug';
+    let { level, note } = signed ? this.repeatable.level(`parser ${code}`) : { level: 'debug' as LogLevel, note: '' };
     // our words, never the parser's message: a JSON parser quotes the (unverified) body
     let reason = `the body parser refused it (${PARSER_REFUSALS[code] ?? 'the request could not be read'})`;
-    if (signed) reason += '; the signature is valid';
+    if (signed) reason += `; the signature is valid${note}`;
     if (code === PaymentWebhookErrorCode.BODY_TOO_LARGE && !this.parserLimitLogged) {
       this.parserLimitLogged = true;
       level = 'warn';
@@ -171,15 +178,23 @@ export class WebhookDeliveryTelemetry {
 
   /**
    * A refusal that is our side's fault (no secret configured, a bug) must be seen: `error` for
-   * the first one, `debug` after it, since anyone can send requests to the route.
+   * the first one, `debug` after it, since anyone can send requests to the route. A signed body
+   * refused for its content: `warn` (a replay of it at most once a minute).
    */
-  private rejectionLevel(code: string): LogLevel {
+  private rejectionLevel(code: string): { level: LogLevel; note: string } {
     if (OWN_FAULT_CODES.has(code)) {
-      if (this.serverRejectionLogged) return 'debug';
+      const level = this.serverRejectionLogged ? 'debug' : 'error';
       this.serverRejectionLogged = true;
-      return 'error';
+      return { level, note: '' };
     }
-    return SIGNED_BODY_CODES.has(code) ? 'warn' : 'debug';
+    return SIGNED_BODY_CODES.has(code) ? this.repeatable.level(code) : { level: 'debug', note: '' };
+  }
+
+  /** A signed event of the other environment, answered 2xx without dispatching: `warning` logged at `warn` (a replay of it at most once a minute). */
+  ignoredOtherEnvironment(warning: string): void {
+    const { level, note } = this.repeatable.level('environment');
+    if (level === 'warn') this.logger.warn(warning + note);
+    else this.logger.debug?.(warning);
   }
 
   /** A verified delivery answered 2xx (`handled`, `duplicate`, `queued`). */
@@ -199,10 +214,11 @@ export class WebhookDeliveryTelemetry {
     const { code, status } = answerOf(error);
     const outcome = OUTCOME_BY_CODE[code] ?? 'failed';
     this.record(outcome, code, event.eventType, startedAt);
-    const level: LogLevel = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? 'warn' : 'error';
+    // a copy of a running event, a reconciliation read while the service is down: a replay repeats them
+    const { level, note } = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? this.repeatable.level(code) : { level: 'error' as LogLevel, note: '' };
     // in the delivery's one line: its copies meet the claim (409) until the lease lapses
     const held = claimNotReleased === undefined ? '' : `; its claim could not be released (${this.#redact(claimNotReleased)}): copies are answered 409 until its lease lapses`;
-    const reason = this.log(level, outcome, status, code, event, error, held);
+    const reason = this.log(level, outcome, status, code, event, error, held + note);
     if (span === undefined) return;
     try {
       span.setAttribute(PaymentSpanAttribute.OUTCOME, outcome);

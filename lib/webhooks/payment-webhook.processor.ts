@@ -155,13 +155,13 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
   }
 
 
-  /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator. */
+  /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator (a replay of it at most once a minute at `warn`). */
   private warnOtherEnvironment(event: AnyPaymentEvent): void {
     // signed with this account's secret: more often the account's environment setting is wrong than the event
     const check = this.live
       ? 'if the account really is live, this is a sandbox event sent to its URL'
       : `if the account is live, set ${paymentEnvName('environment', this.account)}=live (option environment: 'live')`;
-    this.logger.warn(
+    this.telemetry.ignoredOtherEnvironment(
       `Ignored ${event.eventType} event ${event.eventId}: signed for account ${this.account} (${this.live ? 'live' : 'sandbox'}) ` +
         `but its environment is ${JSON.stringify(event.environment)}; answered 2xx without dispatching. Check the setting: ${check}`,
     );

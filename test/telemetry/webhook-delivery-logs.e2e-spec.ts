@@ -12,7 +12,8 @@ import { ClientStubServer } from '../support/client-stub-server.js';
 import { counterPoints, disableOtelGlobals, registerTestOtel, telemetryTexts, type TestOtel } from '../support/otel-sdk.js';
 import { startRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
-import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
+import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
 /** A host route that hands the receiver its parsed body instead of the request. */
 @Controller('body-hook')
@@ -281,20 +282,34 @@ describe('webhook delivery log lines', () => {
     expect(logger.lines.filter((l) => l.level === 'error' && l.message.includes('was given no HTTP request'))).toHaveLength(1);
   });
 
-  it('a delivery of an event already in flight logs one warn line', async () => {
+  it('a delivery of an event already in flight logs one warn line; of 20 copies replayed meanwhile (the same signed bytes), 10 a minute at warn, the rest at debug', async () => {
     const logger = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger });
     const event = envelope();
+    const raw = JSON.stringify(event);
+    const signature = createWebhookSignatureHeader(raw, WEBHOOK_SECRET); // captured once
     let release!: () => void;
     w.handlers.gate = new Promise<void>((resolve) => (release = resolve));
-    const first = postWebhook(w.url, event);
+    const first = postWebhook(w.url, raw, { signature });
     await waitFor('the first delivery entered its handler', () => w.handlers.entered > 0);
-    expect((await postWebhook(w.url, event)).status).toBe(409);
+    for (let i = 0; i < 20; i++) expect((await postWebhook(w.url, raw, { signature })).status).toBe(409);
     release();
     expect((await first).status).toBe(200);
-    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([
-      ['warn', `Webhook delivery in_flight, answered 409 WEBHOOK_EVENT_IN_FLIGHT: eventId=${event.eventId} eventType=payment.succeeded account=default; This event is being processed by another delivery; retry later`],
-    ]);
+    const line = `Webhook delivery in_flight, answered 409 WEBHOOK_EVENT_IN_FLIGHT: eventId=${event.eventId} eventType=payment.succeeded account=default; This event is being processed by another delivery; retry later`;
+    // was 20 warn lines: anyone holding one capture could flood warn while a handler runs
+    expect(deliveries(logger).map((l) => [l.level, l.message])).toEqual([...Array.from({ length: 10 }, () => ['warn', line]), ...Array.from({ length: 10 }, () => ['debug', line])]);
+  });
+
+  it('an event of the other environment replayed 20 times (the same signed bytes): 10 warn lines a minute, the rest at debug', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger }); // a sandbox account
+    const event = envelope('payment.succeeded', { environment: 'production' });
+    const raw = JSON.stringify(event);
+    const signature = createWebhookSignatureHeader(raw, WEBHOOK_SECRET);
+    for (let i = 0; i < 20; i++) expect((await postWebhook(w.url, raw, { signature })).json).toEqual({ received: true, ignored: 'environment' });
+    const ignored = logger.lines.filter((l) => l.message.startsWith(`Ignored payment.succeeded event ${event.eventId}`));
+    // was 20 warn lines
+    expect(ignored.map((l) => l.level)).toEqual([...Array.from({ length: 10 }, () => 'warn'), ...Array.from({ length: 10 }, () => 'debug')]);
   });
 
   it('an unreachable event store: 503, one error line without the Redis password, counted as unavailable', async () => {

@@ -45,6 +45,34 @@ describe('WebhookDeliveryTelemetry log lines', () => {
     }
   });
 
+  it('says a warning a replayed delivery repeats (a copy in flight, the other environment, a signed bad envelope) at most 10 times a minute per kind, then with the count of those at debug', async () => {
+    const { jest } = await import('@jest/globals');
+    const { WebhookEventInFlightError, WebhookInvalidEnvelopeError } = await import('../../lib/webhooks/payment-webhook.errors.js');
+    jest.useFakeTimers();
+    try {
+      const logger = new CollectingLogger();
+      const telemetry = new WebhookDeliveryTelemetry('eu', logger);
+      const inFlight = () => telemetry.failed(event, new PaymentWebhookHttpException(new WebhookEventInFlightError()), performance.now());
+      for (let i = 0; i < 14; i++) inFlight();
+      for (let i = 0; i < 3; i++) telemetry.ignoredOtherEnvironment('Ignored payment.succeeded event evt_1');
+      telemetry.rejected(new PaymentWebhookHttpException(new WebhookInvalidEnvelopeError({ eventType: ['must be a string'] })), performance.now());
+      jest.advanceTimersByTime(59_000);
+      inFlight();
+      jest.advanceTimersByTime(1_000);
+      inFlight();
+      const warnings = logger.messages('warn');
+      expect(warnings.filter((m) => m.includes('in_flight'))).toEqual([
+        ...Array.from({ length: 10 }, () => expect.stringMatching(/^Webhook delivery in_flight, answered 409 WEBHOOK_EVENT_IN_FLIGHT: eventId=evt_1 .*retry later$/)),
+        expect.stringMatching(/retry later \(5 more like it before this were logged at debug: a replayed delivery repeats them, so at most 10 a minute at warn\)$/),
+      ]);
+      expect(warnings.filter((m) => m.startsWith('Ignored'))).toEqual(Array.from({ length: 3 }, () => 'Ignored payment.succeeded event evt_1'));
+      expect(warnings.filter((m) => m.includes('WEBHOOK_INVALID_ENVELOPE'))).toHaveLength(1);
+      expect(logger.messages('debug')).toHaveLength(5);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('counts signed deliveries outside the replay window the same way, apart from bad signatures: a skewed clock must not go unsaid', async () => {
     const { jest } = await import('@jest/globals');
     const { WebhookSignatureMismatchError, WebhookTimestampOutOfToleranceError } = await import('../../lib/webhooks/payment-webhook.errors.js');
