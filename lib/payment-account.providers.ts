@@ -48,7 +48,7 @@ export interface PaymentAccountDefinition {
 export function createPaymentAccountProviders(account: string, extras: PaymentModuleExtras): PaymentAccountDefinition {
   const optionsToken = getPaymentOptionsToken(account);
   const clientToken = getPaymentGatewayToken(account);
-  const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators, extras.webhookClassDecorators);
+  const route = extras.webhookRoute === false ? undefined : createPaymentWebhookRoute(extras.webhookDecorators, extras.webhookClassDecorators, account);
   const providers: Provider[] = [
     { provide: PAYMENT_ACCOUNT_MODULE, useValue: account },
     {

@@ -51,6 +51,7 @@ const NO_ROUTE = 'no route (no webhook secret)';
 export function createPaymentWebhookRoute(
   decorators: readonly MethodDecorator[] = [],
   classDecorators: readonly ClassDecorator[] = [],
+  account?: string,
 ): {
   controller: Type<unknown>;
   providers: Provider[];
@@ -67,13 +68,22 @@ export function createPaymentWebhookRoute(
       return this.webhooks.process(request);
     }
   }
-  if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators);
+  if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators, account);
   // after the method's, as TypeScript orders them; for hosts whose guards read the class
   // (`reflector.get(KEY, context.getClass())`) and for class-only decorators
   let controller: Type<unknown> = PaymentWebhookController;
   if (classDecorators.length > 0) {
     const handler = PaymentWebhookController.prototype.receive;
-    for (const decorate of classDecorators) controller = (decorate(controller) as Type<unknown> | void) ?? controller;
+    for (const [index, decorate] of classDecorators.entries()) {
+      const returned: unknown = decorate(controller);
+      if (returned === undefined) continue;
+      // a class decorator returns the class, or one built over it; another function is a factory's decorator
+      const prototype: unknown = typeof returned === 'function' ? returned.prototype : undefined;
+      if (prototype !== controller.prototype && !(typeof prototype === 'object' && controller.prototype.isPrototypeOf(prototype))) {
+        throw uncalledFactory('webhookClassDecorators', index, account);
+      }
+      controller = returned as Type<unknown>;
+    }
     // one that wraps the class's methods (or returns a subclass overriding `receive`) must not
     // drop the route's status, version and the `webhookDecorators` guards with them
     const wrapper: unknown = (controller.prototype as PaymentWebhookController).receive;
@@ -188,15 +198,26 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
  * guards and interceptors apply to the route, and a decorator that wraps the method (tracing,
  * auditing) has its wrapper called. A wrapper gets the metadata of the method it replaced.
  */
-function applyRouteDecorators(prototype: object, decorators: readonly MethodDecorator[]): void {
+function applyRouteDecorators(prototype: object, decorators: readonly MethodDecorator[], account: string | undefined): void {
   const original = Object.getOwnPropertyDescriptor(prototype, 'receive')!;
   let descriptor: PropertyDescriptor = { ...original };
-  for (const decorate of decorators) {
-    descriptor = (decorate(prototype, 'receive', descriptor) as PropertyDescriptor | void) ?? descriptor;
+  for (const [index, decorate] of decorators.entries()) {
+    const returned: unknown = decorate(prototype, 'receive', descriptor);
+    // a method decorator returns a descriptor or nothing; a function is what a factory given uncalled returns
+    if (typeof returned === 'function') throw uncalledFactory('webhookDecorators', index, account);
+    if (returned !== undefined) descriptor = returned as PropertyDescriptor;
   }
   const wrapper: unknown = descriptor.value;
   if (typeof wrapper === 'function' && wrapper !== original.value) copyMissingMetadata(original.value, wrapper);
   Object.defineProperty(prototype, 'receive', descriptor);
+}
+
+/** `[Public]` for `[Public()]`: it would be dropped without a word (method) or fail the boot with a bare TypeError (class). */
+function uncalledFactory(option: string, index: number, account: string | undefined): PaymentConfigurationError {
+  return new PaymentConfigurationError(
+    [`option '${option}'[${index}] returned a function instead of applying itself: a decorator factory given uncalled? Call it (Public(), not Public)`],
+    account,
+  );
 }
 
 /** Gives a wrapper the metadata of the method it replaced (what it set itself wins). */

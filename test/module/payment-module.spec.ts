@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { inspect } from 'node:util';
 import { join } from 'node:path';
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable, Module, SetMetadata } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LazyModuleLoader } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
@@ -291,6 +291,32 @@ describe('PaymentModule configuration', () => {
       // no account given: the default account's, and the message says so
       expect((error as PaymentConfigurationError).account).toBe('default');
       expect((error as Error).message).toContain('PaymentModule configuration of the default account is invalid');
+    }
+  });
+
+  it('a decorator factory given uncalled (Public, not Public()) is a PaymentConfigurationError naming the option and index, on either list', () => {
+    const Public = () => SetMetadata('host:is-public', true);
+    const useFactory = () => ({ baseUrl: 'https://pay.example.com' });
+    const cases = [
+      // was accepted: the method list dropped it silently (the host's guard then refused every delivery 403)
+      { extras: { webhookDecorators: [Public(), Public as never] }, problem: "option 'webhookDecorators'[1]" },
+      // was a bare TypeError at boot
+      { extras: { webhookClassDecorators: [Public as never] }, problem: "option 'webhookClassDecorators'[0]" },
+    ];
+    for (const { extras, problem } of cases) {
+      for (const build of [() => PaymentModule.forRoot({ account: 'eu', ...extras }), () => PaymentModule.forRootAsync({ account: 'eu', useFactory, ...extras })]) {
+        let error: unknown;
+        try {
+          build();
+        } catch (e) {
+          error = e;
+        }
+        expect(error).toBeInstanceOf(PaymentConfigurationError);
+        expect(error).toMatchObject({
+          account: 'eu',
+          problems: [`${problem} returned a function instead of applying itself: a decorator factory given uncalled? Call it (Public(), not Public)`],
+        });
+      }
     }
   });
 
