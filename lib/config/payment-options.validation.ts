@@ -278,6 +278,8 @@ export function validatePaymentOptions(
   for (const key of ['clientId', 'clientSecret', 'redisKeyPrefix'] as const) {
     if (isQuoted(schema[key])) problems.push(`${describe(key)} is wrapped in quotes: give it without them (an env file's quotes are kept by some readers)`);
   }
+  // a Redis URL in the prefix's variable: its password would be in every key and the boot's log lines
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(schema.redisKeyPrefix ?? '')) problems.push(`${describe('redisKeyPrefix')} looks like a URL: a Redis URL goes in redisUrl (${paymentEnvSources('redisUrl', account)})`);
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
   if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\s\0]/.test(secret))) {
     problems.push(`${describe('webhookSecret')} has a secret with a space, line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);

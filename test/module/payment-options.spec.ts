@@ -351,6 +351,13 @@ describe('resolvePaymentOptions', () => {
     // a Redis key prefix in quotes: its keys would differ from every instance given it without them (deduplication split in two)
     const quotedPrefix = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { redisKeyPrefix: '"myapp:"' }));
     expect(quotedPrefix.problems).toEqual([expect.stringMatching(/redisKeyPrefix.* is wrapped in quotes: give it without them/)]);
+    // a Redis URL in the prefix's variable: was accepted, its password in every key and in the boot's key-prefix warning
+    const urlPrefix = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { redisKeyPrefix: 'redis://:pr3fix-pa55@cache:6379' }));
+    expect(urlPrefix.problems).toEqual([
+      "PAYMENT_REDIS_KEY_PREFIX (option 'redisKeyPrefix') looks like a URL: a Redis URL goes in redisUrl (PAYMENT_REDIS_URL)",
+    ]);
+    expect(urlPrefix.message).not.toContain('pr3fix-pa55');
+    expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { redisKeyPrefix: 'shop:eu:' }).redisKeyPrefix).toBe('shop:eu:');
     // a secret that merely starts or ends with a quote or bracket is a secret (random secrets do, often)
     for (const webhookSecret of ["whsec_8fK2'mQ", 'Zt9]pL0x', '{kS8#aa}x', '[a]b', "'ab"]) {
       expect(resolvePaymentOptions({ baseUrl: 'https://pay.example.com' }, { webhookSecret }).webhookSecrets).toEqual([webhookSecret]);
