@@ -43,6 +43,16 @@ async function resolvedFrom(module: Parameters<typeof Test.createTestingModule>[
   }
 }
 
+
+/** What `build` throws (`undefined` when it does not). */
+function thrownBy(build: () => unknown): unknown {
+  try {
+    build();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
 describe('PaymentModule configuration', () => {
   let restore: () => void;
   afterEach(() => restore?.());
@@ -253,12 +263,7 @@ describe('PaymentModule configuration', () => {
 
   it('forRootAsync() refuses what it would drop: an option beside the factory, a misspelt extra; forRoot(null) is forRoot()', () => {
     const useFactory = () => ({ baseUrl: 'https://pay.example.com' });
-    let error: unknown;
-    try {
-      PaymentModule.forRootAsync({ useFactory, reconcile: true, isGlobl: true, account: 'eu' } as never);
-    } catch (e) {
-      error = e;
-    }
+    const error = thrownBy(() => PaymentModule.forRootAsync({ useFactory, reconcile: true, isGlobl: true, account: 'eu' } as never));
     expect(error).toBeInstanceOf(PaymentConfigurationError);
     expect((error as PaymentConfigurationError).account).toBe('eu');
     expect((error as PaymentConfigurationError).problems).toEqual([
@@ -279,12 +284,7 @@ describe('PaymentModule configuration', () => {
       "option 'webhookRoute' must be true or false",
     ];
     for (const build of [() => PaymentModule.forRoot(wrong), () => PaymentModule.forRootAsync({ useFactory, ...wrong })]) {
-      let error: unknown;
-      try {
-        build();
-      } catch (e) {
-        error = e;
-      }
+      const error = thrownBy(build);
       // before: a bare "is not iterable" TypeError, and webhookRoute: 'false' kept the route
       expect(error).toBeInstanceOf(PaymentConfigurationError);
       expect([...(error as PaymentConfigurationError).problems].sort()).toEqual([...expected].sort());
@@ -305,12 +305,7 @@ describe('PaymentModule configuration', () => {
     ];
     for (const { extras, problem } of cases) {
       for (const build of [() => PaymentModule.forRoot({ account: 'eu', ...extras }), () => PaymentModule.forRootAsync({ account: 'eu', useFactory, ...extras })]) {
-        let error: unknown;
-        try {
-          build();
-        } catch (e) {
-          error = e;
-        }
+        const error = thrownBy(build);
         expect(error).toBeInstanceOf(PaymentConfigurationError);
         expect(error).toMatchObject({
           account: 'eu',
