@@ -43,7 +43,6 @@ async function resolvedFrom(module: Parameters<typeof Test.createTestingModule>[
   }
 }
 
-
 /** What `build` throws (`undefined` when it does not). */
 function thrownBy(build: () => unknown): unknown {
   try {
@@ -53,6 +52,7 @@ function thrownBy(build: () => unknown): unknown {
   }
   return undefined;
 }
+
 describe('PaymentModule configuration', () => {
   let restore: () => void;
   afterEach(() => restore?.());
