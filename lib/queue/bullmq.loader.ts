@@ -33,6 +33,8 @@ export interface BullJob<T> {
   /** Finished attempts (failed ones, plus the completing one). */
   readonly attemptsMade: number;
   readonly failedReason?: string;
+  /** Times the job was found stalled (its lock lapsed while active): BullMQ's `stc`. */
+  readonly stalledCounter?: number;
   /** Time the job was added, epoch ms. */
   readonly timestamp: number;
   /** Set when a worker took the job (again on each attempt). */

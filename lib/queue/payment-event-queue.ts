@@ -173,7 +173,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
   private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string): Promise<MetJob> {
     const mark = randomUUID();
     const read = () =>
-      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, mark, this.options.queueAttempts) as Promise<MetJob>;
+      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, mark, this.options.queueAttempts, this.options.queueMaxStalledCount) as Promise<MetJob>;
     const [, met] = await Promise.all([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), read()]);
     if (met !== MetJob.NoJob) return met;
     return this.options.queueAttempts > 1 ? MetJob.Other : read();

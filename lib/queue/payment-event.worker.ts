@@ -22,7 +22,7 @@ import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
 import { announceDeadLetter } from './dead-letter-announcement.js';
-import { foreignJobError, handBackNewerJob, OtherEnvironmentJobs } from './unrunnable-jobs.js';
+import { foreignJobError, handBackNewerJob, OtherEnvironmentJobs, stalledTooOftenError } from './unrunnable-jobs.js';
 import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
@@ -248,6 +248,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
           const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => {
             // the claim came after the attempt was given up as the store's: nothing runs (the key is released, a retry runs it)
             if (timedOut) return Promise.reject(new Error('the claim was answered after its attempt was given up'));
+            const stalled = stalledTooOftenError(this.bull, job, this.options.queueMaxStalledCount);
+            if (stalled !== undefined) return Promise.reject(stalled);
             handlersStarted = true;
             return this.dispatcher.dispatch(event).finally(() => {
               handlersDone = true;

@@ -43,6 +43,9 @@ export function paymentEventJobOptions(options: ResolvedPaymentOptions): BullJob
   };
 }
 
+/** BullMQ's own stall limit, out of reach: `queueMaxStalledCount` is the worker's to apply. */
+const BULLMQ_MAX_STALLED_COUNT = 1_000_000;
+
 /**
  * Options of the account's BullMQ worker. The stalled-job check runs every half lock, so a
  * job whose worker died is taken over 1 to 1.5 locks after its last renewal. BullMQ makes
@@ -65,8 +68,11 @@ export function paymentWorkerOptions(options: ResolvedPaymentOptions): Record<st
     concurrency: options.queueConcurrency,
     lockDuration,
     stalledInterval: Math.max(500, Math.floor(lockDuration / 2)),
-    // times a job may be found without a live lock (its worker died) and still be retried
-    maxStalledCount: options.queueMaxStalledCount,
+    // BullMQ would fail a job found stalled once too often when a worker next takes it, unrun and
+    // without asking the store, though a frozen worker may still be running it and go on to
+    // finish it (a dead letter of a handled event). The worker enforces queueMaxStalledCount
+    // itself once it holds the event's claim (see `stalledTooOftenError`).
+    maxStalledCount: BULLMQ_MAX_STALLED_COUNT,
     // wait after a Redis error before the worker's loop tries again (BullMQ's default is 15 s)
     runRetryDelay: 2000,
     // Seconds an idle worker's blocking wait for jobs lasts (a new job ends it at once; while a

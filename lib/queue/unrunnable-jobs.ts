@@ -19,6 +19,20 @@ export function foreignJobError(bull: BullMqModule, logger: LoggerService, accou
 }
 
 /**
+ * A job taken over more than `queueMaxStalledCount` times (BullMQ's `stc`: its workers died, or
+ * stopped renewing its lock, while running it), met with its event's claim free and unprocessed:
+ * the event likely kills its worker, so it becomes a dead letter, unrun. Asked only once the
+ * claim is held, so a frozen worker that recovers finishes the event instead (its claim was held).
+ */
+export function stalledTooOftenError(bull: BullMqModule, job: PaymentEventJob, maxStalledCount: number): Error | undefined {
+  const stalls = job.stalledCounter ?? 0;
+  if (stalls <= maxStalledCount) return undefined;
+  return new bull.UnrecoverableError(
+    `its workers stopped ${stalls} times while running it (queueMaxStalledCount is ${maxStalledCount}): left a dead letter, not run again`,
+  );
+}
+
+/**
  * A job of a later release's layout (a rolling upgrade): its delivery was answered 2xx, so it
  * must not fail, and this version cannot read it. Back to the queue for a while, unrun and
  * without using an attempt, for a worker that reads it.
