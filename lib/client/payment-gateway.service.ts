@@ -211,7 +211,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     check.throwIfInvalid('getRefund');
     const path = this.fillPath(this.options.endpoints.refundLookup, '{refund_uid}', refundUid);
     const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_refund', signal });
-    return this.readRecord(answer, 'refundUid', refundUid).record as RefundRecord;
+    return this.readRecord(answer, 'refundUid', refundUid, path).record as RefundRecord;
   }
 
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
@@ -253,7 +253,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     check.throwIfInvalid('getPayout');
     const path = this.fillPath(this.options.endpoints.payoutLookup, '{payout_uid}', payoutUid);
     const answer = await this.executor.execute({ method: 'GET', path, auth: 'cached', limit: 'money-movement', retry: 'safe', operation: 'get_payout', signal });
-    return this.readRecord(answer, 'payoutUid', payoutUid).record as PayoutRecord;
+    return this.readRecord(answer, 'payoutUid', payoutUid, path).record as PayoutRecord;
   }
 
   /**
@@ -326,9 +326,13 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    * the record (its ids tell the caller not to send again), except its `status`: that is the
    * envelope's own (`'success'`), not the record's.
    */
-  private readRecord(answer: ServiceAnswer, idField: Exclude<PaymentResponseField, 'status'>, knownId?: string) {
-    const statusFields = envelopeData(answer.body) !== undefined ? this.fields.status : this.flatStatusFields;
-    return readServiceRecord(answer.data, this.fields, idField, knownId, statusFields);
+  private readRecord(answer: ServiceAnswer, idField: Exclude<PaymentResponseField, 'status'>, knownId?: string, lookupPath?: string) {
+    const read = readServiceRecord(answer.data, this.fields, idField, knownId, envelopeData(answer.body) !== undefined ? this.fields.status : this.flatStatusFields);
+    // a lookup answered with another record: its status would be read as this one's (after a mayHaveReachedService error too)
+    if (lookupPath !== undefined && read.answeredId !== undefined && !sameServiceId(read.answeredId, knownId!)) {
+      throw this.unexpected('GET', lookupPath, `${idField} ${knownId} (it is about ${read.answeredId}; see responseFields.${idField})`);
+    }
+    return read;
   }
 
   /** After a 2xx the service acted: a missing id is logged, never thrown (it would look like a failure). */
@@ -340,11 +344,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   }
 
   private unexpected(method: string, path: string, expected: string): PaymentServerError {
-    return new PaymentServerError({
-      account: this.options.account,
-      code: PaymentClientErrorCode.UNEXPECTED_RESPONSE,
-      message: `${method} ${path} succeeded but the answer does not hold ${expected}`,
-      method, path,
-    });
+    const message = `${method} ${path} succeeded but the answer does not hold ${expected}`;
+    return new PaymentServerError({ account: this.options.account, code: PaymentClientErrorCode.UNEXPECTED_RESPONSE, message, method, path });
   }
 }

@@ -30,8 +30,6 @@ import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js'
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
-/** Calls whose 2xx with a body that is not JSON (a proxy's page) is an unknown outcome (`unreadable`), never resolved: it may not have reached the service. */
-const RECORD_CREATIONS: ReadonlySet<string | undefined> = new Set(['create_payment', 'refund_payment', 'create_payout']);
 
 export type TokenMode = 'cached' | 'fresh' | 'none';
 
@@ -172,7 +170,9 @@ export class PaymentRequestExecutor {
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;
-        const foreign = success && RECORD_CREATIONS.has(call.operation) && isForeignSuccessBody(answer.body, answer.jsonMediaType);
+        // a 2xx whose body is no JSON of the service's (a proxy's page) may not have reached it: an unknown
+        // outcome (`unreadable`), never resolved, for request() too (a subaccount payout); the token call reads its own
+        const foreign = success && call.operation !== 'token' && isForeignSuccessBody(answer.body, answer.jsonMediaType);
         // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
         if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, [token, ...held]);
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };

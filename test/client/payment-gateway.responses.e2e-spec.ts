@@ -189,6 +189,21 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(await client.getPayout('pyo_1')).toMatchObject({ payoutUid: 'pyo_1', status: 'SUCCESS' });
     });
 
+    it("a lookup answered with another record (its id differs) is UNEXPECTED_RESPONSE, not that record's status as this one's", async () => {
+      await start();
+      stub.answer('GET', '/refund/rfd_1', success({ refundUid: 'rfd_2', status: 'SUCCESS' }));
+      stub.answer('GET', '/payout/pyo_1', success({ payout_uid: 'pyo_2', status: 'SUCCESS' }));
+      stub.answer('GET', '/payout/7', success({ payoutUid: '007', status: 'SUCCESS' }));
+      // was resolved as rfd_2's / pyo_2's record: after a mayHaveReachedService error, another payout's SUCCESS read as this one's
+      expect(await rejectionOf(client.getRefund('rfd_1'))).toMatchObject({
+        code: 'UNEXPECTED_RESPONSE',
+        message: 'GET /refund/rfd_1 succeeded but the answer does not hold refundUid rfd_1 (it is about rfd_2; see responseFields.refundUid)',
+      });
+      expect(await rejectionOf(client.getPayout('pyo_1'))).toMatchObject({ code: 'UNEXPECTED_RESPONSE' });
+      // the same whole number is the same id
+      await expect(client.getPayout('7')).resolves.toMatchObject({ payoutUid: '007', status: 'SUCCESS' });
+    });
+
     it('an answer without data gives its ids but not the envelope status as the record status', async () => {
       await start();
       stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: { status: 'success', refund_uid: 'rfd_flat' } });
@@ -352,6 +367,19 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
         expect(error.message).toContain(`POST ${path} was answered 201, but its body is not the service's JSON`);
         expect(stub.calls(path, 'POST')).toHaveLength(1);
       }
+    });
+
+    it('request() likewise: a subaccount payout (not idempotent) is an unknown outcome, sent once; a read is asked again', async () => {
+      await start({ maxRetries: 1 });
+      const page = { status: 200, body: undefined, html: '<html>Session expired</html>' };
+      stub.answer('POST', '/subaccount/sa_1/payout', page);
+      stub.answer('GET', '/subaccount/sa_1', page, success({ id: 'sa_1' }));
+      // was resolved with the page as data: a payout that may never have reached the service recorded as done
+      const error = await rejectionOf(client.request({ method: 'POST', path: '/subaccount/sa_1/payout', body: { amount: '10', currency: 'USD' } }));
+      expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true });
+      expect(stub.calls('/subaccount/sa_1/payout', 'POST')).toHaveLength(1);
+      await expect(client.request({ method: 'GET', path: '/subaccount/sa_1' })).resolves.toMatchObject({ httpStatus: 200, data: { id: 'sa_1' } });
+      expect(stub.calls('/subaccount/sa_1', 'GET')).toHaveLength(2);
     });
   });
 
