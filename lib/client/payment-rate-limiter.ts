@@ -11,9 +11,21 @@ const WINDOW_MARGIN_MS = 50;
 
 /**
  * Call when the request's answer (or failure) arrived. Idempotent. `holdMs` keeps the
- * slot stamped that much later (a request given up on may still reach the service).
+ * slot stamped that much later (a request given up on may still reach the service);
+ * `pauseMs` holds every request of the bucket that long (the service asked for a pause).
  */
-export type RateLimitRelease = (holdMs?: number) => void;
+export type RateLimitRelease = (holdMs?: number, pauseMs?: number) => void;
+
+/**
+ * The pause a 429's `Retry-After` asks of its whole bucket: the other calls counted in it would
+ * only meet the same 429 (and spend their retries) before it ends. None past `maxMs`: the call
+ * fails at once then, and the others do not wait longer than a call would.
+ */
+export function rateLimitPauseMs(answer: { status: number; retryAfterSeconds: number | undefined } | undefined, maxMs: number): number {
+  if (answer?.status !== 429 || answer.retryAfterSeconds === undefined) return 0;
+  const pauseMs = answer.retryAfterSeconds * 1000;
+  return pauseMs > maxMs ? 0 : Math.max(0, pauseMs);
+}
 
 /**
  * Rolling-window limiter with a FIFO queue: at most `limit` requests in any window.
@@ -23,6 +35,8 @@ export type RateLimitRelease = (holdMs?: number) => void;
  */
 export class SlidingWindowLimiter {
   private readonly finishedAt: number[] = [];
+  /** No request goes out before this time (a 429's `Retry-After`). */
+  private pausedUntil = Number.NEGATIVE_INFINITY;
   private inFlight = 0;
   private readonly queue: Array<(release: RateLimitRelease) => void> = [];
   private pumping = false;
@@ -83,7 +97,7 @@ export class SlidingWindowLimiter {
   /** True when nothing is queued, in flight or inside the window (the limiter can be dropped). */
   isIdle(): boolean {
     this.prune(this.clock.now());
-    return this.queue.length === 0 && this.inFlight === 0 && this.finishedAt.length === 0;
+    return this.queue.length === 0 && this.inFlight === 0 && this.finishedAt.length === 0 && this.pausedUntil <= this.clock.now();
   }
 
   private async pump(): Promise<void> {
@@ -93,6 +107,10 @@ export class SlidingWindowLimiter {
       while (this.queue.length > 0) {
         const now = this.clock.now();
         this.prune(now);
+        if (now < this.pausedUntil) {
+          await this.sleepWhileQueued(this.pausedUntil - now);
+          continue;
+        }
         if (this.finishedAt.length + this.inFlight < this.limit) {
           this.inFlight++;
           this.queue.shift()!(this.makeRelease());
@@ -102,10 +120,7 @@ export class SlidingWindowLimiter {
           // Every slot is held by a request still running: its end starts the window.
           await new Promise<void>((resolve) => (this.releaseSignal = resolve));
         } else {
-          // not unref'd instead: a queued caller waits on this timer alone, a script would exit under it
-          const wait = (this.windowWait = new AbortController());
-          await this.clock.sleep(this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS - now, wait.signal);
-          if (this.windowWait === wait) this.windowWait = undefined;
+          await this.sleepWhileQueued(this.finishedAt[0] + this.windowMs + WINDOW_MARGIN_MS - now);
         }
       }
     } finally {
@@ -113,12 +128,21 @@ export class SlidingWindowLimiter {
     }
   }
 
+  /** Sleeps `ms`, or until the last queued caller leaves. */
+  private async sleepWhileQueued(ms: number): Promise<void> {
+    // not unref'd instead: a queued caller waits on this timer alone, a script would exit under it
+    const wait = (this.windowWait = new AbortController());
+    await this.clock.sleep(ms, wait.signal);
+    if (this.windowWait === wait) this.windowWait = undefined;
+  }
+
   private makeRelease(): RateLimitRelease {
     let released = false;
-    return (holdMs = 0) => {
+    return (holdMs = 0, pauseMs = 0) => {
       if (released) return;
       released = true;
       this.inFlight--;
+      if (pauseMs > 0) this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + pauseMs);
       const at = this.clock.now() + Math.max(0, holdMs);
       // keep sorted even if the clock steps back
       let i = this.finishedAt.length;

@@ -20,7 +20,7 @@ import { untilAborted } from '../common/until-aborted.util.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
-import { type PaymentIpRateLimits, PaymentRateLimiter, type RateLimitScope } from './payment-rate-limiter.js';
+import { type PaymentIpRateLimits, PaymentRateLimiter, rateLimitPauseMs, type RateLimitScope } from './payment-rate-limiter.js';
 import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
 import { answerData, isErrorEnvelope, isForeignSuccessBody } from './payment-response.reader.js';
 import { redactSecrets } from './payment-secret.redaction.js';
@@ -164,9 +164,9 @@ export class PaymentRequestExecutor {
         if (token === undefined && call.auth !== 'none') throw error; // from tokenForCall: final
         failure = this.scrub(error, call, [token, ...held]);
       } finally {
-        // After a time-out or reset the request may still be read by the service a moment
-        // later; count it that late so the next window cannot overlap it.
-        release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0);
+        // After a time-out or reset the request may still be read by the service a moment later: count it that late.
+        // a 429's Retry-After holds the bucket's other calls too (they would only meet the same 429)
+        release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0, rateLimitPauseMs(answer, this.options.maxRetryAfterMs));
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;

@@ -133,6 +133,30 @@ describe('PaymentGatewayService retries (against the simulator)', () => {
       expect(h.sim.payments).toHaveLength(2);
     });
 
+    it("a 429's Retry-After holds the later calls of its limit too (they would meet the same 429); other limits go on", async () => {
+      h = await startClientHarness({ maxRetries: 0 });
+      await h.client.listGateways();
+      h.sim.injectFault({ path: '/payments/gateways', kind: 'status', status: 429, retryAfterSeconds: 30 });
+      expect(await rejectionOf(h.client.listGateways())).toMatchObject({ httpStatus: 429, retryAfterSeconds: 30 });
+      await h.client.createPayment({ amount: '1', currency: 'USD' }); // creations: another limit
+      await h.client.listGateways();
+      const reads = h.calls('/payments/gateways');
+      expect(reads.map((r) => r.status)).toEqual([200, 429, 200]);
+      // was sent at once, into the service's window (a 429 again, a retry spent)
+      expect(reads[2].at - reads[1].at).toBeGreaterThanOrEqual(30_000);
+      expect(h.calls(CREATE)[0].at - reads[1].at).toBeLessThan(30_000);
+    });
+
+    it("a health check's token call answered 429: the next call's token call waits its Retry-After instead of going out at once", async () => {
+      h = await startClientHarness();
+      h.sim.injectFault({ path: '/authentication/token', kind: 'status', status: 429, retryAfterSeconds: 60 });
+      await expect(h.client.checkAuthentication()).rejects.toBeInstanceOf(PaymentRateLimitError);
+      await h.client.listGateways();
+      const tokenCalls = h.calls('/authentication/token');
+      expect(tokenCalls.map((r) => r.status)).toEqual([429, 200]);
+      expect(tokenCalls[1].at - tokenCalls[0].at).toBeGreaterThanOrEqual(60_000);
+    });
+
     it('a Retry-After longer than maxRetryAfterMs (default 120 s) throws PaymentRateLimitError at once', async () => {
       h = await startClientHarness({ maxRetries: 3 });
       await h.client.listGateways();
