@@ -61,7 +61,7 @@ export class WebhookDeliveryTelemetry {
   private readonly refusalCounts = new Map<string, { unsaid: number; saidAt: number }>();
   /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
   private parserLimitLogged = false;
-  /** Warnings a replayed capture would repeat: at most one a minute per kind at `warn`. */
+  /** Warnings a replayed capture would repeat: at most 10 a minute per kind at `warn`. */
   private readonly repeatable = new RepeatableWarnings();
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
@@ -179,7 +179,7 @@ export class WebhookDeliveryTelemetry {
   /**
    * A refusal that is our side's fault (no secret configured, a bug) must be seen: `error` for
    * the first one, `debug` after it, since anyone can send requests to the route. A signed body
-   * refused for its content: `warn` (a replay of it at most once a minute).
+   * refused for its content: `warn` (at most 10 a minute: a replay repeats it).
    */
   private rejectionLevel(code: string): { level: LogLevel; note: string } {
     if (OWN_FAULT_CODES.has(code)) {
@@ -190,7 +190,7 @@ export class WebhookDeliveryTelemetry {
     return SIGNED_BODY_CODES.has(code) ? this.repeatable.level(code) : { level: 'debug', note: '' };
   }
 
-  /** A signed event of the other environment, answered 2xx without dispatching: `warning` logged at `warn` (a replay of it at most once a minute). */
+  /** A signed event of the other environment, answered 2xx without dispatching: `warning` logged at `warn` (at most 10 a minute: a replay repeats it). */
   ignoredOtherEnvironment(warning: string): void {
     const { level, note } = this.repeatable.level('environment');
     if (level === 'warn') this.logger.warn(warning + note);

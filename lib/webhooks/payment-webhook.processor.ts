@@ -155,7 +155,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
   }
 
 
-  /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator (a replay of it at most once a minute at `warn`). */
+  /** Answered 2xx (so the service does not retry an event this account will never take), and logged for the operator (at most 10 a minute at `warn`: a replay repeats it). */
   private warnOtherEnvironment(event: AnyPaymentEvent): void {
     // signed with this account's secret: more often the account's environment setting is wrong than the event
     const check = this.live
