@@ -24,8 +24,11 @@ export interface HttpAnswer {
   status: number;
   body: unknown;
   retryAfterSeconds: number | undefined;
-  /** The answer said its body is JSON (`application/json`, `…+json`); axios parses any text that reads as JSON. */
-  jsonMediaType: boolean;
+  /**
+   * What the answer said its body is: `json` (`application/json`, `…+json`; axios parses any
+   * text that reads as JSON, whatever it says), `other` (a `text/html` page), `none` (no `Content-Type`).
+   */
+  mediaType: 'json' | 'other' | 'none';
 }
 
 // Failures raised before a single byte of the request could reach the service.
@@ -34,6 +37,11 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
 const REFUSED_BEFORE_SENDING_CODES = new Set(['ERR_BAD_REQUEST', 'ERR_INVALID_URL', 'ERR_BAD_OPTION', 'ERR_BAD_OPTION_VALUE', 'ERR_NOT_SUPPORT']);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+
+function mediaTypeOf(contentType: unknown): HttpAnswer['mediaType'] {
+  if (contentType === undefined || contentType === null || String(contentType).trim() === '') return 'none';
+  return JSON_MEDIA_TYPE.test(String(contentType)) ? 'json' : 'other';
+}
 const JSON_MEDIA_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 // No payload of the service is near this; a bigger answer is not the service's.
 const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
@@ -119,7 +127,7 @@ export class PaymentHttpClient {
       status: response.status,
       body: response.data,
       retryAfterSeconds: parseRetryAfter(response.headers['retry-after']),
-      jsonMediaType: JSON_MEDIA_TYPE.test(String(response.headers['content-type'] ?? '')),
+      mediaType: mediaTypeOf(response.headers['content-type']),
     };
   }
 

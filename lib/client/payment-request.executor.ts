@@ -172,7 +172,7 @@ export class PaymentRequestExecutor {
         const success = answer.status >= 200 && answer.status < 300;
         // a 2xx whose body is no JSON of the service's (a proxy's page) may not have reached it: an unknown
         // outcome (`unreadable`), never resolved, for request() too (a subaccount payout); the token call reads its own
-        const foreign = success && call.operation !== 'token' && isForeignSuccessBody(answer.body, answer.jsonMediaType);
+        const foreign = success && call.operation !== 'token' && isForeignSuccessBody(answer.status, answer.body, answer.mediaType);
         // scrubbed as a failure of the call: the account and the payment's idempotency key, to ask again under it
         if (foreign) unreadable = this.scrub(unreadSuccessError(call.method, call.path, answer.status, "its body is not the service's JSON", 'other'), call, [token, ...held]);
         if (success && !unreadable && !isErrorEnvelope(answer.body)) return { status: answer.status, body: answer.body, data: answerData(answer.body), sentAt };

@@ -107,15 +107,18 @@ export function readGatewayList(data: unknown): PaymentGateway[] | undefined {
 }
 
 /**
- * Whether a 2xx body is none the service writes: not empty, no JSON object, and either text
- * that is no JSON or sent as another media type (a proxy's or firewall's page, plain text; axios
- * reads `1` or `null` in a `text/html` page as JSON). Read as a 2xx whose body could not be read, a
- * payment creation is asked for again under its idempotency key. Other JSON (`null`, a list)
- * sent as JSON is the service's answer without the fields asked for: the call resolves without them.
+ * Whether a 2xx body is none the service writes: no JSON object, and either text that is no
+ * JSON or sent as another media type (a proxy's or firewall's page, plain text; axios reads
+ * `1` or `null` in a `text/html` page as JSON), an empty page included (a `text/html` answer
+ * without bytes). Read as a 2xx whose body could not be read, a payment creation is asked for
+ * again under its idempotency key. An empty 204, or an empty answer without a media type or as
+ * JSON, and other JSON (`null`, a list) sent as JSON, are the service's answer without the
+ * fields asked for: the call resolves without them.
  */
-export function isForeignSuccessBody(body: unknown, jsonMediaType: boolean): boolean {
-  if (body === undefined || body === '' || isRecord(body)) return false;
-  return typeof body === 'string' || !jsonMediaType;
+export function isForeignSuccessBody(status: number, body: unknown, mediaType: 'json' | 'other' | 'none'): boolean {
+  if (body === undefined || status === 204 || isRecord(body)) return false;
+  if (body === '') return mediaType === 'other';
+  return typeof body === 'string' || mediaType !== 'json';
 }
 
 /**

@@ -369,6 +369,35 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       }
     });
 
+    it('an empty page is one too: a refund or a payout answered 2xx with no bytes as text/html fails as an unknown outcome, sent once', async () => {
+      await start();
+      // resolved as a refund without an id: the app recorded as done a refund that may never have reached the service
+      const page = { status: 200, body: undefined, html: '' };
+      stub.answer('POST', '/payment/trx_9/refund', page);
+      stub.answer('POST', '/payout', page);
+      const refund = await rejectionOf(client.refundPayment('trx_9', { amount: '1' }));
+      const payout = await rejectionOf(client.createPayout({ amount: '1', currency: 'USD', recipient }));
+      for (const [error, path] of [[refund, '/payment/trx_9/refund'], [payout, '/payout']] as const) {
+        expect(error).toMatchObject({ code: 'NETWORK_ERROR', httpStatus: 200, mayHaveReachedService: true });
+        expect(stub.calls(path, 'POST')).toHaveLength(1);
+      }
+    });
+
+    it.each([
+      ['no media type', null, 200],
+      ['application/json', 'application/json', 201],
+      ['a 204', 'text/html', 204],
+    ])('an empty 2xx with %s is the service saying nothing: a refund resolves without fields, with the warning that it acted', async (_label, contentType, status) => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { status, body: undefined, html: '', contentType });
+      const { result, error, lines } = await captureLogs(() => client.refundPayment('trx_9', { amount: '1' }));
+      expect(error).toBeUndefined();
+      expect(result).toMatchObject({ httpStatus: status });
+      expect(result!.refundUid).toBeUndefined();
+      expect(lines.some((l) => l.includes('responseFields.refundUid'))).toBe(true);
+      expect(stub.calls('/payment/trx_9/refund', 'POST')).toHaveLength(1);
+    });
+
     it('request() likewise: a subaccount payout (not idempotent) is an unknown outcome, sent once; a read is asked again', async () => {
       await start({ maxRetries: 1 });
       const page = { status: 200, body: undefined, html: '<html>Session expired</html>' };

@@ -15,6 +15,8 @@ export interface StubAnswer {
   cutBody?: boolean;
   /** Send this text as the body (`text/html`) instead of `body` as JSON: a proxy's or firewall's page. */
   html?: string;
+  /** With `html`: the page's media type instead of `text/html`; `null` sends none. */
+  contentType?: string | null;
 }
 
 export interface StubRequest {
@@ -90,8 +92,9 @@ export class ClientStubServer {
     if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     await answer.hold;
     const payload = answer.html ?? JSON.stringify(answer.body);
+    const contentType = answer.html === undefined ? 'application/json' : answer.contentType === undefined ? 'text/html' : answer.contentType;
     res.writeHead(answer.status ?? 200, {
-      'content-type': answer.html === undefined ? 'application/json' : 'text/html',
+      ...(contentType === null ? {} : { 'content-type': contentType }),
       'content-length': Buffer.byteLength(payload),
       ...answer.headers,
     });
