@@ -78,6 +78,7 @@ function recordSpanError(span: Span, error: unknown): void {
     span.setStatus({ code: SpanStatusCode.ERROR, message: summary });
     return;
   }
-  span.recordException(error instanceof Error ? error : String(error));
+  // by its class, as delivery and client spans are: the SDK would take an error's `code` as its type
+  span.recordException(error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error));
   span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
 }

@@ -76,6 +76,8 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
       [SpanStatusCode.ERROR, 'failed'],
       [SpanStatusCode.ERROR, 'failed'],
     ]);
+    // the exception's type is its class, as on delivery and client spans (OpenTelemetry's own default takes a `code` first)
+    expect(brokenJobs.flatMap((s) => s.events.map((e) => e.attributes?.['exception.type']))).toEqual(['PaymentEventHandlerError', 'PaymentEventHandlerError']);
     // ids and types only: nothing of the payload beyond them
     const texts = telemetryTexts(metrics, otel.spans());
     expect(texts.filter((t) => t.includes(String((ok.data as { token: string }).token)))).toEqual([]);
