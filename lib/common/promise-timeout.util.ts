@@ -1,3 +1,6 @@
+/** The longest delay a Node timer keeps: a longer one fires at once (with a TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * `promise`, or a rejection with `timeoutError()` when it has not settled within `ms`. The
  * timer never keeps the process alive and is cleared as soon as the race is decided; the

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import {
   IsArray,
   IsBoolean,
@@ -13,7 +14,6 @@ import {
 } from 'class-validator';
 
 /** The longest delay a Node timer keeps (2^31 − 1 ms); a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /** What a Redis URL option must look like (parsability is checked apart, with its own message). */
 export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;

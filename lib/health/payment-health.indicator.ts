@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { errorMessage } from '../common/error-message.util.js';
@@ -11,7 +12,6 @@ import type {
 
 const DEFAULT_TIMEOUT_MS = 3000;
 /** The longest delay Node's timers take. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness
@@ -54,8 +54,8 @@ export class PaymentHealthIndicator {
     const exclude = this.componentNames('exclude', options.exclude);
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // past 2^31 - 1 ms (Infinity, NaN too) Node's timers fire after 1 ms: every check would be down
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS) {
-      throw new RangeError(`PaymentHealthIndicator.isHealthy: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMER_MS) {
+      throw new RangeError(`PaymentHealthIndicator.isHealthy: timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`);
     }
     // in registration order, whatever the order of `accounts`
     const selected = this.accounts

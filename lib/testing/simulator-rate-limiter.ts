@@ -1,3 +1,4 @@
+import { DEFAULT_RATE_LIMITS } from '../config/payment-options.defaults.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 
 /** Limits of the service (requests per rolling minute). @publicApi */
@@ -12,13 +13,8 @@ export interface SimulatorRateLimits {
   moneyMovementPerMinute: number;
 }
 
-/** The service's published limits. @publicApi */
-export const SPEC_RATE_LIMITS: Readonly<SimulatorRateLimits> = Object.freeze({
-  tokenPerMinute: 10,
-  createPaymentPerMinute: 30,
-  readsPerMinute: 60,
-  moneyMovementPerMinute: 30,
-});
+/** The service's published limits (the client's defaults are the same figures). @publicApi */
+export const SPEC_RATE_LIMITS: Readonly<SimulatorRateLimits> = Object.freeze({ ...DEFAULT_RATE_LIMITS });
 
 const WINDOW_MS = 60_000;
 

@@ -82,7 +82,7 @@ export class SimulatorWebhookPoster {
           });
           const answered = () => ({ status: res.statusCode ?? 0, body: Buffer.concat(kept).toString('utf8') });
           res.on('end', () => finish(answered()));
-          res.on('error', (err) => finish({ error: describeError(err) }));
+          res.on('error', (err) => finish({ error: deliveryErrorText(err) }));
           res.on('close', () => finish(res.complete ? answered() : { error: 'response aborted' }));
         },
       );
@@ -91,14 +91,14 @@ export class SimulatorWebhookPoster {
         finish({ error: `timed out after ${this.timeoutMs} ms` });
       }, this.timeoutMs);
       this.inFlight.add(req);
-      req.on('error', (err) => finish({ error: describeError(err) }));
+      req.on('error', (err) => finish({ error: deliveryErrorText(err) }));
       req.end(body);
     });
   }
 }
 
 /** `ECONNREFUSED`-style text for network errors. */
-function describeError(err: unknown): string {
+function deliveryErrorText(err: unknown): string {
   // Duck-typed: errors may come from another realm (jest VM), where instanceof fails.
   if (!err || typeof err !== 'object') return String(err);
   const e = err as { code?: unknown; message?: unknown };

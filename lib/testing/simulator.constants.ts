@@ -9,8 +9,7 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The longest delay a Node timer keeps: a longer one fires at once (with a TimeoutOverflowWarning). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 
 /** An access token lives 10 minutes after it is issued. @publicApi */
 export const SIMULATOR_TOKEN_TTL_MS = 10 * 60_000;
