@@ -37,14 +37,15 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
 const REFUSED_BEFORE_SENDING_CODES = new Set(['ERR_BAD_REQUEST', 'ERR_INVALID_URL', 'ERR_BAD_OPTION', 'ERR_BAD_OPTION_VALUE', 'ERR_NOT_SUPPORT']);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 const IDLE_SOCKET_TIMEOUT_MS = 4_000;
-
-function mediaTypeOf(contentType: unknown): HttpAnswer['mediaType'] {
-  if (contentType === undefined || contentType === null || String(contentType).trim() === '') return 'none';
-  return JSON_MEDIA_TYPE.test(String(contentType)) ? 'json' : 'other';
-}
 const JSON_MEDIA_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 // No payload of the service is near this; a bigger answer is not the service's.
 const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+function mediaTypeOf(contentType: unknown): HttpAnswer['mediaType'] {
+  const text = contentType === undefined || contentType === null ? '' : String(contentType);
+  if (text.trim() === '') return 'none';
+  return JSON_MEDIA_TYPE.test(text) ? 'json' : 'other';
+}
 
 /**
  * One HTTP attempt to the service. Owns the axios instance and ONE keep-alive agent

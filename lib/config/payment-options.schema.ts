@@ -1,4 +1,3 @@
-import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import {
   IsArray,
   IsBoolean,
@@ -12,8 +11,7 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
-
-/** The longest delay a Node timer keeps (2^31 − 1 ms); a longer one fires after 1 ms. */
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 
 /** What a Redis URL option must look like (parsability is checked apart, with its own message). */
 export const REDIS_URL_PATTERN = /^rediss?:\/\/\S+$/;

@@ -1,7 +1,7 @@
-import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { errorMessage } from '../common/error-message.util.js';
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type {
   PaymentHealthCheckOptions,
@@ -11,7 +11,6 @@ import type {
 } from './payment-health.interface.js';
 
 const DEFAULT_TIMEOUT_MS = 3000;
-/** The longest delay Node's timers take. */
 
 /**
  * Health of the payment module's dependencies, for `@nestjs/terminus` or any readiness

@@ -2,7 +2,8 @@ import { matchesPathTemplate } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
 import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
-import { BASE_PATHS, MAX_TIMER_MS } from './simulator.constants.js';
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
+import { BASE_PATHS } from './simulator.constants.js';
 import { SIMULATOR_ROUTE_SHAPES } from './simulator.router.js';
 import {
   PAYMENT_OUTCOMES,

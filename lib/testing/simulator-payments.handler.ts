@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { formatAmount, parseAmount } from './simulator.amounts.js';
 import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import type { SimulatorClock } from './simulator.clock.js';
-import { MAX_TIMER_MS, SIMULATED_GATEWAYS } from './simulator.constants.js';
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
+import { SIMULATED_GATEWAYS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorEventPublisher } from './simulator-event.publisher.js';
 import {

@@ -9,8 +9,6 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-export { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
-
 /** An access token lives 10 minutes after it is issued. @publicApi */
 export const SIMULATOR_TOKEN_TTL_MS = 10 * 60_000;
 

@@ -37,8 +37,9 @@ export interface WebhookIdempotencyOptions {
   completeAttempts?: number;
   /**
    * While the handler runs, the claim is renewed every sixth of `leaseMs` (stores with
-   * `extend`; renewals at most a third of the lease apart), so a slow handler is not run again by a concurrent delivery. Renewal stops
-   * after this long, so a hung handler cannot block its key for good. @default 900000 (15 minutes)
+   * `extend`; renewals at most a third of the lease apart), so a slow handler is not run
+   * again by a concurrent delivery. Renewal stops after this long, so a hung handler cannot
+   * block its key for good. @default 900000 (15 minutes)
    */
   maxLeaseRenewalMs?: number;
   /**
