@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
-import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -50,9 +50,11 @@ const DEAD_LETTER_LOOKS = 3;
  * connection for the queue URL (no offline queue: a command fails at once while Redis is
  * down), so an event is acknowledged only once Redis has it.
  */
-export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationShutdown {
+export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   readonly account: string;
-  readonly queue: BullQueue<PaymentEventJobData>;
+  /** Made in `onModuleInit` (or at first use): BullMQ connects as it is made, and an app that fails to be created runs no shutdown hook. */
+  #queue: BullQueue<PaymentEventJobData> | undefined;
+  readonly #makeQueue: () => BullQueue<PaymentEventJobData>;
   private readonly logger = new Logger('PaymentQueue');
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
@@ -82,13 +84,25 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     const layout = paymentQueueLayout(options);
     this.deadLetterKey = `${layout.prefix}:${layout.name}:failed`;
     this.jobKeyPrefix = `${layout.prefix}:${layout.name}:`;
-    this.queue = new bull.Queue<PaymentEventJobData>(layout.name, {
-      connection,
-      prefix: layout.prefix,
-      defaultJobOptions: paymentEventJobOptions(options),
-    });
-    // without a listener BullMQ prints every connection error; the route reports outages itself
-    this.queue.on('error', () => undefined);
+    this.#makeQueue = () => {
+      const queue = new bull.Queue<PaymentEventJobData>(layout.name, {
+        connection,
+        prefix: layout.prefix,
+        defaultJobOptions: paymentEventJobOptions(options),
+      });
+      // without a listener BullMQ prints every connection error; the route reports outages itself
+      queue.on('error', () => undefined);
+      return queue;
+    };
+  }
+
+  /** The BullMQ queue of this account's events. */
+  get queue(): BullQueue<PaymentEventJobData> {
+    return (this.#queue ??= this.#makeQueue());
+  }
+
+  onModuleInit(): void {
+    if (!this.closed) void this.queue;
   }
 
   /** The job id of `eventId` in this account's queue. */
@@ -291,7 +305,7 @@ export class PaymentEventQueue implements OnApplicationBootstrap, OnApplicationS
     this.closed = true;
     try {
       // BullMQ leaves a connection it was given open: released below, after the queue's last command
-      await this.queue.close();
+      await this.#queue?.close();
     } catch (error) {
       this.logger.warn(`Closing the event queue of account ${this.account} failed: ${this.describe(error)}`);
     }

@@ -95,13 +95,15 @@ export function reconnectAndResendOnReadOnly(error: Error): 2 | false {
 /**
  * An ioredis client for the store: commands fail fast while Redis is down (no offline
  * queue, one retry, `timeoutMs` per command) and the client reconnects forever in the
- * background, at most every 2 s, so the store heals by itself.
+ * background, at most every 2 s, so the store heals by itself. A `lazy` one opens no socket
+ * until `connect()` or its first command (status `wait` until then).
  * @internal also used by the module's shared connections
  */
-export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_REDIS_OPERATION_TIMEOUT_MS): RedisClientLike {
+export function createFailFastRedisClient(url: string, timeoutMs: number = DEFAULT_REDIS_OPERATION_TIMEOUT_MS, lazy = false): RedisClientLike {
   const Redis = loadRedisConstructor();
   try {
     return trackConnectionErrors(new Redis(url, {
+      lazyConnect: lazy,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: timeoutMs,

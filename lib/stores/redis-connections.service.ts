@@ -1,9 +1,14 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
 
 const ignoreError = (): void => undefined;
+
+/** Starts a lazy client's connection; a failed attempt reaches its `error` listeners, and the client retries. */
+function connect(client: RedisClientLike): void {
+  if (client.status === 'wait') client.connect?.().catch(ignoreError);
+}
 
 interface SharedConnection {
   readonly key: string;
@@ -22,10 +27,21 @@ interface SharedConnection {
  * shutdown hook). Nest's shutdown order cannot be relied on here: it shuts a global account
  * module down after this module, and its store records the completion of deliveries that
  * finish during shutdown well after this module's own hook ran.
+ *
+ * Nor does Nest run any hook for an app whose creation failed (a host provider that throws
+ * after the stores were built), so no socket is opened before the modules are initialised:
+ * a connection made while the app's providers are created connects in `onModuleInit`.
  */
 @Injectable()
-export class PaymentRedisConnections {
+export class PaymentRedisConnections implements OnModuleInit {
   private readonly connections = new Map<string, SharedConnection>();
+  /** Whether the app got past creating its providers: from then on a connection opens when it is made. */
+  private initialised = false;
+
+  onModuleInit(): void {
+    this.initialised = true;
+    for (const entry of this.connections.values()) connect(entry.client);
+  }
 
   /** Number of open connections (one per distinct URL and time-out). */
   get size(): number {
@@ -59,13 +75,14 @@ export class PaymentRedisConnections {
     const key = `${timeoutMs} ${url}`;
     let entry = this.connections.get(key);
     if (entry === undefined) {
-      const client = createFailFastRedisClient(url, timeoutMs);
+      const client = createFailFastRedisClient(url, timeoutMs, true);
       // Stores listen while they use it, and the route reports queue outages as they happen,
       // through the Nest logger. A connection attempt still under way when they let go (at shutdown, Redis
       // refusing the password) fails later: without a listener ioredis prints that to stderr.
       client.on('error', ignoreError);
       entry = { key, client, timeoutMs, users: 0 };
       this.connections.set(key, entry);
+      if (this.initialised) connect(client);
     }
     entry.users++;
     return entry;
