@@ -60,7 +60,11 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
 
   private anomalyReporter(account: string): (anomaly: WebhookEnvelopeAnomaly) => void {
     let report = this.anomalyReporters.get(account);
-    if (report === undefined) this.anomalyReporters.set(account, (report = anomalyReporter(this.logger, account)));
+    if (report === undefined) {
+      // built by hand, nothing checks `getAccount`: a name read from the request must not grow this without end
+      if (this.anomalyReporters.size === MAX_ANOMALY_REPORTERS) this.anomalyReporters.clear();
+      this.anomalyReporters.set(account, (report = anomalyReporter(this.logger, account)));
+    }
     return report;
   }
 
@@ -69,6 +73,9 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
     return DEFAULT_PAYMENT_ACCOUNT;
   }
 }
+
+/** Most accounts whose reported anomalies are remembered; past it they are forgotten (and may be warned about again). */
+const MAX_ANOMALY_REPORTERS = 64;
 
 /** The fix of a route that runs `PaymentWebhookEnvelopeGuard` without `PaymentWebhookSignatureGuard` before it. */
 const GUARD_ORDER_FIX =

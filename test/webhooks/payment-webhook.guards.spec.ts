@@ -169,6 +169,24 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     expect(warned).toEqual([expect.stringContaining('A signed webhook of account eu arrived without apiVersion')]);
   });
 
+  it("remembers a bounded number of accounts' anomaly reports when built by hand with getAccount read from the request", () => {
+    class HeaderAccountGuard extends PaymentWebhookEnvelopeGuard {
+      protected override getAccount(context: ExecutionContextHost): string {
+        return String(context.switchToHttp().getRequest<PaymentWebhookRequest>().headers['x-account']);
+      }
+    }
+    const guard = new HeaderAccountGuard(); // no registry: nothing refuses an unknown name
+    Object.defineProperty(guard, 'logger', { value: { warn: () => undefined } });
+    const request = signedRequest();
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+    for (let i = 0; i < 1000; i++) {
+      request.headers['x-account'] = `account-${i}`;
+      expect(guard.canActivate(context(request))).toBe(true);
+    }
+    // was one reporter per name ever seen (1,000 here, without end for names a sender picks)
+    expect((guard as unknown as { anomalyReporters: Map<string, unknown> }).anomalyReporters.size).toBeLessThanOrEqual(64);
+  });
+
   it('never parses bytes no signature guard verified (listed first, or alone): a 500 with a code, the fix logged once', () => {
     // a well-formed, signed envelope: only the guard order is wrong
     const request = signedRequest(envelope());
