@@ -31,8 +31,11 @@ export interface HttpAnswer {
   mediaType: 'json' | 'other' | 'none';
 }
 
-// Failures raised before a single byte of the request could reach the service.
+// Failures raised before a single byte of the request could reach the service, unless the socket
+// says they came later: an ICMP "unreachable" on a kept-alive connection ends a read or write
+// (`syscall`) after the request was sent, with the same code.
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const AFTER_CONNECT_SYSCALLS = new Set(['read', 'write', 'writev']);
 /** axios refusing the request before it opened one (bad URL, option or body): nothing left the process. */
 const REFUSED_BEFORE_SENDING_CODES = new Set(['ERR_BAD_REQUEST', 'ERR_INVALID_URL', 'ERR_BAD_OPTION', 'ERR_BAD_OPTION_VALUE', 'ERR_NOT_SUPPORT']);
 const TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
@@ -172,11 +175,21 @@ function withQuery(path: string, query: Record<string, string | number | boolean
   return path + search;
 }
 
+/** The system call a socket error came from (axios keeps Node's error as its `cause`); '' when unknown. */
+function syscallOf(error: unknown): string {
+  for (const candidate of [error, (error as { cause?: unknown } | null | undefined)?.cause]) {
+    const syscall = (candidate as { syscall?: unknown } | null | undefined)?.syscall;
+    if (typeof syscall === 'string') return syscall;
+  }
+  return '';
+}
+
 /**
  * The attempt's failure without an answer to read. `answeredStatus` is the status of an answer
  * whose body could not be read: the request surely reached the service, and a 2xx means it acted.
+ * @internal exported for tests
  */
-function networkErrorFrom(error: unknown, method: string, path: string, answeredStatus?: number): PaymentNetworkError {
+export function networkErrorFrom(error: unknown, method: string, path: string, answeredStatus?: number): PaymentNetworkError {
   const code = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : undefined;
   let failure: PaymentNetworkFailure;
   let mayHaveReachedService = true;
@@ -185,7 +198,7 @@ function networkErrorFrom(error: unknown, method: string, path: string, answered
   else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') failure = 'dns';
   else if (code === 'ECONNRESET' || code === 'EPIPE') failure = 'connection-reset';
   else failure = 'other';
-  if (code && NOT_SENT_CODES.has(code)) mayHaveReachedService = false;
+  if (code && NOT_SENT_CODES.has(code) && !AFTER_CONNECT_SYSCALLS.has(syscallOf(error))) mayHaveReachedService = false;
   // a body that failed mid-stream carries its request; one refused up front has none
   if (code && REFUSED_BEFORE_SENDING_CODES.has(code) && !(error as { request?: unknown }).request) mayHaveReachedService = false;
   if (answeredStatus !== undefined) {

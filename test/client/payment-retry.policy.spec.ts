@@ -7,7 +7,8 @@ import {
   PaymentValidationError,
   type PaymentApiError,
 } from '../../lib/client/payment-api.errors.js';
-import { parseRetryAfter } from '../../lib/client/payment-http.client.js';
+import axios, { AxiosError } from 'axios';
+import { networkErrorFrom, parseRetryAfter } from '../../lib/client/payment-http.client.js';
 import { isRetryable, type RetryPolicy } from '../../lib/client/payment-retry.policy.js';
 
 const server = (code: string, httpStatus: number) => new PaymentServerError({ code, httpStatus, message: code });
@@ -56,5 +57,31 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('1.5', now)).toBe(2);
     expect(parseRetryAfter('0.2', now)).toBe(1);
     expect(parseRetryAfter('1.', now)).toBeUndefined();
+  });
+});
+
+describe('networkErrorFrom: whether a failure without an answer may have reached the service', () => {
+  /** A socket error as Node raises it (`errnoException(code, syscall)`), wrapped as axios wraps it. */
+  const socketError = (code: string, syscall: string) =>
+    AxiosError.from(Object.assign(new Error(`${syscall} ${code}`), { code, syscall }), code);
+
+  it.each([
+    ['ECONNREFUSED', 'connect', false],
+    ['EHOSTUNREACH', 'connect', false],
+    ['ENETUNREACH', 'connect', false],
+    ['ENOTFOUND', 'getaddrinfo', false],
+    // on a kept-alive connection, after the request was written: a refund sent again could pay twice
+    ['EHOSTUNREACH', 'read', true],
+    ['ENETUNREACH', 'write', true],
+    ['ECONNRESET', 'read', true],
+  ])('%s from %s: mayHaveReachedService %s', (code, syscall, reached) => {
+    const error = networkErrorFrom(socketError(code, syscall), 'POST', '/refunds');
+    expect(error.mayHaveReachedService).toBe(reached);
+    expect(error.message).toContain(reached ? 'the service may have received it' : 'the request never reached the service');
+  });
+
+  it('a real refused connection through axios is not sent', async () => {
+    const error = await axios.post('http://127.0.0.1:9/refunds', {}).catch((e: unknown) => e);
+    expect(networkErrorFrom(error, 'POST', '/refunds').mayHaveReachedService).toBe(false);
   });
 });
