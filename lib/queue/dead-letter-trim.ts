@@ -78,6 +78,11 @@ export interface DeadLetterTrimOptions {
   now?: () => number;
 }
 
+/** Dead letters looked at per Redis call while trimming (each call holds Redis a few ms at most). */
+export const DEAD_LETTER_TRIM_BATCH = 500;
+/** Calls per trim (50,000 dead letters); the rest wait for the next trim. */
+export const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
+
 /**
  * Removes the dead letters past their own retention, in steps of `batch` jobs; resolves the
  * number removed. Rejects with the Redis error (what was removed before it stays removed).

@@ -28,16 +28,12 @@ import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js
 import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 import { withDeadLetterLock } from './dead-letter-lock.js';
-import { trimExpiredDeadLetters } from './dead-letter-trim.js';
+import { DEAD_LETTER_TRIM_BATCH, DEAD_LETTER_TRIM_MAX_BATCHES, trimExpiredDeadLetters } from './dead-letter-trim.js';
 import { deadLetterPage } from './dead-letter-listing.js';
 import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
-/** Dead letters looked at per Redis call while trimming (each call holds Redis a few ms at most). */
-const DEAD_LETTER_TRIM_BATCH = 500;
-/** Calls per trim (50,000 dead letters); the rest wait for the next trim. */
-const DEAD_LETTER_TRIM_MAX_BATCHES = 100;
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
 
@@ -52,9 +48,7 @@ const DEAD_LETTER_LOOKS = 3;
  */
 export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   readonly account: string;
-  /** Made in `onModuleInit` (or at first use): BullMQ connects as it is made, and an app that fails to be created runs no shutdown hook. */
   #queue: BullQueue<PaymentEventJobData> | undefined;
-  readonly #makeQueue: () => BullQueue<PaymentEventJobData>;
   private readonly logger = new Logger('PaymentQueue');
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
@@ -70,7 +64,7 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   private readonly jobKeyPrefix: string;
 
   constructor(
-    bull: BullMqModule,
+    private readonly bull: BullMqModule,
     readonly options: ResolvedPaymentOptions,
     private readonly store: WebhookEventStore,
     connection: RedisClientLike,
@@ -79,26 +73,21 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   ) {
     this.#connection = connection;
     this.account = options.account;
-    const url = options.queueRedisUrl ?? '';
-    this.describe = redisErrorDescriber(url);
-    const layout = paymentQueueLayout(options);
-    this.deadLetterKey = `${layout.prefix}:${layout.name}:failed`;
-    this.jobKeyPrefix = `${layout.prefix}:${layout.name}:`;
-    this.#makeQueue = () => {
-      const queue = new bull.Queue<PaymentEventJobData>(layout.name, {
-        connection,
-        prefix: layout.prefix,
-        defaultJobOptions: paymentEventJobOptions(options),
-      });
-      // without a listener BullMQ prints every connection error; the route reports outages itself
-      queue.on('error', () => undefined);
-      return queue;
-    };
+    this.describe = redisErrorDescriber(options.queueRedisUrl ?? '');
+    const { name, prefix } = paymentQueueLayout(options);
+    this.jobKeyPrefix = `${prefix}:${name}:`;
+    this.deadLetterKey = `${this.jobKeyPrefix}failed`;
   }
 
-  /** The BullMQ queue of this account's events. */
+  /** The account's BullMQ queue, made in `onModuleInit`: it connects as it is made, and an app whose creation failed runs no hook to close it. */
   get queue(): BullQueue<PaymentEventJobData> {
-    return (this.#queue ??= this.#makeQueue());
+    if (this.#queue === undefined) {
+      const { name, prefix } = paymentQueueLayout(this.options);
+      this.#queue = new this.bull.Queue<PaymentEventJobData>(name, { connection: this.#connection, prefix, defaultJobOptions: paymentEventJobOptions(this.options) });
+      // without a listener BullMQ prints every connection error; the route reports outages itself
+      this.#queue.on('error', () => undefined);
+    }
+    return this.#queue;
   }
 
   onModuleInit(): void {
