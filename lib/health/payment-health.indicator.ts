@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { errorMessage } from '../common/error-message.util.js';
-import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
-import { withTimeout } from '../common/promise-timeout.util.js';
+import { MAX_TIMER_MS, withTimeout } from '../common/promise-timeout.util.js';
 import type {
   PaymentHealthCheckOptions,
   PaymentHealthComponentState,

@@ -194,8 +194,17 @@ export function untilFirstConnected(client: RedisClientLike, timeoutMs: number):
   return wait;
 }
 
-function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<RedisConnectionWait> {
+/**
+ * Starts the connection of a client that has not begun one (a lazy client: status `wait`); a
+ * failed attempt reaches its `error` listeners, and the client retries by itself.
+ * @internal
+ */
+export function startConnecting(client: RedisClientLike): void {
   if (client.status === 'wait') client.connect?.().catch(() => undefined);
+}
+
+function waitForConnection(client: RedisClientLike, timeoutMs: number): Promise<RedisConnectionWait> {
+  startConnecting(client);
   return new Promise<RedisConnectionWait>((resolve) => {
     const done = (result: RedisConnectionWait) => {
       clearTimeout(timer);

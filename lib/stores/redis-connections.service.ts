@@ -1,14 +1,9 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
-import { closeRedisClient, createFailFastRedisClient, type RedisClientLike } from './redis-client.js';
+import { closeRedisClient, createFailFastRedisClient, type RedisClientLike, startConnecting } from './redis-client.js';
 
 const ignoreError = (): void => undefined;
-
-/** Starts a lazy client's connection; a failed attempt reaches its `error` listeners, and the client retries. */
-function connect(client: RedisClientLike): void {
-  if (client.status === 'wait') client.connect?.().catch(ignoreError);
-}
 
 interface SharedConnection {
   readonly key: string;
@@ -40,7 +35,7 @@ export class PaymentRedisConnections implements OnModuleInit {
 
   onModuleInit(): void {
     this.initialised = true;
-    for (const entry of this.connections.values()) connect(entry.client);
+    for (const entry of this.connections.values()) startConnecting(entry.client);
   }
 
   /** Number of open connections (one per distinct URL and time-out). */
@@ -82,7 +77,7 @@ export class PaymentRedisConnections implements OnModuleInit {
       client.on('error', ignoreError);
       entry = { key, client, timeoutMs, users: 0 };
       this.connections.set(key, entry);
-      if (this.initialised) connect(client);
+      if (this.initialised) startConnecting(client);
     }
     entry.users++;
     return entry;
