@@ -175,8 +175,11 @@ const EXPRESS_TYPE_OF_FASTIFY_STATUS: Readonly<Record<number, string>> = { 413: 
  * (`WEBHOOK_INVALID_JSON` for JSON errors), in the module's words, never Fastify's (its JSON
  * error quotes the unverified body).
  */
-function fastifyParserBody(status: number, message: unknown): PaymentWebhookErrorBody {
-  // Fastify's 415 is a content type it has no parser for: the route's own answer to that
+function fastifyParserBody(request: PaymentWebhookRequest, status: number, message: unknown): PaymentWebhookErrorBody {
+  // A charset the route refuses is a 415 whatever the parser stumbled on first (Fastify reads a
+  // latin1 or utf-16 body as UTF-8), as on Express; Fastify's own 415 is a type it has no parser for
+  const refusal = mediaTypeRefusal(request);
+  if (refusal !== undefined) return refusal;
   if (status === 415) return new WebhookUnsupportedMediaTypeError().toResponseBody();
   const json = status === 400 && typeof message === 'string' && /json/i.test(message);
   return bodyParserErrorBody({ type: json ? 'entity.parse.failed' : EXPRESS_TYPE_OF_FASTIFY_STATUS[status], status })!;
@@ -205,12 +208,12 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
     if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
       if (isWebhookRoute(request)) {
-        onRefused(request, fastifyParserBody(status, error.message));
+        onRefused(request, fastifyParserBody(request, status, error.message));
       }
     }
     done();
   });
-  instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number }, payload: unknown, done: (e: null, p: unknown) => void) => {
+  instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number; code(status: number): unknown }, payload: unknown, done: (e: null, p: unknown) => void) => {
     if (
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true ||
       !PARSER_STATUSES.has(reply.statusCode) ||
@@ -233,6 +236,8 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
       done(null, payload);
       return;
     }
-    done(null, JSON.stringify(fastifyParserBody(reply.statusCode, (parsed as { message: string }).message)));
+    const body = fastifyParserBody(request, reply.statusCode, (parsed as { message: string }).message);
+    reply.code(body.statusCode);
+    done(null, JSON.stringify(body));
   });
 }

@@ -188,6 +188,16 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     const utf16 = { contentType: 'application/json; charset=utf-16' };
     const utf16Status = adapter === 'express' && !parserShaped ? 400 : 415;
     cases.push(['a signed envelope declared utf-16', () => postWebhook(url(), envelope(), utf16), utf16Status, 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    // A charset the route refuses wins over whatever else the parser found wrong with the body first, on
+    // both adapters: the README promises 415 for a charset, not 400 or 413 depending on the body.
+    // On a host route a parser refusal is the host's (Express refuses latin1 before reading; Fastify reads
+    // it, and its own 1 MB limit lets the padded body through to the receiver's 415).
+    const hostParser = (express: number, fastify: number): number => (parserShaped ? 415 : adapter === 'express' ? express : fastify);
+    cases.push(['broken JSON declared latin1 (signed)', () => postWebhook(url(), '{"eventId": "x",', latin1), hostParser(415, 400), 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    const overLimit = envelope('payment.succeeded', { padding: 'x'.repeat(10_000) });
+    cases.push(['a body over the limit declared latin1 (signed)', () => postWebhook(url(), overLimit, latin1), hostParser(415, 415), 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
+    const utf16Bytes = (): Buffer => Buffer.from(JSON.stringify(envelope()), 'utf16le');
+    cases.push(['UTF-16 bytes declared utf-16 (signed)', () => postWebhook(url(), utf16Bytes(), utf16), hostParser(415, 400), 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', true]);
     // read as HTTP reads parameters: a body parser decoding another charset than the one checked
     // would hand handlers values the signature never covered
     const hiddenCharset = { contentType: 'application/json; x="; charset=utf-8"; charset=utf-7' };
