@@ -3,7 +3,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import { paymentEnvNames } from '../config/payment-env.js';
-import { unreadPaymentVariables } from '../config/payment-env-typos.js';
+import { type UnreadPaymentVariable, unreadPaymentVariables } from '../config/payment-env-typos.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import type { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import type { PaymentHealthProbe } from '../health/payment-health.interface.js';
@@ -52,11 +52,14 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   #started = false;
   /** Parts of accounts registered after bootstrap, whose stop hooks Nest will not run. */
   private readonly lateParts: PaymentAccountPart[] = [];
+  /** Variables the start-up check said no account reads: an account loaded later may read some. */
+  private unreadAtStart: UnreadPaymentVariable[] = [];
 
   onApplicationBootstrap(): void {
     this.#started = true;
-    // every account is registered by now: a PAYMENT_* variable none of them reads is likely a typo
-    for (const line of unreadPaymentVariables(Object.keys(process.env), this.names())) new Logger('PaymentModule').warn(line);
+    // every account loaded at start is registered by now: a PAYMENT_* variable none of them reads is likely a typo
+    this.unreadAtStart = unreadPaymentVariables(Object.keys(process.env), this.names());
+    for (const { message } of this.unreadAtStart) new Logger('PaymentModule').warn(message);
   }
 
   /** The late accounts' (see `adoptLateHooks`). */
@@ -122,9 +125,18 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
       }
     }
     this.warnIfSecretShared(name, options.webhookSecrets);
+    if (this.#started) this.withdrawStartWarnings(mine, name);
     const account: RegisteredPaymentAccount = { name, options, probes: [] };
     this.accounts.set(name, account);
     return account;
+  }
+
+  /** An account loaded after start reads variables the start-up check called unread: said so, lest someone rename them. */
+  private withdrawStartWarnings(variables: ReadonlySet<string>, name: string): void {
+    const read = this.unreadAtStart.filter(({ variable }) => variables.has(variable)).map(({ variable }) => variable);
+    if (read.length === 0) return;
+    this.unreadAtStart = this.unreadAtStart.filter(({ variable }) => !variables.has(variable));
+    new Logger('PaymentModule').log(`Account '${name}', loaded after start, reads ${read.join(', ')}: the start-up warning about ${read.length === 1 ? 'it' : 'them'} no longer applies`);
   }
 
   /**

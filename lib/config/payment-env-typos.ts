@@ -9,14 +9,38 @@ import { paymentEnvNames } from './payment-env.js';
  * unknown option is. Anything further off is taken for the app's own (`PAYMENT_STRIPE_WEBHOOK_SECRET`,
  * a `PAYMENT_SANDBOX_CLIENT_ID` a factory picks from) and left alone.
  */
-export function unreadPaymentVariables(names: Iterable<string>, accounts: readonly string[]): string[] {
+export function unreadPaymentVariables(names: Iterable<string>, accounts: readonly string[]): UnreadPaymentVariable[] {
   const read = new Set([...paymentEnvNames(), ...accounts.flatMap((account) => paymentEnvNames(account))]);
   const readList = [...read];
-  const lines: string[] = [];
+  const found: UnreadPaymentVariable[] = [];
   for (const name of names) {
     if (!name.startsWith('PAYMENT_') || read.has(name)) continue;
     const hint = likelyKey(name, readList);
-    if (hint !== '') lines.push(`Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: ${accounts.join(', ')})${hint}`);
+    if (hint === '') continue;
+    // a whole variable of an account not registered yet (one loaded later): renaming it would hand its setting to another account
+    const prefix = otherAccountPrefix(name);
+    const unlessLate = prefix === undefined ? '' : ` Unless it is for an account registered after start (LazyModuleLoader) whose variables start with ${prefix}: then keep it`;
+    found.push({ variable: name, message: `Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: ${accounts.join(', ')})${hint}${unlessLate}` });
   }
-  return lines;
+  return found;
+}
+
+/** A variable no account registered at start reads, and the line that says so. */
+export interface UnreadPaymentVariable {
+  variable: string;
+  message: string;
+}
+
+/** The default account's variables without `PAYMENT_`: what a named account's prefix is followed by. */
+const OPTION_SUFFIXES = paymentEnvNames().map((name) => name.slice('PAYMENT_'.length));
+
+/** `PAYMENT_US_` when `name` is exactly a variable of some account (`PAYMENT_US_WEBHOOK_SECRET`), else `undefined`. */
+function otherAccountPrefix(name: string): string | undefined {
+  for (const suffix of OPTION_SUFFIXES) {
+    if (name.length > 'PAYMENT_'.length + suffix.length + 1 && name.endsWith(`_${suffix}`)) {
+      const prefix = name.slice(0, name.length - suffix.length);
+      if (/^PAYMENT_[A-Z0-9][A-Z0-9_]*_$/.test(prefix)) return prefix;
+    }
+  }
+  return undefined;
 }

@@ -2,25 +2,29 @@ import { unreadPaymentVariables } from '../../lib/config/payment-env-typos.js';
 
 describe('PAYMENT_* variables no account reads', () => {
   const accounts = ['default', 'eu', 'us'];
-  const line = (name: string, meant: string) =>
-    `Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: default, eu, us); did you mean '${meant}'?`;
+  const line = (name: string, meant: string, lateAccountPrefix?: string) =>
+    `Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: default, eu, us); did you mean '${meant}'?` +
+    (lateAccountPrefix === undefined ? '' : ` Unless it is for an account registered after start (LazyModuleLoader) whose variables start with ${lateAccountPrefix}: then keep it`);
+  const messages = (names: string[], registered = accounts) => unreadPaymentVariables(names, registered).map(({ message }) => message);
 
   it('names a misspelt variable with the one it most likely meant', () => {
-    expect(unreadPaymentVariables(['PAYMENT_EU_WEBHOOK_SECRETS', 'PAYMENT_US_ENVIROMENT', 'PAYMENT_PROCESING'], accounts)).toEqual([
+    expect(messages(['PAYMENT_EU_WEBHOOK_SECRETS', 'PAYMENT_US_ENVIROMENT', 'PAYMENT_PROCESING'])).toEqual([
       line('PAYMENT_EU_WEBHOOK_SECRETS', 'PAYMENT_EU_WEBHOOK_SECRET'),
       line('PAYMENT_US_ENVIROMENT', 'PAYMENT_US_ENVIRONMENT'),
       line('PAYMENT_PROCESING', 'PAYMENT_PROCESSING'),
     ]);
   });
 
-  it('names a setting whose account prefix is within two letters of a registered one', () => {
-    expect(unreadPaymentVariables(['PAYMENT_UK_BASE_URL'], accounts)).toEqual([line('PAYMENT_UK_BASE_URL', 'PAYMENT_US_BASE_URL')]);
+  it("names a setting whose account prefix is within two letters of a registered one, and that it may be a later account's", () => {
+    // account 'uk' may be loaded after start (LazyModuleLoader): renaming its variable to us's would give us its setting
+    expect(messages(['PAYMENT_UK_BASE_URL'])).toEqual([line('PAYMENT_UK_BASE_URL', 'PAYMENT_US_BASE_URL', 'PAYMENT_UK_')]);
+    expect(unreadPaymentVariables(['PAYMENT_UK_BASE_URL'], accounts).map(({ variable }) => variable)).toEqual(['PAYMENT_UK_BASE_URL']);
   });
 
   it('names the nearest variable, not the first within two letters', () => {
     // PAYMENT_BASE_URL is two edits away and listed first; PAYMENT_US_BASE_URL is one
-    expect(unreadPaymentVariables(['PAYMENT_U_BASE_URL'], ['default', 'us'])).toEqual([
-      line('PAYMENT_U_BASE_URL', 'PAYMENT_US_BASE_URL').replace('default, eu, us', 'default, us'),
+    expect(messages(['PAYMENT_U_BASE_URL'], ['default', 'us'])).toEqual([
+      line('PAYMENT_U_BASE_URL', 'PAYMENT_US_BASE_URL', 'PAYMENT_U_').replace('default, eu, us', 'default, us'),
     ]);
   });
 
@@ -41,8 +45,8 @@ describe('PAYMENT_* variables no account reads', () => {
       'PAYMENTS_ENABLED',
       'HOME',
     ];
-    expect(unreadPaymentVariables(names, accounts)).toEqual([]);
+    expect(messages(names)).toEqual([]);
     // a named account's shared settings may come from the unprefixed variables: read even without a default account
-    expect(unreadPaymentVariables(['PAYMENT_REDIS_URL', 'PAYMENT_PROCESSING'], ['eu'])).toEqual([]);
+    expect(messages(['PAYMENT_REDIS_URL', 'PAYMENT_PROCESSING'], ['eu'])).toEqual([]);
   });
 });

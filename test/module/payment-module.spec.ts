@@ -389,6 +389,34 @@ describe('PaymentModule configuration', () => {
     }
   });
 
+  it("a lazily loaded account's variables, called unread at start (a likely typo of another account's), are said to be its own once it loads", async () => {
+    restore = withEnv({});
+    const late = { PAYMENT_US_BASE_URL: 'https://us.example.com', PAYMENT_US_WEBHOOK_SECRET: 'whsec_us_never_logged' };
+    Object.assign(process.env, late);
+    const logger = new CollectingLogger();
+    const ref = await Test.createTestingModule({ imports: [PaymentModule.forRoot({ account: 'eu', baseUrl: 'https://eu.example.com', webhookSecret: 'whsec_eu' })] }).compile();
+    const app = ref.createNestApplication({ logger });
+    try {
+      await app.init();
+      const said = (level: string) => logger.lines.filter((l) => l.context === 'PaymentModule' && l.level === level).map((l) => l.message);
+      // a renaming to PAYMENT_EU_* would give account eu us's secret: the warning says when not to
+      expect(said('warn')).toEqual([
+        expect.stringMatching(/^Environment variable PAYMENT_US_BASE_URL .*did you mean 'PAYMENT_EU_BASE_URL'\? Unless/),
+        expect.stringMatching(/^Environment variable PAYMENT_US_WEBHOOK_SECRET .*did you mean 'PAYMENT_EU_WEBHOOK_SECRET'\? Unless it is for an account registered after start .* PAYMENT_US_: then keep it$/),
+      ]);
+      @Module({ imports: [PaymentModule.forRoot({ account: 'us', webhookRoute: false })] })
+      class LazyUsModule {}
+      await app.get(LazyModuleLoader).load(() => LazyUsModule);
+      expect(said('log')).toContainEqual(
+        "Account 'us', loaded after start, reads PAYMENT_US_BASE_URL, PAYMENT_US_WEBHOOK_SECRET: the start-up warning about them no longer applies",
+      );
+      expect(logger.rendered.join('\n')).not.toContain('whsec_us_never_logged');
+    } finally {
+      await app.close();
+      for (const name of Object.keys(late)) delete process.env[name];
+    }
+  });
+
   it('with readEnv: false an error names the option only: a variable is no way to fix it', async () => {
     restore = withEnv({ PAYMENT_BASE_URL: 'https://env.example.com' });
     const error = await resolvedFrom({ imports: [PaymentModule.forRoot({ readEnv: false })] }).catch((e: unknown) => e);
