@@ -67,6 +67,19 @@ function pathOf(url: string | undefined): string {
   return origin === null ? target : target.slice(origin[0].length) || '/';
 }
 
+/** The `type` of every error Express's body parser (body-parser, raw-body) raises. */
+const EXPRESS_PARSER_ERROR_TYPE = /^(?:entity|encoding|charset|request|stream)\.|^parameters\.too\.many$|^querystring\./;
+
+/**
+ * Whether `error` is the body parser's: one it names by `type`, or a decompression error it passes
+ * on as it is (zlib's, with an `errno`, for a `Content-Encoding` body that does not inflate). Any
+ * other error on the path is a host middleware's (an IP allow-list's 403): its own answer, not counted.
+ */
+function isExpressParserError(error: BodyParserError & { errno?: unknown }): boolean {
+  if (typeof error?.type === 'string') return EXPRESS_PARSER_ERROR_TYPE.test(error.type);
+  return typeof error?.errno === 'number' && typeof error.code === 'string';
+}
+
 /** Body of an Express body-parser error, or `undefined` when it is not a client error of the parser. */
 function bodyParserErrorBody(error: BodyParserError): PaymentWebhookErrorBody | undefined {
   const status = error.status ?? error.statusCode;
@@ -143,7 +156,8 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // as it is, or the host's global exception filter gets it like any other rejection.
   // Only the route's own requests (POST): another method on the path is the host's.
   const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
-    const body = req.method === 'POST' && isWebhook(pathOf(req.originalUrl ?? req.url)) ? (mediaTypeRefusal(req) ?? bodyParserErrorBody(error)) : undefined;
+    const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.originalUrl ?? req.url));
+    const body = ours ? (mediaTypeRefusal(req) ?? bodyParserErrorBody(error)) : undefined;
     if (body === undefined) {
       next(error);
       return;
@@ -185,6 +199,15 @@ function fastifyParserBody(request: PaymentWebhookRequest, status: number, messa
   return bodyParserErrorBody({ type: json ? 'entity.parse.failed' : EXPRESS_TYPE_OF_FASTIFY_STATUS[status], status })!;
 }
 
+/**
+ * Whether `error` is the content-type parser's: Fastify's own (`FST_ERR_CTP_*`: body too large,
+ * empty, a type without a parser) or the JSON parser's `SyntaxError`. A host hook's 400 on the
+ * route (`onRequest`, `preHandler`) is the host's answer, not counted as the module's refusal.
+ */
+function isFastifyParserError(error: { code?: unknown }): boolean {
+  return typeof error.code === 'string' ? error.code.startsWith('FST_ERR_CTP_') : (error as { name?: unknown }).name === 'SyntaxError';
+}
+
 function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
@@ -203,9 +226,9 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
     const route = request.routeOptions?.url;
     return request.method === 'POST' && route !== undefined && isWebhook(route);
   };
-  instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown }, done: () => void) => {
+  instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown; code?: unknown }, done: () => void) => {
     const status = error?.statusCode;
-    if (typeof status === 'number' && PARSER_STATUSES.has(status)) {
+    if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error)) {
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
       if (isWebhookRoute(request)) {
         onRefused(request, fastifyParserBody(request, status, error.message));

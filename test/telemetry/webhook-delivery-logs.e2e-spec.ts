@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { Body, ConsoleLogger, Controller, HttpCode, Injectable, Post } from '@nestjs/common';
+import { Body, ConsoleLogger, Controller, ForbiddenException, HttpCode, Injectable, Post } from '@nestjs/common';
+import type { FastifyInstance } from 'fastify';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
@@ -361,6 +362,32 @@ describe('webhook delivery log lines', () => {
       value: 1,
     });
     expect(deliveries(logger)).toHaveLength(3);
+  });
+
+  it.each(ADAPTERS)("%s: a host middleware's or hook's 4xx on the webhook path is the host's answer: not counted, logged or reshaped as the parser's", async (adapter) => {
+    otel = await registerTestOtel();
+    const logger = new CollectingLogger();
+    // Express: Nest's own exception; Fastify: an error with a status, as Fastify plugins raise them (Nest answers it 500)
+    const refusal = (status: number): Error => Object.assign(new Error('address not on the allow-list'), { statusCode: status });
+    w = await startWebhookApp({
+      adapter,
+      logger,
+      configure: (nest) => {
+        if (adapter === 'express') {
+          // an IP allow-list of the host, Express style: next(error) with a status
+          nest.use('/payments/webhook', (_req: unknown, _res: unknown, next: (error?: unknown) => void) => next(new ForbiddenException()));
+        } else {
+          const fastify = nest.getHttpAdapter().getInstance() as FastifyInstance;
+          fastify.addHook('preHandler', (request, _reply, done) => done(request.url.startsWith('/payments/webhook') ? refusal(400) : undefined));
+        }
+      },
+    });
+    const answer = await postWebhook(w.url, envelope());
+    expect(answer.status).toBe(adapter === 'express' ? 403 : 500);
+    expect(answer.json?.code).toBeUndefined();
+    expect(deliveries(logger)).toEqual([]);
+    expect(counterPoints(await otel.collect(), PaymentMetricName.WEBHOOK_REQUESTS)).toEqual([]);
+    expect(w.handlers.calls).toEqual([]);
   });
 
   it.each(ADAPTERS)('%s: broken JSON declared latin1 is answered, counted and logged as the 415 of its charset', async (adapter) => {
