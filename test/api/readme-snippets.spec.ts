@@ -53,7 +53,7 @@ const APP_NAMES: Record<string, string> = {
 };
 
 interface Snippet {
-  /** Line of the README the code starts on. */
+  /** Line of the README the code starts on (1-based). */
   line: number;
   code: string;
   kind: 'module' | 'class-body' | 'method-body';
@@ -69,7 +69,7 @@ function readmeSnippets(): Snippet[] {
     const start = i + 1;
     while (README_LINES[++i] !== '```') if (i >= README_LINES.length) throw new Error(`README.md:${start}: unterminated code block`);
     snippets.push({
-      line: start,
+      line: start + 1, // `start` is the first code line's index
       code: README_LINES.slice(start, i).join('\n'),
       kind: (marker?.[1] as Snippet['kind'] | undefined) ?? 'module',
       fields: (marker?.[2] ?? '').trim().split(' ').filter(Boolean).map((field) => field.split('=') as [string, string]),
@@ -78,19 +78,23 @@ function readmeSnippets(): Snippet[] {
   return snippets;
 }
 
-/** The file an example is checked as: its imports first, a fragment wrapped in its class. */
+/** Lines `sourceOf` puts before an example's first line: the imports, and a fragment's class head. */
+function headerLines(snippet: Snippet): number {
+  return 1 + (snippet.kind === 'module' ? 0 : 1 + snippet.fields.length + (snippet.kind === 'method-body' ? 1 : 0));
+}
+
+/** The file an example is checked as: its imports first (one line), a fragment wrapped in its class. */
 function sourceOf(snippet: Snippet, imports: readonly string[]): string {
   const lines = snippet.code.split('\n');
-  const own = snippet.kind === 'module' ? [] : lines.filter((l) => l.startsWith('import '));
-  const body = snippet.kind === 'module' ? lines : lines.filter((l) => !l.startsWith('import '));
+  if (snippet.kind === 'module') return [imports.join(' '), ...lines, 'export {};'].join('\n');
+  // a fragment's own imports go to the top; blank lines keep the rest on their lines
+  const own = lines.filter((l) => l.startsWith('import '));
+  const body = lines.map((l) => (l.startsWith('import ') ? '' : l));
   const fields = snippet.fields.map(([name, type]) => `  declare readonly ${name}: ${type};`);
   const wrapped =
-    snippet.kind === 'module'
-      ? body
-      : snippet.kind === 'class-body'
-        ? ['class ReadmeExample {', ...fields, ...body, '}']
-        : ['class ReadmeExample {', ...fields, '  async example(): Promise<void> {', ...body, '  }', '}'];
-  // one line of imports, so diagnostics keep the example's own line numbers (minus one)
+    snippet.kind === 'class-body'
+      ? ['class ReadmeExample {', ...fields, ...body, '}']
+      : ['class ReadmeExample {', ...fields, '  async example(): Promise<void> {', ...body, '  }', '}'];
   return [[...imports, ...own].join(' '), ...wrapped, 'export {};'].join('\n');
 }
 
@@ -121,14 +125,15 @@ function compile(files: Map<string, string>): ts.Program {
   return ts.createProgram([...files.keys()], compilerOptions, host);
 }
 
-/** Each package's exported names, read by the compiler. */
-function packageExports(): Map<string, string> {
-  const file = join(root, 'readme-snippets', 'exports.mts');
-  const text = PACKAGES.map((name, i) => `import * as p${i} from '${name}';`).join('\n') + '\nexport {};';
-  const program = compile(new Map([[file, text]]));
+/** A file importing every package of PACKAGES, compiled with the examples' first pass. */
+const EXPORTS_FILE = join(root, 'readme-snippets', 'exports.mts');
+const EXPORTS_SOURCE = PACKAGES.map((name, i) => `import * as p${i} from '${name}';`).join('\n') + '\nexport {};';
+
+/** Each exported name of PACKAGES, with the first package that exports it. */
+function packageExports(program: ts.Program): Map<string, string> {
   const checker = program.getTypeChecker();
   const owner = new Map<string, string>();
-  for (const statement of program.getSourceFile(file)!.statements) {
+  for (const statement of program.getSourceFile(EXPORTS_FILE)!.statements) {
     if (!ts.isImportDeclaration(statement)) continue;
     const name = (statement.moduleSpecifier as ts.StringLiteral).text;
     const symbol = checker.getSymbolAtLocation(statement.moduleSpecifier);
@@ -150,11 +155,11 @@ describe('README TypeScript examples', () => {
   });
 
   it('type-check against the public entry points and the host packages they use', () => {
-    const owner = packageExports();
     const fileOf = (snippet: Snippet): string => join(root, 'readme-snippets', `line-${snippet.line}.mts`);
 
-    // first pass: which names each example leaves unimported
-    const first = compile(new Map(snippets.map((s) => [fileOf(s), sourceOf(s, [])])));
+    // first pass: which names each example leaves unimported, and which package exports each
+    const first = compile(new Map([[EXPORTS_FILE, EXPORTS_SOURCE], ...snippets.map((s): [string, string] => [fileOf(s), sourceOf(s, [])])]));
+    const owner = packageExports(first);
     const problems: string[] = [];
     const files = new Map<string, string>();
     for (const snippet of snippets) {
@@ -182,7 +187,7 @@ describe('README TypeScript examples', () => {
         const missing = /^Cannot find module '([^']+)'/.exec(text)?.[1];
         if (missing !== undefined && (missing.startsWith('.') || NOT_INSTALLED.has(missing))) continue;
         const line = d.start === undefined ? 0 : source.getLineAndCharacterOfPosition(d.start).line;
-        problems.push(`README.md:${snippet.line + Math.max(0, line - 1)}: TS${d.code} ${text}`);
+        problems.push(`README.md:${snippet.line + Math.max(0, line - headerLines(snippet))}: TS${d.code} ${text}`);
       }
     }
     expect(problems).toEqual([]);
