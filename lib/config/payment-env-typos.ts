@@ -31,16 +31,17 @@ export interface UnreadPaymentVariable {
   message: string;
 }
 
-/** The default account's variables without `PAYMENT_`: what a named account's prefix is followed by. */
-const OPTION_SUFFIXES = paymentEnvNames().map((name) => name.slice('PAYMENT_'.length));
+/**
+ * The default account's variables without `PAYMENT_`: what a named account's prefix is followed by.
+ * Longest first: `PAYMENT_US_QUEUE_REDIS_URL` is account us's `QUEUE_REDIS_URL`, not a `REDIS_URL`.
+ */
+const OPTION_SUFFIXES = paymentEnvNames()
+  .map((name) => name.slice('PAYMENT_'.length))
+  .sort((a, b) => b.length - a.length);
 
 /** `PAYMENT_US_` when `name` is exactly a variable of some account (`PAYMENT_US_WEBHOOK_SECRET`), else `undefined`. */
 function otherAccountPrefix(name: string): string | undefined {
-  for (const suffix of OPTION_SUFFIXES) {
-    if (name.length > 'PAYMENT_'.length + suffix.length + 1 && name.endsWith(`_${suffix}`)) {
-      const prefix = name.slice(0, name.length - suffix.length);
-      if (/^PAYMENT_[A-Z0-9][A-Z0-9_]*_$/.test(prefix)) return prefix;
-    }
-  }
-  return undefined;
+  const suffix = OPTION_SUFFIXES.find((option) => name.endsWith(`_${option}`));
+  const prefix = suffix === undefined ? undefined : name.slice(0, name.length - suffix.length);
+  return prefix !== undefined && /^PAYMENT_[A-Z0-9][A-Z0-9_]*_$/.test(prefix) ? prefix : undefined;
 }

@@ -19,6 +19,10 @@ describe('PAYMENT_* variables no account reads', () => {
     // account 'uk' may be loaded after start (LazyModuleLoader): renaming its variable to us's would give us its setting
     expect(messages(['PAYMENT_UK_BASE_URL'])).toEqual([line('PAYMENT_UK_BASE_URL', 'PAYMENT_US_BASE_URL', 'PAYMENT_UK_')]);
     expect(unreadPaymentVariables(['PAYMENT_UK_BASE_URL'], accounts).map(({ variable }) => variable)).toEqual(['PAYMENT_UK_BASE_URL']);
+    // read as the longest option name it ends with: account us's QUEUE_REDIS_URL, not an account 'us_queue''s REDIS_URL
+    expect(messages(['PAYMENT_US_QUEUE_REDIS_URL'], ['default', 'eu'])).toEqual([
+      line('PAYMENT_US_QUEUE_REDIS_URL', 'PAYMENT_EU_QUEUE_REDIS_URL', 'PAYMENT_US_').replace('default, eu, us', 'default, eu'),
+    ]);
   });
 
   it('names the nearest variable, not the first within two letters', () => {
