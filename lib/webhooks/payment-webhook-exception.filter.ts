@@ -47,8 +47,13 @@ export class PaymentWebhookExceptionFilter implements ExceptionFilter {
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const body = toWebhookErrorBody(exception, this.logger);
     const response = host.switchToHttp().getResponse();
+    // a 2xx or 3xx thrown by an enhancer or handler is an answer, not an error: out as it was made
+    if (exception instanceof HttpException && exception.getStatus() < 400) {
+      this.adapterHost.httpAdapter.reply(response, exception.getResponse(), exception.getStatus());
+      return;
+    }
+    const body = toWebhookErrorBody(exception, this.logger);
     this.adapterHost.httpAdapter.reply(response, body, body.statusCode);
   }
 }

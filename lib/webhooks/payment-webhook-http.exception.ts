@@ -54,8 +54,8 @@ export function routeNameOf(context: ExecutionContext): string {
  * (the sender retries once it is fixed), with `fix` logged at `error` once per logger and route.
  * The route's name is logged and kept on the error (for the app's filters), never answered.
  */
-export function routeMisconfigured(logger: LoggerService, fix: string, route?: string): PaymentWebhookHttpException {
-  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(logRouteFixOnce(logger, fix, route)));
+export function routeMisconfigured(logger: LoggerService, fix: string, route?: string, cause?: unknown): PaymentWebhookHttpException {
+  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(logRouteFixOnce(logger, fix, route), cause === undefined ? undefined : { cause }));
 }
 
 /** Logs `fix` (prefixed with `route`) at `error`, once per logger and line; returns the line. */

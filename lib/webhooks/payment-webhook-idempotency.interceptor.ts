@@ -208,7 +208,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
     if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX, settings.route);
-    const id = keyText(settings.key ? await settings.key(request, context) : event?.eventId);
+    const id = keyText(settings.key ? await this.keyOf(settings.key, request, context, settings.route) : event?.eventId);
     if (id === INVALID_KEY) throw routeMisconfigured(this.logger, KEY_TYPE_FIX, settings.route);
     if (id === undefined || id.length === 0) {
       throw new PaymentWebhookHttpException(new WebhookIdempotencyKeyMissingError());
@@ -226,7 +226,23 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
       return this.handle(next, id, settings.route);
     });
-    return result === ALREADY_PROCESSED ? settings.duplicateResponse(request) : result;
+    if (result === ALREADY_PROCESSED) return settings.duplicateResponse(request);
+    if (result instanceof ThrownAnswer) throw result.exception; // its completion is recorded
+    return result;
+  }
+
+  /**
+   * The route's key function's answer. One that throws (`req.body.id` on a JSON body of
+   * `null`) is the route's fault, like one that returns an object: it should return
+   * `undefined` when the request has no key (400). Never the raw error: a host filter gets an
+   * `HttpException` with a `code`, the error as its cause.
+   */
+  private async keyOf(key: WebhookIdempotencyKeyFn, request: unknown, context: ExecutionContext, route: string): Promise<unknown> {
+    try {
+      return await key(request, context);
+    } catch (error) {
+      throw routeMisconfigured(this.logger, KEY_THREW_FIX, route, error);
+    }
   }
 
   /**
@@ -239,12 +255,27 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     try {
       return await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (error) {
-      if (error instanceof HttpException) throw error;
+      if (error instanceof HttpException) {
+        // a 2xx thrown is the handler's answer that it took the delivery: the sender will not
+        // retry it, so it is recorded as handled (released, every copy would run it again)
+        const status = error.getStatus();
+        if (status >= 200 && status < 300) return new ThrownAnswer(error);
+        throw error;
+      }
       this.logger.error(`Handler of ${route} failed for key "${id}" (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }
   }
 }
+
+/** A 2xx `HttpException` a handler threw: completed like a returned value, then thrown as the answer. */
+class ThrownAnswer {
+  constructor(readonly exception: HttpException) {}
+}
+
+const KEY_THREW_FIX =
+  'the @WebhookIdempotencyKey function threw (its error is the cause of this exception): return undefined when the request carries no key ' +
+  '(answered 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING), e.g. req.body?.deliveryId; a JSON body may be null, a string or a number';
 
 /** A key function's answer that no delivery can fix: the route's (see `keyText`). */
 const INVALID_KEY = Symbol('invalid idempotency key');

@@ -314,7 +314,10 @@ export class WebhookInternalError extends PaymentWebhookError {
  */
 export class WebhookRouteMisconfiguredError extends PaymentWebhookError {
   override readonly name = 'WebhookRouteMisconfiguredError';
-  constructor(readonly fix: string) {
-    super(PaymentWebhookErrorCode.ROUTE_MISCONFIGURED, 500, 'The webhook route is misconfigured; the event was not processed (see the application log)');
+  constructor(
+    readonly fix: string,
+    options?: { cause?: unknown },
+  ) {
+    super(PaymentWebhookErrorCode.ROUTE_MISCONFIGURED, 500, 'The webhook route is misconfigured; the event was not processed (see the application log)', options);
   }
 }

@@ -63,6 +63,7 @@ class HeaderRefusingGuard implements CanActivate {
     const refuse = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-host-refuse'];
     if (refuse === '429') throw new HttpException('Too Many Requests', 429);
     if (refuse === 'coded') throw new HttpException({ statusCode: 403, code: 'HOST_IP_BLOCKED', message: 'Blocked' }, 403);
+    if (refuse === 'moved') throw new HttpException({ moved: 'to the new host' }, 307);
     return refuse === undefined; // false: Nest's ForbiddenException
   }
 }
@@ -456,7 +457,7 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
       }
     });
 
-    it("PaymentWebhookExceptionFilter names another enhancer's 4xx WEBHOOK_REQUEST_REFUSED (not a bad request), and keeps a code the host gave", async () => {
+    it("PaymentWebhookExceptionFilter names another enhancer's 4xx WEBHOOK_REQUEST_REFUSED (not a bad request), keeps a code the host gave, and lets a non-error answer through", async () => {
       const own = await startWebhookApp({
         adapter,
         payment: { webhookDecorators: [UseFilters(PaymentWebhookExceptionFilter), UseGuards(HeaderRefusingGuard)] },
@@ -472,6 +473,9 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
           status: 403,
           json: { statusCode: 403, code: 'HOST_IP_BLOCKED' },
         });
+        // not an error: the answer goes out as the guard made it (it was dressed as a refusal, with a code)
+        const moved = await postWebhook(own.url, envelope(), { headers: { 'x-host-refuse': 'moved' } });
+        expect([moved.status, moved.json]).toEqual([307, { moved: 'to the new host' }]);
         expect(own.handlers.calls).toHaveLength(0);
         expect(await postWebhook(own.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
       } finally {

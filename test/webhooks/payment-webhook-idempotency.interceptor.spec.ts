@@ -1,7 +1,7 @@
 // PaymentWebhookIdempotencyInterceptor as a unit: Nest's own ExecutionContextHost and
 // Reflector, the real memory store, and a route handler that is a plain observable.
 import 'reflect-metadata';
-import { type CallHandler, Logger } from '@nestjs/common';
+import { type CallHandler, HttpException, Logger } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import { defer, lastValueFrom, of, type Observable } from 'rxjs';
@@ -10,6 +10,7 @@ import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.sto
 import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
+import type { WebhookRouteMisconfiguredError } from '../../lib/webhooks/payment-webhook.errors.js';
 import { getPaymentWebhookState } from '../../lib/webhooks/payment-webhook.request.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { unusedLoopbackPort } from '../support/loopback-port.js';
@@ -198,6 +199,47 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
       status: 500,
       code: 'WEBHOOK_ROUTE_MISCONFIGURED',
     });
+  });
+
+  it("a key function that throws is the route's fault: 500 WEBHOOK_ROUTE_MISCONFIGURED caused by its error (an HttpException a host filter sees), nothing runs", async () => {
+    const next = handler(async () => ({ ok: true }));
+    // `req.body.deliveryId` on a JSON body of null (Fastify hands it over): was a bare TypeError, a 500 with no code
+    const error = await run(interceptor, context('custom', { headers: {}, body: null }), next).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentWebhookHttpException);
+    const exception = error as PaymentWebhookHttpException;
+    expect([exception.getStatus(), exception.code, exception.error.cause]).toEqual([500, 'WEBHOOK_ROUTE_MISCONFIGURED', expect.any(TypeError)]);
+    expect((exception.error as WebhookRouteMisconfiguredError).fix).toContain('@WebhookIdempotencyKey function threw');
+    expect(next.runs).toBe(0);
+  });
+
+  it('a handler that throws a 2xx HttpException answered the delivery: its completion is recorded, so a copy is a duplicate and runs nothing', async () => {
+    const next = handler(async () => {
+      throw new HttpException({ accepted: true }, 202);
+    });
+    const request = () => context('custom', { headers: {}, body: { deliveryId: 'd_202' } });
+    const thrown = await run(interceptor, request(), next).catch((e: unknown) => e);
+    // the handler's own answer goes out as it is
+    expect(thrown).toBeInstanceOf(HttpException);
+    expect((thrown as HttpException).getStatus()).toBe(202);
+    // was released: every copy answered 202 and ran the handler again
+    await expect(run(interceptor, request(), next)).resolves.toEqual({ ok: true, duplicate: true });
+    expect(next.runs).toBe(1);
+  });
+
+  it('a handler that throws a non-2xx HttpException keeps its answer and releases the claim: the retry runs it', async () => {
+    let fail = true;
+    const next = handler(async () => {
+      if (fail) {
+        fail = false;
+        throw new HttpException('moved', 307);
+      }
+      return { ok: true };
+    });
+    const request = () => context('custom', { headers: {}, body: { deliveryId: 'd_307' } });
+    const thrown = await run(interceptor, request(), next).catch((e: unknown) => e);
+    expect((thrown as HttpException).getStatus()).toBe(307);
+    await expect(run(interceptor, request(), next)).resolves.toEqual({ ok: true });
+    expect(next.runs).toBe(2);
   });
 
   it("uses the route's @WebhookIdempotencyKey, in a namespace apart from the service's event ids", async () => {
