@@ -18,7 +18,7 @@ import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/co
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
+import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
 import { installWebhookBodyErrorHandler } from './webhook-body-parser-refusals.js';
 import { type WebhookRouteVersion, webhookRoutePaths } from './webhook-route-paths.js';
 import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
@@ -67,6 +67,11 @@ export function createPaymentWebhookRoute(
     receive(@Req() request: PaymentWebhookRequest): Promise<PaymentWebhookAck> {
       return this.webhooks.process(request);
     }
+  }
+  // Host enhancers key on the class's name (@nestjs/throttler's buckets: class name + method name):
+  // one name per account, or every account's route would share one bucket
+  if (account !== undefined && account !== DEFAULT_PAYMENT_ACCOUNT) {
+    Object.defineProperty(PaymentWebhookController, 'name', { value: `PaymentWebhookController_${account}` });
   }
   if (decorators.length > 0) applyRouteDecorators(PaymentWebhookController.prototype, decorators, account);
   // after the method's, as TypeScript orders them; for hosts whose guards read the class

@@ -315,12 +315,13 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
 
   describe('global ThrottlerGuard (@nestjs/throttler) with a limit of 3 a minute', () => {
     // In a child process: @nestjs/throttler is CommonJS and cannot load inside jest's ESM sandbox with NestJS 12.
-    const start = (skip: boolean, throttlers = '') =>
+    const start = (skip: boolean, throttlers = '', secondAccount = false) =>
       startChildApp('test/webhooks/fixtures/throttled-host-app.ts', {
         HOST_ADAPTER: adapter,
         HOST_WEBHOOK_SECRET: WEBHOOK_SECRET,
         HOST_SKIP_THROTTLE: skip ? '1' : '0',
         ...(throttlers === '' ? {} : { HOST_THROTTLERS: throttlers }),
+        ...(secondAccount ? { HOST_SECOND_ACCOUNT: '1' } : {}),
       });
 
     it('throttles the webhook route like any other without SkipThrottle() (the problem)', async () => {
@@ -329,6 +330,20 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         const statuses = [];
         for (let i = 0; i < 5; i++) statuses.push((await postWebhook(host.url!, envelope())).status);
         expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      } finally {
+        await host.stop();
+      }
+    });
+
+    it("counts each account's route apart, as two controllers of the host (the throttler's key is the class's name)", async () => {
+      const host = await start(false, '', true);
+      try {
+        const statuses = { default: [] as number[], eu: [] as number[] };
+        for (let i = 0; i < 3; i++) statuses.default.push((await postWebhook(host.url!, envelope())).status);
+        // was [429, 429, 429]: every account's controller class was named PaymentWebhookController
+        for (let i = 0; i < 3; i++) statuses.eu.push((await postWebhook(host.url!, envelope(), { path: 'payments/eu/webhook' })).status);
+        statuses.default.push((await postWebhook(host.url!, envelope())).status);
+        expect(statuses).toEqual({ default: [200, 200, 200, 429], eu: [200, 200, 200] });
       } finally {
         await host.stop();
       }
