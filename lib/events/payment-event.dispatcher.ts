@@ -86,6 +86,11 @@ export class PaymentEventDispatcher implements OnModuleInit {
     }
   }
 
+  /** The host's EventEmitter2 (a non-global one too, once the module is initialised): the queue worker's dead-letter announcements go there. */
+  get hostEventEmitter(): EventEmitter2 | undefined {
+    return this.eventEmitter;
+  }
+
   /** The account only: `moduleRef` reaches the Nest container, where the raw `forRoot()` options (secrets included) are. */
   toJSON(): Record<string, unknown> {
     return { account: this.options?.account ?? DEFAULT_PAYMENT_ACCOUNT };

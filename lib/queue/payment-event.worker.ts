@@ -1,6 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import type { EventEmitter2 } from '@nestjs/event-emitter';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -83,7 +82,6 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     private readonly queue: PaymentEventQueue,
     /** Stops this worker together with the app's other accounts' (see `onModuleDestroy`). */
     private readonly shutdown: PaymentWorkerShutdown,
-    private readonly eventEmitter?: EventEmitter2,
   ) {
     this.account = options.account;
     shutdown.add(this);
@@ -314,7 +312,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       return;
     }
     this.telemetry.deadLettered(eventType);
-    announceDeadLetter(toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs), this.logger, this.eventEmitter, this.describe);
+    announceDeadLetter(toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs), this.logger, this.dispatcher.hostEventEmitter, this.describe);
   }
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */

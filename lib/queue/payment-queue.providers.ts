@@ -1,5 +1,4 @@
 import type { Provider } from '@nestjs/common';
-import { EventEmitter2 } from '@nestjs/event-emitter';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
@@ -49,7 +48,6 @@ export function createPaymentQueueProviders(): Provider[] {
         // the worker stops before the producer side closes
         PAYMENT_ACCOUNT_QUEUE,
         PaymentWorkerShutdown,
-        { token: EventEmitter2, optional: true },
       ],
       useFactory: (
         options: ResolvedPaymentOptions,
@@ -57,9 +55,8 @@ export function createPaymentQueueProviders(): Provider[] {
         dispatcher: PaymentEventDispatcher,
         queue: PaymentEventQueue | null,
         shutdown: PaymentWorkerShutdown,
-        eventEmitter?: EventEmitter2,
       ): PaymentEventWorker | null =>
-        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, queue, shutdown, eventEmitter) : null,
+        queue !== null && options.queueWorker ? new PaymentEventWorker(loadBullMq(), options, store, dispatcher, queue, shutdown) : null,
     },
   ];
 }

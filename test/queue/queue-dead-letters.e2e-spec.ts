@@ -70,6 +70,16 @@ describe('queue mode: dead letters', () => {
     expect(q.listener!.received.filter((l) => l.eventId === id)).toEqual([expect.objectContaining({ eventId: id, attempts: 3 })]);
   });
 
+  it("announces it on a host EventEmitterModule.forRoot({ global: false }) too (it went unannounced: the worker looked for a global emitter only)", async () => {
+    const own = await startQueueApp(redis.url, { eventEmitter: 'not global', payment: { redisKeyPrefix: 'not-global-emitter:' } });
+    try {
+      const { id } = await deadLetterOf('default', own);
+      await waitFor('the dead-letter event was emitted', () => own.listener!.received.some((l) => l.eventId === id));
+    } finally {
+      await own.close();
+    }
+  });
+
   it("keeps the event as the service signed it, less the fields the module sets (a body's own account, canonicalStatus, receivedAt)", async () => {
     const event: Record<string, unknown> = { ...envelope('payment.succeeded'), account: 'eu', canonicalStatus: 'FORGED', receivedAt: '1999-01-01T00:00:00Z' };
     const id = event.eventId as string;

@@ -96,8 +96,8 @@ export interface QueueAppOptions {
   namedPayment?: PaymentModuleOptions;
   /** Nest's `forceCloseConnections` (as the README advises): a request whose inline handler hangs does not hold close(). */
   forceCloseConnections?: boolean;
-  /** Import the host's EventEmitterModule (dead-letter events). @default false */
-  eventEmitter?: boolean;
+  /** Import the host's EventEmitterModule (dead-letter events); `'not global'`: with `global: false`. @default false */
+  eventEmitter?: boolean | 'not global';
   logger?: LoggerService | false;
 }
 
@@ -120,7 +120,7 @@ export async function startQueueApp(redisUrl: string, opts: QueueAppOptions = {}
   };
   @Module({
     imports: [
-      ...(opts.eventEmitter ? [EventEmitterModule.forRoot()] : []),
+      ...(opts.eventEmitter ? [EventEmitterModule.forRoot({ global: opts.eventEmitter !== 'not global' })] : []),
       PaymentModule.forRoot(payment),
       ...(opts.namedAccount ? [PaymentModule.forRoot({ ...payment, ...opts.namedPayment, account: opts.namedAccount })] : []),
     ],
