@@ -6,14 +6,7 @@ import type { SimulatorClock } from './simulator.clock.js';
 import { BASE_PATHS } from './simulator.constants.js';
 import { asDelivered, type SimulatorEventPublisher } from './simulator-event.publisher.js';
 import { SimulatorFaults } from './simulator-faults.js';
-import {
-  assertDeliveryFaults,
-  assertFault,
-  assertSendEventArguments,
-  assertSimulatorOptions,
-  assertText,
-  assertWebhookUrl,
-} from './simulator-options.validation.js';
+import { assertDeliveryFaults, assertFault, assertSendEventArguments, assertSimulatorOptions, assertText, assertWebhookUrl } from './simulator-options.validation.js';
 import { copyPayment, type SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import type { SimulatorPayoutsHandler } from './simulator-payouts.handler.js';
 import type { SimulatorRateLimiter } from './simulator-rate-limiter.js';
@@ -62,6 +55,8 @@ export class PaymentServiceSimulator {
   private readonly payoutsHandler: SimulatorPayoutsHandler;
   private readonly router: SimulatorRouter;
   private readonly server: SimulatorServer;
+  /** `stop()` calls so far: a start that a stop overtook arms no timer behind it. */
+  private stops = 0;
 
   constructor(options: PaymentServiceSimulatorOptions = {}) {
     assertSimulatorOptions(options);
@@ -80,9 +75,10 @@ export class PaymentServiceSimulator {
   /** Listens on loopback (a free port unless `port` is set). */
   async start(): Promise<void> {
     if (this.server.started) return;
+    const stops = this.stops;
     this.deliverer.resume();
     await this.server.start();
-    this.paymentsHandler.startTimers();
+    if (this.stops === stops) this.paymentsHandler.startTimers();
   }
 
   /**
@@ -92,6 +88,7 @@ export class PaymentServiceSimulator {
    * live through, use `injectFault` instead.
    */
   async stop(): Promise<void> {
+    this.stops++;
     this.deliverer.stop();
     this.paymentsHandler.stopTimers();
     await this.server.stop();

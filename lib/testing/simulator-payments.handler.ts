@@ -1,3 +1,4 @@
+import { assertText } from './simulator-options.validation.js';
 import { randomBytes } from 'node:crypto';
 import { formatAmount, parseAmount } from './simulator.amounts.js';
 import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
@@ -156,6 +157,7 @@ export class SimulatorPaymentsHandler {
 
   /** Settles a `PENDING` payment by hand; throws for an unknown or already settled (or expired) one. */
   complete(trxId: string, status: 'SUCCESS' | 'REJECTED', reason?: string): void {
+    if (reason !== undefined) assertText('completePayment: reason', reason);
     // a session past its TTL whose timer has not fired yet is expired, not paid
     this.expireStaleSessions();
     const p = this.state.payments.get(trxId);

@@ -1,3 +1,4 @@
+import { assertText } from './simulator-options.validation.js';
 import { formatAmount, parseAmount } from './simulator.amounts.js';
 import type { SimulatorAuthHandler } from './simulator-auth.handler.js';
 import type { SimulatorClock } from './simulator.clock.js';
@@ -98,6 +99,7 @@ export class SimulatorPayoutsHandler {
 
   /** Rejects a payout waiting for approval (`payout.failed`, amount back in the wallet); a scripted failure it took is dropped. */
   reject(payoutUid: string, failureReason: string): void {
+    assertText('rejectPayout: failureReason', failureReason);
     const p = this.awaitingApproval(payoutUid);
     this.failOnApproval.delete(payoutUid);
     this.fail(p, failureReason);

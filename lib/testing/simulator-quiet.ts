@@ -2,6 +2,9 @@ import { setTimeout as realSleep } from 'node:timers/promises';
 import type { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
 
+/** The longest delay a Node timer keeps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * Resolves when no payment confirmation, webhook delivery or retry is pending; events held back
  * by `outOfOrder` are released once everything else is quiet. Rejects after `timeoutMs`, naming
@@ -14,6 +17,10 @@ import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js
 export async function waitUntilQuiet(payments: SimulatorPaymentsHandler, deliverer: SimulatorWebhookDeliverer, timeoutMs?: number): Promise<void> {
   // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
   // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
+  // a timer past 2^31-1 ms fires at once (and NaN, a fraction, a negative number make no sense either)
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= MAX_TIMER_MS)) {
+    throw new RangeError(`waitForDeliveries: timeoutMs must be a whole number of ms from 0 to ${MAX_TIMER_MS} (not ${String(timeoutMs)})`);
+  }
   let expired = false;
   const deadline = new AbortController();
   if (timeoutMs !== undefined) {

@@ -131,6 +131,32 @@ describe('PaymentServiceSimulator API', () => {
     expect((await simCall(sim, 'GET', '/payments/gateways', { token: await simToken(sim) })).status).toBe(200);
   });
 
+  it('stop() called while a start() is under way wins: no session expiry is armed again behind it', async () => {
+    const short = new PaymentServiceSimulator({ paymentSessionTtlMs: 300 });
+    await short.start();
+    await simCall(short, 'POST', '/payment/create', { token: await simToken(short), body: paymentBody() });
+    await short.stop();
+    const starting = short.start();
+    await short.stop();
+    await starting;
+    await sleep(600);
+    // was ['payment.created', 'payment.expired']: the start re-armed the expiry after the stop, a timer outliving the simulator
+    expect(short.events.map((e) => e.eventType)).toEqual(['payment.created']);
+  });
+
+  it('refuses bad reasons and waits of its control methods: a failureReason is a non-empty string, a timeoutMs a whole number a timer can keep', async () => {
+    const token = await simToken(sim);
+    const created = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() });
+    // were stored and sent in the webhook as they were (a number, an object) where the event types say string
+    expect(() => sim.completePayment(created.body.data.trxId, 'REJECTED', 42 as never)).toThrow(/completePayment: reason must be a non-empty string/);
+    expect(sim.payments[0]!.status).toBe('PENDING');
+    expect(() => sim.rejectPayout('po_unknown', { secret: 1 } as never)).toThrow(/rejectPayout: failureReason must be a non-empty string/);
+    // were handed to a timer as they were: past 2^31-1 ms it fires at once, and "still busy after NaN ms"
+    for (const timeoutMs of [3e9, -5, Number.NaN, 1.5, '100' as never]) {
+      await expect(sim.waitForDeliveries({ timeoutMs })).rejects.toThrow(/waitForDeliveries: timeoutMs must be a whole number of ms from 0 to 2147483647/);
+    }
+  });
+
   it('refuses sendEvent and script arguments it could not use, naming them', () => {
     expect(() => sim.sendEvent(1, undefined as never, {})).toThrow(/sendEvent: type must be an event type/);
     expect(() => sim.sendEvent(1, 'dispute.created', undefined as never)).toThrow(/sendEvent: data must be an object/);
