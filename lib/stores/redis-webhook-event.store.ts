@@ -82,6 +82,9 @@ return 0`;
 // the same read without running Lua, on the queue route's every delivery).
 const IS_PROCESSED_SCRIPT = `return redis.call('GET', KEYS[1]) == '${PROCESSED_VALUE}' and 1 or 0`;
 
+/** Releases kept for a reconnect at most (see `#releaseWhenBack`). */
+const MAX_RELEASES_WHEN_BACK = 10_000;
+
 /** Connections whose outage a store has logged (the stores of several accounts may share one): one line per outage. */
 const outageLoggedOn = new WeakSet<RedisClientLike>();
 /** Open stores per connection: once the last closes, a store made later on it logs an outage under way. */
@@ -113,6 +116,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #where: string;
   #everReady = false;
   #closed = false;
+  /** Releases of timed-out claims that found the connection down, by claim token: sent once it is back (see `claim`). */
+  readonly #releasesWhenBack = new Map<string, { key: string; until: number }>();
 
   /**
    * @param connection a Redis URL (`redis://[:password@]host:port/db`), or an
@@ -156,8 +161,9 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     } catch (error) {
       // A command that timed out is not withdrawn: a Redis that hung (not down) runs the claim
       // when it wakes, and the event would answer 409 for a whole lease though nothing runs
-      // it. The release goes right behind it on the same connection (a no-op if it never ran).
-      this.release(key, claimToken).catch(() => undefined);
+      // it. The release goes right behind it on the same connection (a no-op if it never ran);
+      // with the connection down it goes once it is back, as the claim may have run before it broke.
+      this.release(key, claimToken).catch(() => this.#releaseWhenBack(key, claimToken, leaseMs));
       throw error;
     }
     if (code === 1) return { outcome: 'claimed', claimToken };
@@ -212,6 +218,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     openStoresOn.set(this.#client, open);
     if (open === 0) outageLoggedOn.delete(this.#client);
     this.#client.removeListener('ready', this.#onReady);
+    this.#releasesWhenBack.clear();
     if (!this.#ownsClient) {
       this.#client.removeListener('error', this.#onError);
       return;
@@ -273,6 +280,23 @@ export class RedisWebhookEventStore implements WebhookEventStore {
     if (outageLoggedOn.delete(this.#client)) this.#logger.log(`Redis connection restored${this.#where}`);
     this.#everReady = true;
     this.#checkEvictionPolicy();
+    // after what a client of the host's own sends again on its reconnect (a claim among them)
+    if (this.#releasesWhenBack.size > 0) setImmediate(this.#sendReleasesWhenBack);
+  };
+
+  /** Until the claim's lease lapses by itself; a bounded number (an outage under a flood lets the rest lapse). */
+  #releaseWhenBack(key: string, claimToken: string, leaseMs: number): void {
+    if (this.#closed || this.#releasesWhenBack.size >= MAX_RELEASES_WHEN_BACK) return;
+    this.#releasesWhenBack.set(claimToken, { key, until: Date.now() + leaseMs });
+  }
+
+  readonly #sendReleasesWhenBack = (): void => {
+    for (const [claimToken, { key, until }] of this.#releasesWhenBack) {
+      this.#releasesWhenBack.delete(claimToken);
+      if (until <= Date.now() || this.#closed) continue;
+      // connection gone again: kept for the next reconnect
+      this.release(key, claimToken).catch(() => this.#releaseWhenBack(key, claimToken, until - Date.now()));
+    }
   };
 
   /**
