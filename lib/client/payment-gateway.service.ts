@@ -22,6 +22,7 @@ import type {
   RefundResult,
 } from './payment-api.types.js';
 import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { neverThrowingLogger } from '../common/never-throwing-logger.util.js';
 import { matchesPathTemplate } from '../common/api-path.util.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
@@ -41,7 +42,7 @@ import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.
  */
 @Injectable()
 export class PaymentGatewayService implements OnApplicationShutdown {
-  private readonly logger = new Logger(PaymentGatewayService.name);
+  private readonly logger = neverThrowingLogger(new Logger(PaymentGatewayService.name));
   private readonly http: PaymentHttpClient;
   private readonly executor: PaymentRequestExecutor;
   private readonly fields: PaymentResponseFields;
@@ -94,9 +95,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
       signal,
     });
     const { record, id } = this.readRecord(answer, 'trxId');
-    if (id === undefined) {
-      this.warnNoId('POST', path, answer.status, 'trxId', `the payment was accepted (idempotencyKey ${idempotencyKey})`);
-    }
+    if (id === undefined) this.warnNoId('POST', path, answer.status, 'trxId', `the payment was accepted (idempotencyKey ${idempotencyKey})`);
     // typed `token?: string`: a token of another type stays in raw only
     if (typeof record.token !== 'string') delete record.token;
     return {

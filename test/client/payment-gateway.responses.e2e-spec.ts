@@ -289,6 +289,22 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(lines.find((l) => l.includes('answered 201, but its body could not be read'))).toContain('the service acted on it');
     });
 
+    it('an app logger that throws changes no outcome: a refund the service carried out still resolves, with or without its id', async () => {
+      await start();
+      stub.answer('POST', '/payment/trx_9/refund', { ...success({ refundUid: 'rfd_1', pad: 'x'.repeat(64 * 1024) }, 201), cutBody: true });
+      stub.answer('POST', '/payment/trx_8/refund', success({ reference: 'no id here' }, 201));
+      // a log transport that failed (closed, full): the refunds rejected with its error, though the service made them
+      Logger.overrideLogger({ log() {}, error() {}, debug() {}, verbose() {}, warn: () => { throw new Error('log transport closed'); } });
+      try {
+        await expect(client.refundPayment('trx_9', { amount: '1' })).resolves.toMatchObject({ httpStatus: 201 });
+        await expect(client.refundPayment('trx_8', { amount: '1' })).resolves.toMatchObject({ httpStatus: 201 });
+      } finally {
+        Logger.overrideLogger(false);
+      }
+      expect(stub.calls('/payment/trx_9/refund')).toHaveLength(1);
+      expect(stub.calls('/payment/trx_8/refund')).toHaveLength(1);
+    });
+
     it("the token call's answer cut short: the refund is not sent, and its error carries no status of its own", async () => {
       await start({ maxRetries: 1 });
       stub.answer('POST', '/authentication/token', { ...success({ access_token: 'tok_cut_00000001', pad: 'x'.repeat(64 * 1024) }), cutBody: true });
