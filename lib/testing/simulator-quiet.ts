@@ -1,9 +1,7 @@
 import { setTimeout as realSleep } from 'node:timers/promises';
+import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import type { SimulatorPaymentsHandler } from './simulator-payments.handler.js';
 import type { SimulatorWebhookDeliverer } from './simulator-webhook.deliverer.js';
-
-/** The longest delay a Node timer keeps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Resolves when no payment confirmation, webhook delivery or retry is pending; events held back
@@ -15,12 +13,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * so counting it would hold every wait for the whole TTL (or for ever on a clock that stands still).
  */
 export async function waitUntilQuiet(payments: SimulatorPaymentsHandler, deliverer: SimulatorWebhookDeliverer, timeoutMs?: number): Promise<void> {
-  // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
-  // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
-  // a timer past 2^31-1 ms fires at once (and NaN, a fraction, a negative number make no sense either)
+  // a timer past MAX_TIMER_MS fires at once (and NaN, a fraction, a negative number make no sense either)
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 0 && timeoutMs <= MAX_TIMER_MS)) {
     throw new RangeError(`waitForDeliveries: timeoutMs must be a whole number of ms from 0 to ${MAX_TIMER_MS} (not ${String(timeoutMs)})`);
   }
+  // node:timers/promises only: under jest's fake timers Date.now(), setTimeout and (in a
+  // CommonJS test) process.hrtime stand still, so the wait and its deadline use real timers
   let expired = false;
   const deadline = new AbortController();
   if (timeoutMs !== undefined) {
