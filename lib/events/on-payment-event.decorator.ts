@@ -5,17 +5,23 @@ import { assertPaymentEventPatterns } from './payment-event-patterns.js';
 import type { PaymentEventForPattern, PaymentEventPattern } from './payment-event.types.js';
 
 /**
- * A method decorator that only fits methods able to take the event of `P`:
- * the parameter type is checked against `PaymentEventForPattern<P>`. The return type of
- * `OnPaymentEvent`, not re-exported by the package's entry point: nothing needs to name it.
+ * A method decorator that only fits methods able to take the event of `P`: every event the
+ * pattern delivers must be assignable to the method's parameter (or it takes none). Checked
+ * as a conditional type, not as `H extends (event: ...) => unknown`: without
+ * `strictFunctionTypes` (the tsconfig `nest new` writes has no `strict`) parameters compare
+ * both ways, and a too-narrow one (`'payment.*'` into `PaymentEvent<'payment.succeeded'>`)
+ * would compile. The return type of `OnPaymentEvent`, not re-exported by the package's entry
+ * point: nothing needs to name it.
  */
-export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <
-  H extends (event: PaymentEventForPattern<P>) => unknown,
->(
+export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <H extends (...args: never[]) => unknown>(
   target: object,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<H>,
+  descriptor: TypedPropertyDescriptor<H> & (TakesEventOf<P, H> extends true ? unknown : never),
 ) => void;
+
+/** `true` when `H` takes no parameter or its first can take every event of `P`. */
+type TakesEventOf<P extends PaymentEventPattern, H extends (...args: never[]) => unknown> =
+  Parameters<H> extends [] ? true : [PaymentEventForPattern<P>] extends [Parameters<H>[0]] ? true : false;
 
 /** Options of `@OnPaymentEvent`. @publicApi */
 export interface OnPaymentEventOptions {

@@ -1,7 +1,8 @@
 /**
  * Compile-time proof that @OnPaymentEvent rejects handlers whose parameter
- * cannot take the event. Checked by `npm run typecheck` (tsc over test/);
- * jest never loads it (not a *.spec.ts). Each `@ts-expect-error` fails the
+ * cannot take the event. Checked by `npm run typecheck` twice: with this repo's
+ * strict options (tsc over test/) and with those `nest new` writes, without
+ * `strictFunctionTypes` (test/types/tsconfig.loose.json); jest never loads it. Each `@ts-expect-error` fails the
  * typecheck if the line below it ever starts compiling.
  */
 import 'reflect-metadata';
