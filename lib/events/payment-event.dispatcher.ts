@@ -183,10 +183,12 @@ export class PaymentEventDispatcher implements OnModuleInit {
 
   /**
    * A context id with the event registered as REQUEST: request-scoped handler providers
-   * that inject REQUEST receive the event, and share one instance per event.
+   * that inject REQUEST receive the event, and share one instance per event. Made through the
+   * host's `ContextIdFactory.apply()` strategy where it has one, as Nest does for HTTP requests:
+   * durable providers then live once per tenant, with the strategy's payload as REQUEST.
    */
   private scopedContext(event: AnyPaymentEvent): PaymentEventInvocationContext {
-    const contextId = ContextIdFactory.create();
+    const contextId = ContextIdFactory.getByRequest(event);
     this.moduleRef.registerRequestByContextId(event, contextId);
     return { contextId };
   }

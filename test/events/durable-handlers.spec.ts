@@ -1,0 +1,79 @@
+import 'reflect-metadata';
+import { Inject, Injectable, Scope } from '@nestjs/common';
+import { type ContextId, ContextIdFactory, type ContextIdStrategy, DiscoveryModule, type HostComponentInfo, REQUEST } from '@nestjs/core';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
+import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
+
+/**
+ * A host's ContextIdStrategy (Nest's durable providers, one tree per tenant) keyed on the
+ * event's account: Nest applies it to HTTP requests, and the dispatcher must apply it to
+ * events, or a durable handler provider is built again for every event.
+ */
+const tenantContexts = new Map<string, ContextId>();
+class AccountTenantStrategy implements ContextIdStrategy {
+  attach(contextId: ContextId, request: AnyPaymentEvent) {
+    const tenant = request.account;
+    let tenantContext = tenantContexts.get(tenant);
+    if (tenantContext === undefined) tenantContexts.set(tenant, (tenantContext = ContextIdFactory.create()));
+    return { resolve: (info: HostComponentInfo) => (info.isTreeDurable ? tenantContext : contextId), payload: { tenant } };
+  }
+}
+
+@Injectable({ scope: Scope.REQUEST, durable: true })
+class TenantHandlers {
+  static built: string[] = [];
+  readonly seen: string[] = [];
+  constructor(@Inject(REQUEST) readonly request: { tenant: string }) {
+    TenantHandlers.built.push(request.tenant);
+  }
+
+  @OnPaymentEvent('payment.succeeded')
+  paid(event: PaymentEvent<'payment.succeeded'>): void {
+    this.seen.push(`${this.request.tenant}:${event.eventId}`);
+  }
+}
+
+let serial = 0;
+function succeeded(account: string): AnyPaymentEvent {
+  serial += 1;
+  return {
+    account,
+    receivedAt: new Date(),
+    eventId: `evt_durable_${serial}`,
+    eventType: 'payment.succeeded',
+    apiVersion: '2024-01-15',
+    createdAt: new Date(0).toISOString(),
+    environment: 'sandbox',
+    data: { trxId: `trx_${serial}`, token: 'tok', amount: '10.00000000', currency: 'USD', status: 'SUCCESS' },
+  };
+}
+
+describe('durable handler providers (a host ContextIdStrategy)', () => {
+  let moduleRef: TestingModule;
+
+  beforeAll(async () => {
+    ContextIdFactory.apply(new AccountTenantStrategy());
+    moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, TenantHandlers] }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+  });
+
+  afterAll(async () => {
+    await moduleRef.close();
+    // the strategy is Nest's global: no other test of this file's module registry may meet it
+    ContextIdFactory.apply({ attach: (contextId: ContextId) => () => contextId });
+  });
+
+  it('builds one instance per tenant, whose REQUEST is the strategy payload, and runs it for each of its events', async () => {
+    const dispatcher = moduleRef.get(PaymentEventDispatcher);
+    const events = [succeeded('eu'), succeeded('eu'), succeeded('us'), succeeded('eu')];
+    for (const event of events) await dispatcher.dispatch(event);
+
+    expect(TenantHandlers.built).toEqual(['eu', 'us']);
+    const eu = await moduleRef.resolve(TenantHandlers, tenantContexts.get('eu'));
+    expect(eu.seen).toEqual([events[0], events[1], events[3]].map((event) => `eu:${event!.eventId}`));
+  });
+});
