@@ -272,6 +272,22 @@ describe('resolvePaymentOptions', () => {
     expect(fromEnv.problems.filter((problem) => problem.includes('(given: a value of a secret option)'))).toHaveLength(2);
   });
 
+  it('never repeats a bad value that looks like a URL with credentials, in whatever key (a Redis URL in the prefix or environment variable)', () => {
+    const password = `Sup3rSecretRedisToken${'x'.repeat(180)}`;
+    const cases: Array<Record<string, string>> = [
+      // over the prefix's 200 characters: refused for its length before the "looks like a URL" check
+      { PAYMENT_REDIS_KEY_PREFIX: `rediss://default:${password}@cache.example.com:6380` },
+      { PAYMENT_REDIS_KEY_PREFIX: 'redis://:Sup3rSecret@cache:6379 db0' },
+      { PAYMENT_ENVIRONMENT: 'redis://:Sup3rSecret@r:6379' },
+      { PAYMENT_PROCESSING: 'user:Sup3rSecret@host' },
+    ];
+    for (const vars of cases) {
+      const error = captureError(() => resolvePaymentOptions({}, readPaymentEnv((name) => ({ PAYMENT_BASE_URL: 'https://pay.example.com', ...vars } as Record<string, string>)[name])));
+      expect(error.message).not.toContain('Sup3rSecret');
+      expect(error.problems.some((problem) => problem.endsWith('(given: a URL or credentials, not repeated)'))).toBe(true);
+    }
+  });
+
   it('is inspected (as Nest logs a boot error) with each problem once', () => {
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'ftp://pay.example.com', maxRetries: 99 }));
     const text = inspect(error);
