@@ -63,3 +63,27 @@ export function withRedactedModuleOptions<T>(options: T): T {
   if (!Object.hasOwn(copy, 'toJSON')) printRedacted(copy, 'webhookSecret');
   return copy as T;
 }
+
+/** Keys whose value an error never repeats: secrets, and URLs that may carry a password or user name. */
+const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
+
+const URL_SCHEME = /^\s*[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what
+ * was read; never one holding (or part of) a value of the keys never repeated: a secret read into
+ * the wrong key (a shifted line of an env file) stays out of the error, and neither does a URL or
+ * anything with an `@` (a Redis URL in the prefix's variable, too long to be read as one).
+ */
+export function givenValue(key: string, options: Record<string, unknown>): string {
+  const value = options[key];
+  if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
+  // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
+  if (typeof value === 'string' && (URL_SCHEME.test(value) || value.includes('@'))) return ' (given: a URL or credentials, not repeated)';
+  if (typeof value === 'string') {
+    const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
+    if (secrets.some((secret) => value.includes(secret) || (value.length >= 8 && secret.includes(value)))) return ' (given: a value of a secret option)';
+  }
+  const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
+  return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;
+}

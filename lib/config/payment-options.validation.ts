@@ -6,6 +6,7 @@ import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 import { checkUnknownKeys } from './payment-option-keys.validation.js';
+import { givenValue } from './payment-options.redaction.js';
 import { misplacedPasswordTail, undecodableRedisUrlPart } from './redact-url.js';
 import { isQuoted, looksLikeJsonOrQuoted } from './quoted-values.js';
 
@@ -33,30 +34,6 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
     if (constraints.isInt !== undefined) return { key: e.property, messages: [constraints.isInt] };
     return { key: e.property, messages: [...new Set(Object.values(constraints))] };
   });
-}
-
-/** Keys whose value an error never repeats: secrets, and URLs that may carry a password or user name. */
-const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
-
-const URL_SCHEME = /^\s*[a-z][a-z0-9+.-]*:\/\//i;
-
-/**
- * ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what
- * was read; never one holding (or part of) a value of the keys never repeated: a secret read into
- * the wrong key (a shifted line of an env file) stays out of the error, and neither does a URL or
- * anything with an `@` (a Redis URL in the prefix's variable, too long to be read as one).
- */
-function givenValue(key: string, options: Record<string, unknown>): string {
-  const value = options[key];
-  if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
-  // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
-  if (typeof value === 'string' && (URL_SCHEME.test(value) || value.includes('@'))) return ' (given: a URL or credentials, not repeated)';
-  if (typeof value === 'string') {
-    const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
-    if (secrets.some((secret) => value.includes(secret) || (value.length >= 8 && secret.includes(value)))) return ' (given: a value of a secret option)';
-  }
-  const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
-  return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;
 }
 
 /** What the module calls on a store; `extend`, `isProcessed`, `ping` and `close` are optional. */
