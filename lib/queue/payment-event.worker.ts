@@ -170,7 +170,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
       const unrecorded = this.running.count - this.running.handlers;
       const said = [
         running > 0 ? `${running} job(s) whose handlers are still running: leaving their events to another worker` : '',
-        recording > 0 ? `${recording} job(s) whose handlers finished could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed` : '',
+        recording > 0 ? `${recording} job(s) whose handlers finished could not record their completion (the store is unreachable): giving up on it, so that their jobs are recorded completed (where the queue's Redis takes it; if not, another worker runs them again)` : '',
         unrecorded > 0 ? `${unrecorded} job(s) whose outcome BullMQ has not recorded yet` : '',
       ].filter(Boolean);
       // a clean-up waits for its run (counted above) first: said only when nothing else is

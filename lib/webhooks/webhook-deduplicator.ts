@@ -254,6 +254,8 @@ export class WebhookDeduplicator {
     const inBackground = backgroundUntil !== undefined;
     const endless = inBackground || settings.completeAttempts === Number.POSITIVE_INFINITY;
     const attempts = endless ? Number.POSITIVE_INFINITY : Math.max(1, settings.completeAttempts);
+    // handlers given up at shutdown that finished after it: the worker is closed, its job cannot be recorded
+    const finishedAfterShutdown = this.closing.signal.aborted;
     for (let attempt = 1; ; attempt++) {
       try {
         // a store that never answers must not hold a queue worker's slot, or a background retry, without a word
@@ -266,7 +268,7 @@ export class WebhookDeduplicator {
         return undefined;
       } catch (error) {
         const outOfTime = inBackground && monotonicNow() >= backgroundUntil;
-        if (attempt >= attempts || outOfTime || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
+        if (attempt >= attempts || outOfTime || this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground, finishedAfterShutdown);
         if (attempt === DEFAULT_COMPLETE_ATTEMPTS && endless && !inBackground) {
           this.logger.error(
             `Handlers of webhook event "${key}" succeeded but completion could not be recorded yet ` +
@@ -274,14 +276,16 @@ export class WebhookDeduplicator {
           );
         }
         await this.pause(Math.min(COMPLETE_RETRY_MAX_DELAY_MS, 25 * attempt), endless, inBackground);
-        if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground);
+        if (this.closing.signal.aborted) return this.completionGivenUp(key, error, endless, inBackground, finishedAfterShutdown);
       }
     }
   }
 
   /** The last failure; said here where retries end for good (the route's first three: by `keepCompleting`). */
-  private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean): { error: unknown } {
-    if (endless) {
+  private completionGivenUp(key: string, error: unknown, endless: boolean, inBackground: boolean, finishedAfterShutdown: boolean): { error: unknown } {
+    if (endless && finishedAfterShutdown && !inBackground) {
+      this.logger.error(`${completionNotRecorded(key, error)}the app had shut down before they finished, so neither their completion nor the job's outcome can be recorded: the event is left to another worker (or the next start), which runs the handlers again.`);
+    } else if (endless) {
       const outcome = !inBackground
         ? 'the job is recorded completed (where the queue\'s Redis can take it) so a retry does not run the handlers again'
         : this.closing.signal.aborted

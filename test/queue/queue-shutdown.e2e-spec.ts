@@ -109,6 +109,26 @@ describe('queue mode: graceful shutdown of a worker', () => {
     expect(await second.deadLetters.get(id)).toBeUndefined();
   });
 
+  it('a handler given up at shutdown that finishes after close() says its event is left to another worker (not that its job was recorded)', async () => {
+    const logs = new CollectingLogger();
+    const first = await start(logs, { payment: { queueShutdownTimeoutMs: 500, redisKeyPrefix: 'finished-late:' } });
+    const late = envelope('payment.succeeded');
+    const id = late.eventId as string;
+    const release = first.handlers.hold(id);
+    expect(await postWebhook(first.url, late)).toMatchObject({ status: 200, json: { queued: true } });
+    await waitFor('the handler started', () => first.handlers.count('entered', id) === 1);
+    await close(first);
+    release();
+    await waitFor('the late completion was said', () => logs.messages('error').some((m) => m.includes(id)));
+    const said = logs.messages('error').filter((m) => m.includes(id));
+    expect(said).toEqual([expect.stringContaining('the app had shut down before they finished')]);
+    expect(said.join('\n')).not.toContain('recorded completed');
+
+    // and so it is: another worker runs the event again
+    const second = await start(undefined, { payment: { redisKeyPrefix: 'finished-late:' } });
+    await waitFor('another worker ran the event', () => second.handlers.count('done', id) === 1, 15_000);
+  });
+
   it('counts a handler that outlived its attempt (queueJobTimeoutMs) once in the shutdown line', async () => {
     const logs = new CollectingLogger();
     const app = await start(logs, { payment: { queueJobTimeoutMs: 1000, queueAttempts: 5, queueBackoffMs: 60_000, redisKeyPrefix: 'timed-out:' } });
