@@ -73,8 +73,12 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
       throw new TypeError(`@OnPaymentEvent cannot decorate a method named by a symbol (got ${target.constructor.name}[${String(propertyKey)}]); give it a string name`);
     }
     // Stacked decorators add bindings; the method still runs once per event.
-    const existing = Reflect.getMetadata(PAYMENT_EVENT_HANDLER_METADATA, descriptor.value) as PaymentEventHandlerMetadata | undefined;
+    const existing = (Reflect.getMetadata(PAYMENT_EVENT_HANDLER_METADATA, descriptor.value) ??
+      Reflect.getOwnMetadata(PAYMENT_EVENT_HANDLER_METADATA, target, propertyKey)) as PaymentEventHandlerMetadata | undefined;
     const metadata: PaymentEventHandlerMetadata = { bindings: [...(existing?.bindings ?? []), binding] };
     Reflect.defineMetadata(PAYMENT_EVENT_HANDLER_METADATA, metadata, descriptor.value);
+    // and on the class's property: a decorator applied after this one (above it) that replaces
+    // the method with a wrapper (a transaction, a retry) would otherwise lose the handler
+    Reflect.defineMetadata(PAYMENT_EVENT_HANDLER_METADATA, metadata, target, propertyKey);
   };
 }

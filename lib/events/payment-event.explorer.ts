@@ -115,7 +115,7 @@ export class PaymentEventExplorer implements OnModuleInit {
 
     let found = false;
     for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-      const metadata = this.metadata.getHandlerMetadata((prototype as HandlerHost)[methodName]);
+      const metadata = this.metadata.getHandlerMetadata(prototype, methodName);
       if (!metadata) continue;
       const className = (instance.constructor as { name?: string } | undefined)?.name || String(wrapper.name);
       const invoke: PaymentEventHandler['invoke'] = isStatic

@@ -1,0 +1,111 @@
+import 'reflect-metadata';
+import { Injectable } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
+import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
+import { PaymentEventHandlerRegistry } from '../../lib/events/payment-event-handler.registry.js';
+import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
+
+/** A decorator that replaces the method with a wrapper (as transaction, retry or tracing decorators do). */
+function Audited(log: string[]): MethodDecorator {
+  return (_target, key, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => unknown;
+    descriptor.value = function (this: unknown, ...args: unknown[]) {
+      log.push(`audit:${String(key)}`);
+      return original.apply(this, args);
+    };
+    return descriptor;
+  };
+}
+
+const log: string[] = [];
+
+@Injectable()
+class WrappedHandlers {
+  // applied after @OnPaymentEvent (decorators apply bottom-up): its wrapper replaced the decorated function
+  @Audited(log)
+  @OnPaymentEvent('payment.succeeded')
+  above(event: PaymentEvent<'payment.succeeded'>): void {
+    log.push(`above:${event.eventId}`);
+  }
+
+  // bindings on both sides of a wrapper add up
+  @OnPaymentEvent('refund.failed')
+  @Audited(log)
+  @OnPaymentEvent('refund.succeeded')
+  refunds(event: PaymentEvent<'refund.succeeded' | 'refund.failed'>): void {
+    log.push(`refunds:${event.eventId}`);
+  }
+
+  @OnPaymentEvent('payment.succeeded')
+  @Audited(log)
+  below(event: PaymentEvent<'payment.succeeded'>): void {
+    log.push(`below:${event.eventId}`);
+  }
+}
+
+class BaseHandlers {
+  @OnPaymentEvent('payment.failed')
+  onFailed(event: PaymentEvent<'payment.failed'>): void {
+    log.push(`base:${event.eventId}`);
+  }
+}
+
+/** An override without the decorator is not a handler (as with Nest's @OnEvent): the subclass chose. */
+@Injectable()
+class OverridingHandlers extends BaseHandlers {
+  override onFailed(event: PaymentEvent<'payment.failed'>): void {
+    log.push(`override:${event.eventId}`);
+  }
+}
+
+function event(eventType: 'payment.succeeded' | 'payment.failed', eventId: string): AnyPaymentEvent {
+  return {
+    account: 'default',
+    receivedAt: new Date(),
+    eventId,
+    eventType,
+    apiVersion: '2024-01-15',
+    createdAt: new Date(0).toISOString(),
+    environment: 'sandbox',
+    data: { trxId: 'trx_1', token: 'tok', amount: '10.00000000', currency: 'USD', status: eventType === 'payment.failed' ? 'FAILED' : 'SUCCESS' },
+  };
+}
+
+describe('handlers whose method another decorator wrapped', () => {
+  let moduleRef: TestingModule;
+
+  beforeAll(async () => {
+    moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, WrappedHandlers, OverridingHandlers] }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+  });
+
+  afterAll(() => moduleRef.close());
+
+  beforeEach(() => {
+    log.length = 0;
+  });
+
+  it('finds a handler whether the wrapping decorator sits above or below @OnPaymentEvent, and calls the wrapper', async () => {
+    const names = moduleRef.get(PaymentEventHandlerRegistry).list().map((handler) => handler.name).sort();
+    expect(names).toEqual(['WrappedHandlers.above', 'WrappedHandlers.below', 'WrappedHandlers.refunds']);
+    await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', 'evt_w1'));
+    expect(log.sort()).toEqual(['above:evt_w1', 'audit:above', 'audit:below', 'below:evt_w1']);
+  });
+
+  it('keeps the bindings given on both sides of a wrapper', async () => {
+    const dispatcher = moduleRef.get(PaymentEventDispatcher);
+    for (const [type, id] of [['refund.succeeded', 'evt_w3'], ['refund.failed', 'evt_w4']] as const) {
+      await dispatcher.dispatch({ ...event('payment.succeeded', id), eventType: type, data: { refundUid: 'rf_1', trxId: 'trx_1', amount: '1.00000000', currency: 'USD', status: 'SUCCESS' } } as AnyPaymentEvent);
+    }
+    expect(log).toEqual(['audit:refunds', 'refunds:evt_w3', 'audit:refunds', 'refunds:evt_w4']);
+  });
+
+  it('does not run an override the subclass left undecorated', async () => {
+    await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_w2'));
+    expect(log).toEqual([]);
+  });
+});
