@@ -218,7 +218,7 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
     method?: string;
     /** The route the router matched (Fastify 5): its own rules (case, decoding, slashes) already applied. */
     routeOptions?: { url?: string };
-    [PAYMENT_WEBHOOK_PARSER_REFUSED]?: unknown;
+    [PAYMENT_WEBHOOK_PARSER_REFUSED]?: { status: number; message: unknown; body: PaymentWebhookErrorBody };
   };
   // The router's decision, not the URL's text: a path the router sends to the route under its
   // options is the webhook's, and a path it does not (a 404) is not, however alike they look.
@@ -228,21 +228,17 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   };
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown; code?: unknown }, done: () => void) => {
     const status = error?.statusCode;
-    if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error)) {
-      request[PAYMENT_WEBHOOK_PARSER_REFUSED] = true;
-      if (isWebhookRoute(request)) {
-        onRefused(request, fastifyParserBody(request, status, error.message));
-      }
+    if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error) && isWebhookRoute(request)) {
+      const body = fastifyParserBody(request, status, error.message);
+      // what Nest's default handling answers for it, recognised on the way out (onSend)
+      request[PAYMENT_WEBHOOK_PARSER_REFUSED] = { status, message: error.message, body };
+      onRefused(request, body);
     }
     done();
   });
   instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number; code(status: number): unknown }, payload: unknown, done: (e: null, p: unknown) => void) => {
-    if (
-      request[PAYMENT_WEBHOOK_PARSER_REFUSED] !== true ||
-      !PARSER_STATUSES.has(reply.statusCode) ||
-      typeof payload !== 'string' ||
-      !isWebhookRoute(request)
-    ) {
+    const refused = request[PAYMENT_WEBHOOK_PARSER_REFUSED];
+    if (refused === undefined || reply.statusCode !== refused.status || typeof payload !== 'string') {
       done(null, payload);
       return;
     }
@@ -253,14 +249,13 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
       done(null, payload);
       return;
     }
-    // Nest's default body only (the answer's status, its message, nothing else): one a host
-    // filter shaped its own way stays the host's, `{ error }` or `{ message }` alone included
-    if (!isNestDefaultErrorBody(parsed, reply.statusCode)) {
+    // Nest's default answer of the parser's error only (its status, its message, nothing else):
+    // a host filter's answer stays the host's, its own shape, status or words alike
+    if (!isNestDefaultErrorBody(parsed, refused.status) || (parsed as { message: string }).message !== refused.message) {
       done(null, payload);
       return;
     }
-    const body = fastifyParserBody(request, reply.statusCode, (parsed as { message: string }).message);
-    reply.code(body.statusCode);
-    done(null, JSON.stringify(body));
+    reply.code(refused.body.statusCode);
+    done(null, JSON.stringify(refused.body));
   });
 }

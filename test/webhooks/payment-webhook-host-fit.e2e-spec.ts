@@ -117,6 +117,17 @@ class ErrorOnlyExceptionFilter {
   }
 }
 
+/** A filter that answers every 4xx as a 400 in Nest's default body shape, in its own words. */
+@Catch(HttpException)
+class Every4xxAs400Filter {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: HttpException, host: ArgumentsHost): void {
+    const status = exception.getStatus() >= 500 ? exception.getStatus() : 400;
+    this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { statusCode: status, message: 'Request rejected' }, status);
+  }
+}
+
 @Injectable()
 class HostListeners {
   pings = 0;
@@ -432,6 +443,25 @@ describe.each(ADAPTERS)('the module in a production-like host app on %s', (adapt
         expect(await postWebhook(shaped.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
       } finally {
         await shaped.close();
+      }
+    });
+
+    it("keeps the status and words of a filter that writes Nest's body shape its own way, parser refusals included", async () => {
+      const normalising = await startWebhookApp({ adapter, extraProviders: [{ provide: APP_FILTER, useClass: Every4xxAs400Filter }] });
+      try {
+        const hostBody = { status: 400, json: { statusCode: 400, message: 'Request rejected' } };
+        for (const refused of [
+          await postWebhook(normalising.url, envelope(), { contentType: 'application/xml' }), // the parser's 415
+          await postWebhook(normalising.url, '{"eventId": broken'), // the parser's 400
+          await postWebhook(normalising.url, envelope(), { contentType: 'application/json; charset=latin1' }),
+          await postWebhook(normalising.url, envelope(), { signature: null }), // the route's own refusal
+        ]) {
+          expect(refused).toMatchObject(hostBody);
+          expect(Object.keys(refused.json as object).sort()).toEqual(['message', 'statusCode']);
+        }
+        expect(await postWebhook(normalising.url, envelope())).toMatchObject({ status: 200, json: { received: true } });
+      } finally {
+        await normalising.close();
       }
     });
 
