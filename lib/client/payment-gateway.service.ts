@@ -343,7 +343,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   }
 
   private unexpected(method: string, path: string, expected: string): PaymentServerError {
-    const message = `${method} ${path} succeeded but the answer does not hold ${expected}`;
+    // `expected` may quote an id the service answered with: service text, redacted as every error's is
+    const message = this.executor.redact(`${method} ${path} succeeded but the answer does not hold ${expected}`);
     return new PaymentServerError({ account: this.options.account, code: PaymentClientErrorCode.UNEXPECTED_RESPONSE, message, method, path });
   }
 }

@@ -204,6 +204,20 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       await expect(client.getPayout('7')).resolves.toMatchObject({ payoutUid: '007', status: 'SUCCESS' });
     });
 
+    it('never repeats a bearer token or the client secret that an answer about another id carries as its id', async () => {
+      await start();
+      await client.listGateways().catch(() => undefined); // takes a token
+      const token = stub.issuedTokens[0]!;
+      stub.answer('GET', '/refund/rfd_1', success({ refundUid: token, status: 'SUCCESS' }));
+      stub.answer('GET', '/payment/status', success({ trxId: `${SANDBOX_CLIENT.clientSecret}-x`, status: 'SUCCESS' }));
+      const refund = await rejectionOf(client.getRefund('rfd_1'));
+      const status = await rejectionOf(client.getPaymentStatus('trx_1'));
+      for (const error of [refund, status]) expect(error).toMatchObject({ code: 'UNEXPECTED_RESPONSE', message: expect.stringContaining('(it is about [redacted]') });
+      const rendered = [refund, status].map((error) => `${error.message} ${error.stack} ${JSON.stringify(error)} ${inspect(error)}`).join('\n');
+      expect(rendered).not.toContain(token);
+      expect(rendered).not.toContain(SANDBOX_CLIENT.clientSecret);
+    });
+
     it('an answer without data gives its ids but not the envelope status as the record status', async () => {
       await start();
       stub.answer('POST', '/payment/trx_9/refund', { status: 201, body: { status: 'success', refund_uid: 'rfd_flat' } });
