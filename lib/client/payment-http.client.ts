@@ -217,17 +217,26 @@ export function networkErrorFrom(error: unknown, method: string, path: string, a
   });
 }
 
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/** The HTTP-date forms (RFC 9110 5.6.7): IMF-fixdate, and the obsolete RFC 850 and asctime ones a recipient must take. */
+const HTTP_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
+);
+
 /**
  * `Retry-After` as whole seconds: delta-seconds or an HTTP date. A fraction (`1.5`, not HTTP
- * but seen from proxies) is rounded up: a wait is never cut short.
+ * but seen from proxies) is rounded up: a wait is never cut short. Anything else is unreadable
+ * (backed off like a 5xx): `Date.parse` alone reads text such as `in 2030` as a date decades away.
  */
 export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
   if (typeof value !== 'string' || value.trim() === '') return undefined;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed));
-  // an HTTP-date always names a day or month; Date.parse alone would take '-3' as a year
-  if (!/[a-z]/i.test(trimmed)) return undefined;
-  const date = Date.parse(trimmed);
+  if (!HTTP_DATE.test(trimmed)) return undefined;
+  // asctime has no zone: HTTP dates are GMT
+  const date = Date.parse(trimmed.endsWith('GMT') ? trimmed : `${trimmed} GMT`);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - now) / 1000));
 }

@@ -58,6 +58,18 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('0.2', now)).toBe(1);
     expect(parseRetryAfter('1.', now)).toBeUndefined();
   });
+
+  it('takes the three HTTP-date forms only, never text Date.parse would read as a date', () => {
+    const now = Date.UTC(1994, 10, 6, 8, 49, 0);
+    // RFC 9110 5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept (all GMT)
+    expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:37 GMT', now)).toBe(37);
+    expect(parseRetryAfter('Sunday, 06-Nov-94 08:49:37 GMT', now)).toBe(37);
+    expect(parseRetryAfter('Sun Nov  6 08:49:37 1994', now)).toBe(37);
+    // junk Date.parse takes (a wait of decades: the call failed at once instead of backing off)
+    for (const junk of ['in 2030', 'foo 99999', 'Nov 2030', 'Sun, 06 Nov 2094 08:49:37', '2030-01-01T00:00:00Z']) {
+      expect([junk, parseRetryAfter(junk, now)]).toEqual([junk, undefined]);
+    }
+  });
 });
 
 describe('networkErrorFrom: whether a failure without an answer may have reached the service', () => {
