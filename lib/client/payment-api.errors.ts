@@ -147,7 +147,7 @@ export class PaymentApiError extends Error {
     return this.copyWith({
       message: { value: message, ...hidden },
       mayHaveReachedService: { value: true, enumerable: true, configurable: true },
-      ...(typeof this.stack === 'string' ? { stack: { value: this.stack.replace(this.message, message), ...hidden } } : {}),
+      ...(typeof this.stack === 'string' ? { stack: { value: this.stack.replace(this.message, () => message), ...hidden } } : {}),
     });
   }
 

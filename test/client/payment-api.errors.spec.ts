@@ -151,3 +151,13 @@ describe('paymentErrorFromResponse', () => {
     expect(e.toJSON()).toMatchObject({ mayHaveReachedService: false, failure: 'connection-refused', name: 'PaymentNetworkError' });
   });
 });
+
+describe('withEarlierAttemptMayHaveActed', () => {
+  it("keeps the stack's first line whole when the service's message holds $ patterns", () => {
+    const error = new PaymentServerError({ code: 'HTTP_502', httpStatus: 502, message: "upstream said $' and $` and $&" });
+    const marked = error.withEarlierAttemptMayHaveActed();
+    expect(marked.message).toBe("upstream said $' and $` and $&; an earlier attempt may have reached the service");
+    expect(marked.stack!.split('\n')[0]).toBe(`PaymentServerError: ${marked.message}`);
+    expect(marked.mayHaveReachedService).toBe(true);
+  });
+});
