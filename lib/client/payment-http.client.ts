@@ -233,7 +233,8 @@ const HTTP_DATE = new RegExp(
 export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
   if (typeof value !== 'string' || value.trim() === '') return undefined;
   const trimmed = value.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed));
+  // hundreds of digits are Infinity, which toJSON() would write as null
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed)), Number.MAX_SAFE_INTEGER);
   if (!HTTP_DATE.test(trimmed)) return undefined;
   // asctime has no zone: HTTP dates are GMT
   const date = Date.parse(trimmed.endsWith('GMT') ? trimmed : `${trimmed} GMT`);

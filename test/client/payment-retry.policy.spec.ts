@@ -57,6 +57,8 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('1.5', now)).toBe(2);
     expect(parseRetryAfter('0.2', now)).toBe(1);
     expect(parseRetryAfter('1.', now)).toBeUndefined();
+    // a number too large for a double stays a number (Infinity would be null in toJSON())
+    expect(parseRetryAfter('9'.repeat(400), now)).toBe(Number.MAX_SAFE_INTEGER);
   });
 
   it('takes the three HTTP-date forms only, never text Date.parse would read as a date', () => {
