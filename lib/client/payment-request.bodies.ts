@@ -103,7 +103,7 @@ export function requestCall(
   const method = typeof options?.method === 'string' ? options.method.toUpperCase() : '';
   if (!['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) check.add('method', 'must be GET, POST, PUT, PATCH or DELETE');
   if (!isApiPath(options?.path)) {
-    check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces or dot segments');
+    check.add('path', 'must be a path under the API base starting with "/", without query, fragment, spaces, dot segments or encoded slashes');
   }
   for (const flag of ['idempotent', 'authenticated'] as const) {
     // a truthy string such as 'false' read from config would make a POST retryable

@@ -191,6 +191,9 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       // decoded by the URL parser into dot segments: the bearer token would leave the API base
       [h.client.request({ method: 'GET', path: '/%2e%2e/%2E%2e/x' }), 'path'],
       [h.client.request({ method: 'GET', path: '/payment/.%2e/admin' }), 'path'],
+      // dot segments once a proxy decodes the encoded slashes
+      [h.client.request({ method: 'POST', path: `/subaccount/${encodeURIComponent('../../payout')}/x`, body: {} }), 'path'],
+      [h.client.request({ method: 'GET', path: '/subaccount/..%5c..%5Cpayout' }), 'path'],
     ];
     await expectEachRefusedClientSide(cases, 'among others');
     expect(h.sim.requests).toHaveLength(0);
