@@ -1,5 +1,6 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { RepeatableWarnings } from '../telemetry/repeatable-warnings.js';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
@@ -59,6 +60,8 @@ const MAX_WARNED_TYPES = 256;
 export class PaymentEventDispatcher implements OnModuleInit {
   private readonly logger = new Logger('PaymentEvents');
   private readonly warnedUnhandled = new Set<string>();
+  /** Handler failures said at `error`, per handler and event (see `RepeatableWarnings`). */
+  private readonly failureLines = new RepeatableWarnings('error', 1000);
   /** The host's EventEmitter2, if it has EventEmitterModule. */
   private eventEmitter: EventEmitter2 | undefined;
 
@@ -205,11 +208,12 @@ export class PaymentEventDispatcher implements OnModuleInit {
       const summary = clientErrorSummary(error);
       const stack = error instanceof Error ? error.stack : undefined;
       const frames = stack?.indexOf('\n    at ') ?? -1;
-      this.logger.error(
-        `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` +
-          (summary ?? errorMessage(error)),
-        summary === undefined ? stack : summary + (frames === -1 ? '' : stack!.slice(frames)),
-      );
+      const line = `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` + (summary ?? errorMessage(error));
+      const trace = summary === undefined ? stack : summary + (frames === -1 ? '' : stack!.slice(frames));
+      // a replayed capture of the event repeats it: at most 10 a minute per handler and event at error
+      const { level, note } = this.failureLines.level(`${failure.handler} ${event.account} ${event.eventId}`);
+      if (level === 'debug') this.logger.debug(`${line}\n${trace ?? ''}`);
+      else this.logger.error(line + note, trace);
     }
     throw new PaymentEventHandlerError(event.eventId, event.eventType, failures);
   }

@@ -1,30 +1,41 @@
 import { monotonicNow } from '../common/monotonic-clock.util.js';
 
-/** Lines of one kind of repeatable warning said at `warn` per minute; the rest go to `debug`. */
-const REPEATABLE_WARNINGS_PER_MINUTE = 10;
+/** Lines of one kind said at the loud level per minute; the rest go to `debug`. */
+const REPEATABLE_LINES_PER_MINUTE = 10;
 const MINUTE_MS = 60_000;
 
 /**
- * Warnings that a captured signed delivery, sent again and again within its replay window, would
+ * Log lines that a captured signed delivery, sent again and again within its replay window, would
  * repeat per request (the other environment's event, a copy meeting the claim of a running
- * handler, a signed body refused): anyone holding one capture could flood `warn`. Per kind, up to
- * ten a minute are said at `warn` (distinct events the service sends stay visible), the rest at
- * `debug`; the next `warn` line says how many went to `debug`. The metrics count every one.
- * Kinds are a fixed set (codes), so the map stays small.
+ * handler, a signed body refused, a handler that keeps failing on that event): anyone holding one
+ * capture could flood `warn` or `error`. Per kind, up to ten a minute are said at the loud level
+ * (distinct events the service sends stay visible, and so do its retries of a failing one, minutes
+ * apart), the rest at `debug`; the next loud line says how many went to `debug`. The metrics count
+ * every one. Kinds are codes (a fixed set) or, with `maxKinds`, verified event ids: only the
+ * service can sign those, and the map is emptied when it reaches the bound.
  */
 export class RepeatableWarnings {
   private readonly kinds = new Map<string, { windowStart: number; said: number; quieted: number }>();
 
-  /** `warn` (with a note of those quieted since the last) or `debug` for a warning of `kind` now. */
-  level(kind: string): { level: 'warn' | 'debug'; note: string } {
+  constructor(
+    /** The loud level's name, for the note. */
+    private readonly loud: 'warn' | 'error' = 'warn',
+    private readonly maxKinds = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** The loud level (with a note of those quieted since the last) or `debug` for a line of `kind` now. */
+  level(kind: string): { level: 'warn' | 'error' | 'debug'; note: string } {
     const now = monotonicNow();
     let state = this.kinds.get(kind);
-    if (state === undefined) this.kinds.set(kind, (state = { windowStart: now, said: 0, quieted: 0 }));
+    if (state === undefined) {
+      if (this.kinds.size >= this.maxKinds) this.kinds.clear();
+      this.kinds.set(kind, (state = { windowStart: now, said: 0, quieted: 0 }));
+    }
     if (now - state.windowStart >= MINUTE_MS) {
       state.windowStart = now;
       state.said = 0;
     }
-    if (state.said >= REPEATABLE_WARNINGS_PER_MINUTE) {
+    if (state.said >= REPEATABLE_LINES_PER_MINUTE) {
       state.quieted++;
       return { level: 'debug', note: '' };
     }
@@ -32,8 +43,8 @@ export class RepeatableWarnings {
     const note =
       state.quieted === 0
         ? ''
-        : ` (${state.quieted} more like it before this were logged at debug: a replayed delivery repeats them, so at most ${REPEATABLE_WARNINGS_PER_MINUTE} a minute at warn)`;
+        : ` (${state.quieted} more like it before this were logged at debug: a replayed delivery repeats them, so at most ${REPEATABLE_LINES_PER_MINUTE} a minute at ${this.loud})`;
     state.quieted = 0;
-    return { level: 'warn', note };
+    return { level: this.loud, note };
   }
 }

@@ -63,6 +63,8 @@ export class WebhookDeliveryTelemetry {
   private parserLimitLogged = false;
   /** Warnings a replayed capture would repeat: at most 10 a minute per kind at `warn`. */
   private readonly repeatable = new RepeatableWarnings();
+  /** Failures of verified events, per code and event id (at most 1,000 ids tracked). */
+  private readonly failuresByEvent = new RepeatableWarnings('error', 1000);
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
 
@@ -215,7 +217,8 @@ export class WebhookDeliveryTelemetry {
     const outcome = OUTCOME_BY_CODE[code] ?? 'failed';
     this.record(outcome, code, event.eventType, startedAt);
     // a copy of a running event, a reconciliation read while the service is down: a replay repeats them
-    const { level, note } = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? this.repeatable.level(code) : { level: 'error' as LogLevel, note: '' };
+    // the rest (a handler failing, the store down) per event: a replay of one capture repeats its line
+    const { level, note } = outcome === 'in_flight' || code === PaymentWebhookErrorCode.RECONCILIATION_FAILED ? this.repeatable.level(code) : this.failuresByEvent.level(`${code} ${event.eventId}`);
     // in the delivery's one line: its copies meet the claim (409) until the lease lapses
     const held = claimNotReleased === undefined ? '' : `; its claim could not be released (${this.#redact(claimNotReleased)}): copies are answered 409 until its lease lapses`;
     const reason = this.log(level, outcome, status, code, event, error, held + note);

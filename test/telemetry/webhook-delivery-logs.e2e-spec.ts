@@ -313,6 +313,24 @@ describe('webhook delivery log lines', () => {
     expect(ignored.map((l) => l.level)).toEqual([...Array.from({ length: 10 }, () => 'warn'), ...Array.from({ length: 10 }, () => 'debug')]);
   });
 
+  it('a failing event replayed 20 times (the same signed bytes): its delivery and handler lines 10 a minute at error, the rest at debug; another event still at error', async () => {
+    const logger = new CollectingLogger();
+    w = await startWebhookApp({ adapter: 'express', logger });
+    const event = envelope('payment.failed');
+    const raw = JSON.stringify(event);
+    const signature = createWebhookSignatureHeader(raw, WEBHOOK_SECRET);
+    w.handlers.failNext = 21;
+    for (let i = 0; i < 20; i++) expect((await postWebhook(w.url, raw, { signature })).status).toBe(500);
+    const levels = (context: string) => logger.lines.filter((l) => l.context === context && l.message.includes(event.eventId as string)).map((l) => l.level);
+    const tenLoud = [...Array.from({ length: 10 }, () => 'error'), ...Array.from({ length: 10 }, () => 'debug')];
+    // was 20 + 20 error lines: one capture could flood error
+    expect(levels('PaymentWebhooks')).toEqual(tenLoud);
+    expect(levels('PaymentEvents')).toEqual(tenLoud);
+    const other = envelope('payment.failed');
+    expect((await postWebhook(w.url, other)).status).toBe(500);
+    expect(logger.lines.filter((l) => l.level === 'error' && l.message.includes(other.eventId as string)).map((l) => l.context).sort()).toEqual(['PaymentEvents', 'PaymentWebhooks']);
+  });
+
   it('an unreachable event store: 503, one error line without the Redis password, counted as unavailable', async () => {
     otel = await registerTestOtel();
     const logger = new CollectingLogger();
