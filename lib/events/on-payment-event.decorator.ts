@@ -19,9 +19,13 @@ export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <H ext
   descriptor: TypedPropertyDescriptor<H> & (TakesEventOf<P, H> extends true ? unknown : never),
 ) => void;
 
-/** `true` when `H` takes no parameter or its first can take every event of `P`. */
+/**
+ * `true` when `H` takes no parameter, or can be called with the event of `P` alone: its first
+ * parameter takes every event of `P` and any other is optional (it is called with one argument).
+ * A tuple check: tuples compare element by element whatever `strictFunctionTypes` says.
+ */
 type TakesEventOf<P extends PaymentEventPattern, H extends (...args: never[]) => unknown> =
-  Parameters<H> extends [] ? true : [PaymentEventForPattern<P>] extends [Parameters<H>[0]] ? true : false;
+  Parameters<H> extends [] ? true : [PaymentEventForPattern<P>] extends Parameters<H> ? true : false;
 
 /** Options of `@OnPaymentEvent`. @publicApi */
 export interface OnPaymentEventOptions {

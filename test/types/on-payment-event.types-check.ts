@@ -61,6 +61,12 @@ export class CompilingHandlers {
   @OnPaymentEvent('payment.expired')
   noParameter(): void {}
 
+  @OnPaymentEvent('payment.succeeded')
+  optionalSecond(event: PaymentEvent<'payment.succeeded'>, note?: string): void {
+    void event;
+    void note;
+  }
+
   @OnPaymentEvent(['payment.succeeded', 'refund.failed'])
   several(event: PaymentEvent<'payment.succeeded' | 'refund.failed'>): void {
     // the union narrows on eventType
@@ -133,6 +139,13 @@ export class RejectedHandlers {
   @OnPaymentEvent('*')
   tooNarrowForCatchAll(event: PaymentEvent): void {
     void event;
+  }
+
+  // @ts-expect-error it is called with the event alone: a second required parameter would be undefined
+  @OnPaymentEvent('payment.succeeded')
+  twoRequired(event: PaymentEvent<'payment.succeeded'>, extra: string): void {
+    void event;
+    void extra;
   }
 
   // @ts-expect-error the parameter must be an event
