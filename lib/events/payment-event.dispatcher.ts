@@ -1,7 +1,7 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { RepeatableWarnings } from '../telemetry/repeatable-warnings.js';
-import { ContextIdFactory, ModuleRef } from '@nestjs/core';
+import { type ContextId, ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { Tracer } from '@opentelemetry/api';
@@ -60,6 +60,7 @@ const MAX_WARNED_TYPES = 256;
 export class PaymentEventDispatcher implements OnModuleInit {
   private readonly logger = new Logger('PaymentEvents');
   private readonly warnedUnhandled = new Set<string>();
+  private strategyFailureWarned = false;
   /** Handler failures said at `error`, per handler and event (see `RepeatableWarnings`). */
   private readonly failureLines = new RepeatableWarnings('error', 1000);
   /** The host's EventEmitter2, if it has EventEmitterModule. */
@@ -191,7 +192,14 @@ export class PaymentEventDispatcher implements OnModuleInit {
    * durable providers then live once per tenant, with the strategy's payload as REQUEST.
    */
   private scopedContext(event: AnyPaymentEvent): PaymentEventInvocationContext {
-    const contextId = ContextIdFactory.getByRequest(event);
+    let contextId: ContextId;
+    try {
+      contextId = ContextIdFactory.getByRequest(event);
+    } catch (error) {
+      // a strategy written for HTTP requests (it reads `request.headers`): the handlers still run
+      contextId = ContextIdFactory.create();
+      this.warnStrategyFailed(error);
+    }
     this.moduleRef.registerRequestByContextId(event, contextId);
     return { contextId };
   }
@@ -216,6 +224,17 @@ export class PaymentEventDispatcher implements OnModuleInit {
       else this.logger.error(line + note, trace);
     }
     throw new PaymentEventHandlerError(event.eventId, event.eventType, failures);
+  }
+
+  /** Said once: durable handler providers then get an instance per event, not per tenant. */
+  private warnStrategyFailed(error: unknown): void {
+    if (this.strategyFailureWarned) return;
+    this.strategyFailureWarned = true;
+    this.logger.warn(
+      `The app's ContextIdFactory strategy threw for a payment event (${errorMessage(error)}): its attach(contextId, request) gets the ` +
+        'event as request (event.account, not HTTP headers). Request-scoped handlers run with a context of their own per event; ' +
+        'durable ones get a new instance per event until attach() handles events. Said once.',
+    );
   }
 
   /** Acknowledged either way (the service only needs a 2xx), but a missing handler should be noticed. */

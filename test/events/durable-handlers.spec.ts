@@ -5,6 +5,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
 
 /**
@@ -75,5 +76,50 @@ describe('durable handler providers (a host ContextIdStrategy)', () => {
     expect(TenantHandlers.built).toEqual(['eu', 'us']);
     const eu = await moduleRef.resolve(TenantHandlers, tenantContexts.get('eu'));
     expect(eu.seen).toEqual([events[0], events[1], events[3]].map((event) => `eu:${event!.eventId}`));
+  });
+});
+
+/** The strategy of Nest's docs, written for HTTP requests: it reads a header, which an event does not have. */
+class HeaderTenantStrategy implements ContextIdStrategy {
+  attach(contextId: ContextId, request: { headers: Record<string, string> }) {
+    const tenant = request.headers['x-tenant-id'];
+    return (info: HostComponentInfo) => (info.isTreeDurable ? (tenantContexts.get(tenant!) ?? contextId) : contextId);
+  }
+}
+
+@Injectable({ scope: Scope.REQUEST })
+class PerEventHandlers {
+  static seen: string[] = [];
+  constructor(@Inject(REQUEST) private readonly request: AnyPaymentEvent) {}
+
+  @OnPaymentEvent('payment.succeeded')
+  paid(event: PaymentEvent<'payment.succeeded'>): void {
+    PerEventHandlers.seen.push(`${event.eventId}:${this.request.eventId}`);
+  }
+}
+
+describe('request-scoped handlers under a host strategy written for HTTP requests only', () => {
+  let moduleRef: TestingModule;
+  const logger = new CollectingLogger();
+
+  beforeAll(async () => {
+    ContextIdFactory.apply(new HeaderTenantStrategy());
+    moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, PerEventHandlers] }).compile();
+    moduleRef.useLogger(logger);
+    await moduleRef.init();
+  });
+
+  afterAll(async () => {
+    await moduleRef.close();
+    ContextIdFactory.apply({ attach: (contextId: ContextId) => () => contextId });
+  });
+
+  it('still runs them, each with the event as REQUEST, and says once that the strategy threw for events', async () => {
+    const dispatcher = moduleRef.get(PaymentEventDispatcher);
+    const events = [succeeded('default'), succeeded('default')];
+    // the strategy's TypeError failed every event
+    for (const event of events) await dispatcher.dispatch(event);
+    expect(PerEventHandlers.seen).toEqual(events.map((event) => `${event.eventId}:${event.eventId}`));
+    expect(logger.lines.filter((line) => line.message.includes('ContextIdFactory strategy threw')).map((line) => line.level)).toEqual(['warn']);
   });
 });
