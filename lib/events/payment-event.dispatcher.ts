@@ -1,6 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
 import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
-import { RepeatableWarnings } from '../telemetry/repeatable-warnings.js';
 import { type ContextId, ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
@@ -21,6 +20,7 @@ import { clientErrorSummary } from '../telemetry/client-error-summary.js';
 import { traceHandler } from '../telemetry/payment-handler.tracing.js';
 import { paymentTelemetry } from '../telemetry/payment-telemetry.js';
 import { metricEventType } from '../telemetry/payment-telemetry.names.js';
+import { RepeatableWarnings } from '../telemetry/repeatable-warnings.js';
 import type { PaymentEventHandler, PaymentEventInvocationContext } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import {
