@@ -1,6 +1,6 @@
 import { givenOptionEntries, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
-import { redactRedisUrl } from './redact-url.js';
+import { redactRedisUrl, URL_SCHEME } from './redact-url.js';
 
 const REDACTED = '[redacted]';
 
@@ -67,8 +67,6 @@ export function withRedactedModuleOptions<T>(options: T): T {
 /** Keys whose value an error never repeats: secrets, and URLs that may carry a password or user name. */
 const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSecret', 'redisUrl', 'queueRedisUrl']);
 
-const URL_SCHEME = /^\s*[a-z][a-z0-9+.-]*:\/\//i;
-
 /**
  * ` (given: "15s")`: the bad value of a key that holds no secret, short, so the operator sees what
  * was read; never one holding (or part of) a value of the keys never repeated: a secret read into
@@ -78,9 +76,9 @@ const URL_SCHEME = /^\s*[a-z][a-z0-9+.-]*:\/\//i;
 export function givenValue(key: string, options: Record<string, unknown>): string {
   const value = options[key];
   if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
-  // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
-  if (typeof value === 'string' && (URL_SCHEME.test(value) || value.includes('@'))) return ' (given: a URL or credentials, not repeated)';
   if (typeof value === 'string') {
+    // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
+    if (URL_SCHEME.test(value.trimStart()) || value.includes('@')) return ' (given: a URL or credentials, not repeated)';
     const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
     if (secrets.some((secret) => value.includes(secret) || (value.length >= 8 && secret.includes(value)))) return ' (given: a value of a secret option)';
   }

@@ -7,7 +7,7 @@ import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-op
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
 import { checkUnknownKeys } from './payment-option-keys.validation.js';
 import { givenValue } from './payment-options.redaction.js';
-import { misplacedPasswordTail, undecodableRedisUrlPart } from './redact-url.js';
+import { misplacedPasswordTail, undecodableRedisUrlPart, URL_SCHEME } from './redact-url.js';
 import { isQuoted, looksLikeJsonOrQuoted } from './quoted-values.js';
 
 /** What validation needs beside the merged options. */
@@ -261,7 +261,7 @@ export function validatePaymentOptions(
     if (isQuoted(schema[key])) problems.push(`${describe(key)} is wrapped in quotes: give it without them (an env file's quotes are kept by some readers)`);
   }
   // a Redis URL in the prefix's variable: its password would be in every key and the boot's log lines
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(schema.redisKeyPrefix ?? '')) problems.push(`${describe('redisKeyPrefix')} looks like a URL: a Redis URL goes in redisUrl (${paymentEnvSources('redisUrl', account)})`);
+  if (URL_SCHEME.test(schema.redisKeyPrefix ?? '')) problems.push(`${describe('redisKeyPrefix')} looks like a URL: a Redis URL goes in redisUrl (${paymentEnvSources('redisUrl', account)})`);
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
   if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\s\0]/.test(secret))) {
     problems.push(`${describe('webhookSecret')} has a secret with a space, line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);

@@ -3,6 +3,9 @@ import { errorMessage } from '../common/error-message.util.js';
 /** What a secret part of a URL is replaced with. */
 const REDACTED_URL_PART = '[redacted]';
 
+/** Text that starts as a URL does (`scheme://`): one read into another key may carry a password. */
+export const URL_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+
 /**
  * Query parameters that carry a credential: ioredis reads every query parameter as an
  * option, so any name containing one of these words counts (`sentinelPassword`, `authToken`).
