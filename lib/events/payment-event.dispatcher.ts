@@ -20,7 +20,7 @@ import { clientErrorSummary } from '../telemetry/client-error-summary.js';
 import { traceHandler } from '../telemetry/payment-handler.tracing.js';
 import { paymentTelemetry } from '../telemetry/payment-telemetry.js';
 import { metricEventType } from '../telemetry/payment-telemetry.names.js';
-import { RepeatableWarnings } from '../telemetry/repeatable-warnings.js';
+import { RepeatableLogLines } from '../telemetry/repeatable-log-lines.js';
 import type { PaymentEventHandler, PaymentEventInvocationContext } from './payment-event-handler.interface.js';
 import { PaymentEventHandlerRegistry } from './payment-event-handler.registry.js';
 import {
@@ -61,8 +61,8 @@ export class PaymentEventDispatcher implements OnModuleInit {
   private readonly logger = new Logger('PaymentEvents');
   private readonly warnedUnhandled = new Set<string>();
   private strategyFailureWarned = false;
-  /** Handler failures said at `error`, per handler and event (see `RepeatableWarnings`). */
-  private readonly failureLines = new RepeatableWarnings('error', 1000);
+  /** Handler failures said at `error`, per handler and event (see `RepeatableLogLines`). */
+  private readonly failureLines = new RepeatableLogLines('error', 1000);
   /** The host's EventEmitter2, if it has EventEmitterModule. */
   private eventEmitter: EventEmitter2 | undefined;
 

@@ -9,7 +9,7 @@ import { clientErrorSummary } from './client-error-summary.js';
 import { paymentTelemetry } from './payment-telemetry.js';
 import { metricEventType, PaymentSpanAttribute, type PaymentWebhookOutcome } from './payment-telemetry.names.js';
 import { endSpan } from './payment-handler.tracing.js';
-import { RepeatableWarnings } from './repeatable-warnings.js';
+import { RepeatableLogLines } from './repeatable-log-lines.js';
 import { telemetryFailed } from './telemetry-fault.js';
 
 /** Outcome of a non-2xx answer to a verified event, by its code. */
@@ -62,9 +62,9 @@ export class WebhookDeliveryTelemetry {
   /** Whether a body-parser 413 was logged at `warn` (once: anyone can send large bodies). */
   private parserLimitLogged = false;
   /** Warnings a replayed capture would repeat: at most 10 a minute per kind at `warn`. */
-  private readonly repeatable = new RepeatableWarnings();
+  private readonly repeatable = new RepeatableLogLines();
   /** Failures of verified events, per code and event id (at most 1,000 ids tracked). */
-  private readonly failuresByEvent = new RepeatableWarnings('error', 1000);
+  private readonly failuresByEvent = new RepeatableLogLines('error', 1000);
   /** Removes the Redis URLs (their passwords) from a logged reason; a closure, so `inspect` never shows them. */
   readonly #redact: (text: string) => string;
 

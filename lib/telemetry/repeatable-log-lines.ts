@@ -14,7 +14,7 @@ const MINUTE_MS = 60_000;
  * every one. Kinds are codes (a fixed set) or, with `maxKinds`, verified event ids: only the
  * service can sign those, and the map is emptied when it reaches the bound.
  */
-export class RepeatableWarnings {
+export class RepeatableLogLines {
   private readonly kinds = new Map<string, { windowStart: number; said: number; quieted: number }>();
 
   constructor(
