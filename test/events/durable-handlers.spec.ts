@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Inject, Injectable, Scope } from '@nestjs/common';
+import { Inject, Injectable, type LoggerService, Scope, type Type } from '@nestjs/common';
 import { type ContextId, ContextIdFactory, type ContextIdStrategy, DiscoveryModule, type HostComponentInfo, REQUEST } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
@@ -52,21 +52,29 @@ function succeeded(account: string): AnyPaymentEvent {
   };
 }
 
+/** The event pipeline with `handlers`, under `strategy` (Nest's global) while it runs. */
+async function bootUnderStrategy(strategy: ContextIdStrategy, handlers: Type<unknown>, logger: LoggerService | false): Promise<TestingModule> {
+  ContextIdFactory.apply(strategy);
+  const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, handlers] }).compile();
+  moduleRef.useLogger(logger);
+  await moduleRef.init();
+  return moduleRef;
+}
+
+async function closeAndDropStrategy(moduleRef: TestingModule): Promise<void> {
+  await moduleRef.close();
+  // the strategy is Nest's global: no other test of this file's module registry may meet it
+  ContextIdFactory.apply({ attach: (contextId: ContextId) => () => contextId });
+}
+
 describe('durable handler providers (a host ContextIdStrategy)', () => {
   let moduleRef: TestingModule;
 
   beforeAll(async () => {
-    ContextIdFactory.apply(new AccountTenantStrategy());
-    moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, TenantHandlers] }).compile();
-    moduleRef.useLogger(false);
-    await moduleRef.init();
+    moduleRef = await bootUnderStrategy(new AccountTenantStrategy(), TenantHandlers, false);
   });
 
-  afterAll(async () => {
-    await moduleRef.close();
-    // the strategy is Nest's global: no other test of this file's module registry may meet it
-    ContextIdFactory.apply({ attach: (contextId: ContextId) => () => contextId });
-  });
+  afterAll(() => closeAndDropStrategy(moduleRef));
 
   it('builds one instance per tenant, whose REQUEST is the strategy payload, and runs it for each of its events', async () => {
     const dispatcher = moduleRef.get(PaymentEventDispatcher);
@@ -103,16 +111,10 @@ describe('request-scoped handlers under a host strategy written for HTTP request
   const logger = new CollectingLogger();
 
   beforeAll(async () => {
-    ContextIdFactory.apply(new HeaderTenantStrategy());
-    moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, PerEventHandlers] }).compile();
-    moduleRef.useLogger(logger);
-    await moduleRef.init();
+    moduleRef = await bootUnderStrategy(new HeaderTenantStrategy(), PerEventHandlers, logger);
   });
 
-  afterAll(async () => {
-    await moduleRef.close();
-    ContextIdFactory.apply({ attach: (contextId: ContextId) => () => contextId });
-  });
+  afterAll(() => closeAndDropStrategy(moduleRef));
 
   it('still runs them, each with the event as REQUEST, and says once that the strategy threw for events', async () => {
     const dispatcher = moduleRef.get(PaymentEventDispatcher);
