@@ -225,6 +225,22 @@ const HTTP_DATE = new RegExp(
   `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
 );
 
+const RFC850_YEAR = /-(\d{2}) /;
+
+/**
+ * An RFC 850 date with its two-digit year written out: the year with those digits that is not more
+ * than 50 years ahead of `now` (RFC 9110 5.6.7); `Date.parse` reads 50–99 as 19xx whatever the date.
+ * The other forms are returned as they are.
+ */
+function withFullYear(httpDate: string, now: number): string {
+  const match = RFC850_YEAR.exec(httpDate);
+  if (match === null) return httpDate;
+  const thisYear = new Date(now).getUTCFullYear();
+  let year = thisYear - (thisYear % 100) + Number(match[1]);
+  if (year > thisYear + 50) year -= 100;
+  return httpDate.replace(RFC850_YEAR, `-${year} `);
+}
+
 /**
  * `Retry-After` as whole seconds: delta-seconds or an HTTP date. A fraction (`1.5`, not HTTP
  * but seen from proxies) is rounded up: a wait is never cut short. Anything else is unreadable
@@ -237,7 +253,7 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed)), Number.MAX_SAFE_INTEGER);
   if (!HTTP_DATE.test(trimmed)) return undefined;
   // asctime has no zone: HTTP dates are GMT
-  const date = Date.parse(trimmed.endsWith('GMT') ? trimmed : `${trimmed} GMT`);
+  const date = Date.parse(trimmed.endsWith('GMT') ? withFullYear(trimmed, now) : `${trimmed} GMT`);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - now) / 1000));
 }

@@ -67,6 +67,11 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:37 GMT', now)).toBe(37);
     expect(parseRetryAfter('Sunday, 06-Nov-94 08:49:37 GMT', now)).toBe(37);
     expect(parseRetryAfter('Sun Nov  6 08:49:37 1994', now)).toBe(37);
+    // RFC 850's two-digit year is the nearest one not more than 50 years ahead of now (RFC 9110 5.6.7)
+    const in2026 = Date.UTC(2026, 10, 29, 8, 0, 0);
+    expect(parseRetryAfter('Sunday, 29-Nov-26 08:00:05 GMT', in2026)).toBe(5);
+    expect(parseRetryAfter('Monday, 29-Nov-60 08:00:00 GMT', in2026)).toBe((Date.UTC(2060, 10, 29, 8) - in2026) / 1000);
+    expect(parseRetryAfter('Sunday, 29-Nov-99 08:00:00 GMT', in2026)).toBe(0); // 1999, not 2099
     // junk Date.parse takes (a wait of decades: the call failed at once instead of backing off)
     for (const junk of ['in 2030', 'foo 99999', 'Nov 2030', 'Sun, 06 Nov 2094 08:49:37', '2030-01-01T00:00:00Z']) {
       expect([junk, parseRetryAfter(junk, now)]).toEqual([junk, undefined]);
