@@ -194,6 +194,14 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
       status: 400,
       code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING',
     });
+    // a blank key is none: was accepted, and every delivery with a blank key after the first was a "duplicate"
+    for (const blank of [' ', '\t\n ']) {
+      expect(await status(run(interceptor, context('custom', { headers: {}, body: { deliveryId: blank } }), next))).toEqual({
+        status: 400,
+        code: 'WEBHOOK_IDEMPOTENCY_KEY_MISSING',
+      });
+    }
+    expect(next.runs).toBe(0);
     // no verified event (the guards are missing) and no key function: was a silent 400 blaming the sender
     expect(await status(run(interceptor, context('verified', { headers: {} }), next))).toEqual({
       status: 500,
