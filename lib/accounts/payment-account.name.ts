@@ -5,6 +5,11 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 /** Letters, digits, '.', '_' and '-', starting with a letter or digit: safe in env names, paths and store keys. */
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** Whether `name` has the form of an account name (registered or not): no ':' or '/', so store keys and paths stay unambiguous. */
+export function isPaymentAccountName(name: unknown): name is string {
+  return typeof name === 'string' && ACCOUNT_NAME.test(name);
+}
+
 /** Throws a `PaymentConfigurationError` unless `name` is a usable account name. */
 export function assertPaymentAccountName(name: unknown, where: string): asserts name is string {
   const problem = accountNameProblem(name, where);
@@ -12,7 +17,7 @@ export function assertPaymentAccountName(name: unknown, where: string): asserts 
 }
 
 function accountNameProblem(name: unknown, where: string): string | undefined {
-  if (typeof name === 'string' && ACCOUNT_NAME.test(name)) return undefined;
+  if (isPaymentAccountName(name)) return undefined;
   // only a string is shown: an object given by mistake (an account's whole settings) may hold its secrets
   const given = typeof name === 'string' ? JSON.stringify(name) : `of type ${name === null ? 'null' : typeof name}`;
   return `${where}: account ${given} must be a string of 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`;

@@ -1,4 +1,5 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger, Optional } from '@nestjs/common';
+import { isPaymentAccountName } from '../accounts/payment-account.name.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { prepareReceivedEvent } from '../events/received-payment-event.js';
@@ -39,6 +40,8 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       // a body never supplies the module's fields (a forged canonicalStatus or account)
       const account = this.getAccount(context);
       // the host's code named it, and the signature guard verified the delivery: the app's fault, not the sender's
+      // (checked built by hand too: the interceptor's key '<account>:event:<id>' needs a name without ':')
+      if (!isPaymentAccountName(account)) throw routeMisconfigured(this.logger, notAnAccountNameFix(account), routeNameOf(context));
       if (this.#accounts !== undefined && !this.#accounts.has(account)) {
         throw routeMisconfigured(this.logger, unknownAccountFix(account, this.#accounts.names()), routeNameOf(context));
       }
@@ -81,6 +84,16 @@ const MAX_ANOMALY_REPORTERS = 64;
 const GUARD_ORDER_FIX =
   'PaymentWebhookEnvelopeGuard found no verified body: list PaymentWebhookSignatureGuard (or a subclass) before it, ' +
   '@UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard); it never reads bytes nobody verified';
+
+/** The fix of an envelope guard whose `getAccount` returns something that cannot be an account (a tenant read from the request). */
+function notAnAccountNameFix(account: unknown): string {
+  // a string is shown bounded (it may come from the request); anything else by its type
+  const given = typeof account === 'string' ? JSON.stringify(account.slice(0, 80)) : `a value of type ${account === null ? 'null' : typeof account}`;
+  return (
+    `PaymentWebhookEnvelopeGuard.getAccount returned ${given}, which is not an account name (1-64 letters, digits, '.', '_' or '-', ` +
+    "starting with a letter or digit; ids of two accounts must never share a store key): map the request's tenant to a registered account name"
+  );
+}
 
 /** The fix of an envelope guard whose `getAccount` names an account nobody registered (a typo, another case). */
 function unknownAccountFix(account: string, registered: readonly string[]): string {

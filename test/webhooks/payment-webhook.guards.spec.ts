@@ -187,6 +187,28 @@ describe('PaymentWebhookEnvelopeGuard', () => {
     expect((guard as unknown as { anomalyReporters: Map<string, unknown> }).anomalyReporters.size).toBeLessThanOrEqual(64);
   });
 
+  it("refuses a name getAccount returns that is not an account name, built by hand too (500): 'a:event:b' would share store keys with account 'a'", () => {
+    class HeaderAccountGuard extends PaymentWebhookEnvelopeGuard {
+      protected override getAccount(context: ExecutionContextHost): string {
+        return String(context.switchToHttp().getRequest<PaymentWebhookRequest>().headers['x-account']);
+      }
+    }
+    const guard = new HeaderAccountGuard(); // no registry: the name's form is all that can be checked
+    const logged: string[] = [];
+    Object.defineProperty(guard, 'logger', { value: { error: (message: string) => logged.push(message), warn: () => undefined } });
+    for (const name of ['a:event:b', 'shop/eu', '', ' eu', 'x'.repeat(65)]) {
+      const request = signedRequest(envelope('payment.succeeded', { eventId: 'c' }), { 'x-account': name });
+      expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+      // was accepted: the interceptor keyed (account 'a:event:b', event 'c') as (account 'a', event 'b:event:c')
+      expect([name, rejection(() => guard.canActivate(context(request)))]).toEqual([name, { status: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' }]);
+      expect(getVerifiedPaymentWebhookEvent(request)).toBeUndefined();
+    }
+    expect(logged[0]).toMatch(/getAccount returned "a:event:b", which is not an account name/);
+    const fine = signedRequest(envelope(), { 'x-account': 'eu-2.shop_a' });
+    expect(new PaymentWebhookSignatureGuard(options).canActivate(context(fine))).toBe(true);
+    expect(guard.canActivate(context(fine))).toBe(true);
+  });
+
   it('never parses bytes no signature guard verified (listed first, or alone): a 500 with a code, the fix logged once', () => {
     // a well-formed, signed envelope: only the guard order is wrong
     const request = signedRequest(envelope());
