@@ -1,5 +1,6 @@
 import { PAYMENT_EVENT_HANDLER_METADATA } from '../payment.constants.js';
 import { assertPaymentAccountName } from '../accounts/payment-account.name.js';
+import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { PaymentEventBinding, PaymentEventHandlerMetadata } from './payment-event-handler.interface.js';
 import { assertPaymentEventPatterns } from './payment-event-patterns.js';
 import type { PaymentEventForPattern, PaymentEventPattern } from './payment-event.types.js';
@@ -62,6 +63,7 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
 ): PaymentEventHandlerDecorator<P> {
   const list: readonly unknown[] = Array.isArray(patterns) ? patterns : [patterns];
   assertPaymentEventPatterns(list);
+  assertHandlerOptions(options);
   if (options.account !== undefined) assertPaymentAccountName(options.account, '@OnPaymentEvent');
   const binding: PaymentEventBinding = { patterns: [...new Set(list)], account: options.account };
   return (target, propertyKey, descriptor) => {
@@ -85,4 +87,19 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
     // the method with a wrapper (a transaction, a retry) would otherwise lose the handler
     Reflect.defineMetadata(PAYMENT_EVENT_HANDLER_METADATA, metadata, target, propertyKey);
   };
+}
+
+/**
+ * Plain JavaScript (or a cast) can pass `'eu'` or `{ acount: 'eu' }`: read as no `account`, the
+ * handler would receive every account's events, so the class fails to load instead.
+ */
+function assertHandlerOptions(options: unknown): asserts options is OnPaymentEventOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    const given = options === null ? 'null' : Array.isArray(options) ? 'an array' : `a ${typeof options}`;
+    throw new PaymentConfigurationError([`@OnPaymentEvent: the options must be an object such as { account: 'eu' }, got ${given}`]);
+  }
+  const unknown = Object.keys(options).filter((key) => key !== 'account');
+  if (unknown.length > 0) {
+    throw new PaymentConfigurationError(unknown.map((key) => `@OnPaymentEvent: unknown option '${key.slice(0, 64)}' (the one option is 'account')`));
+  }
 }

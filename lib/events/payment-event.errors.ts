@@ -8,8 +8,17 @@ export class InvalidPaymentEventPatternError extends TypeError {
     reason?: string,
   ) {
     super(
-      `@OnPaymentEvent: ${reason ?? `${JSON.stringify(pattern) ?? String(pattern)} is not a payment event type, a '<family>.*' wildcard or '*'`}`,
+      `@OnPaymentEvent: ${reason ?? `${describePattern(pattern)} is not a payment event type, a '<family>.*' wildcard or '*'`}`,
     );
+  }
+}
+
+/** The pattern as written, when JSON can write it (a BigInt or a circular object cannot); else its type. */
+function describePattern(pattern: unknown): string {
+  try {
+    return JSON.stringify(pattern) ?? String(pattern);
+  } catch {
+    return `a value of type ${typeof pattern}`;
   }
 }
 

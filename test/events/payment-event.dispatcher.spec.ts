@@ -348,6 +348,23 @@ describe('@OnPaymentEvent at run time', () => {
     expect(() => decorate([])).toThrow(/at least one/);
     expect(() => decorate(42)).toThrow(InvalidPaymentEventPatternError);
     expect(() => decorate(['payment.*', '*', 'dispute.created'])).not.toThrow();
+    // a pattern JSON.stringify cannot write still gets the named error (was a TypeError about BigInt)
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    for (const pattern of [10n, circular]) expect(() => decorate(pattern)).toThrow(InvalidPaymentEventPatternError);
+  });
+
+  it('rejects options other than { account } (a string, a misspelt key), which would have bound the handler to every account', () => {
+    const decorate = (options: unknown) =>
+      (OnPaymentEvent as (p: unknown, o: unknown) => MethodDecorator)('refund.succeeded', options)({}, 'm', { value: () => undefined });
+    // was accepted, and the handler meant for 'eu' received the default account's refunds too
+    expect(() => decorate('eu')).toThrow(/@OnPaymentEvent: the options must be an object such as \{ account: 'eu' \}, got a string/);
+    expect(() => decorate({ acount: 'eu' })).toThrow(/@OnPaymentEvent: unknown option 'acount' \(the one option is 'account'\)/);
+    expect(() => decorate(null)).toThrow(/got null/);
+    expect(() => decorate(['eu'])).toThrow(/got an array/);
+    expect(() => decorate({ account: 'eu' })).not.toThrow();
+    expect(() => decorate({ account: undefined })).not.toThrow();
+    expect(() => decorate(undefined)).not.toThrow();
   });
 
   it('rejects static methods, which no provider instance would carry', () => {
