@@ -4,6 +4,7 @@ import { likelyKey } from '../common/likely-key.util.js';
 import { SPEC_RETRY_DELAYS_MS } from './simulator-webhook.deliverer.js';
 import { MAX_TIMER_MS } from '../common/promise-timeout.util.js';
 import { BASE_PATHS } from './simulator.constants.js';
+import { SIMULATOR_ERROR_TABLE } from './simulator.errors.js';
 import { SIMULATOR_ROUTE_SHAPES } from './simulator.router.js';
 import {
   PAYMENT_OUTCOMES,
@@ -142,6 +143,14 @@ export function assertFault(fault: SimulatorFault): void {
     throw new RangeError(`fault.status must be an error status from 400 to 599 (not ${fault.status})`);
   }
   if (fault.code !== undefined && (typeof fault.code !== 'string' || fault.code === '')) throw new TypeError(`fault.code must be a non-empty string (not ${show(fault.code)})`);
+  // the status comes from the code: a misspelt one (PAY_2OO1) would be a 500 instead of the 404 meant
+  if (fault.code !== undefined && fault.status === undefined && !Object.hasOwn(SIMULATOR_ERROR_TABLE, fault.code)) {
+    const codes = Object.keys(SIMULATOR_ERROR_TABLE);
+    throw new TypeError(
+      `fault.code ${JSON.stringify(fault.code)} is not a code the simulator knows${likelyKey(fault.code, codes)} ` +
+        `(known: ${codes.join(', ')}); give status as well for a code of your own`,
+    );
+  }
   // requests are matched on the upper-case method: 'get' would never match
   if (fault.method !== undefined && !HTTP_METHODS.includes(fault.method)) {
     throw new TypeError(`fault.method ${JSON.stringify(fault.method)} is unknown; known: ${HTTP_METHODS.join(', ')}`);

@@ -48,7 +48,8 @@ export class SimulatorScripts {
   private readonly payoutFailures: string[] = [];
 
   queueOutcomes(outcomes: readonly PaymentOutcome[]): void {
-    for (const o of outcomes) this.nextOutcomes.push(assertOutcome(o));
+    // all checked before any is queued: a refused call leaves no script for the next payments
+    this.nextOutcomes.push(...outcomes.map(assertOutcome));
   }
 
   setOutcomeForKey(idempotencyKey: string, outcome: PaymentOutcome): void {

@@ -167,6 +167,28 @@ describe('PaymentServiceSimulator faults, request log, connections', () => {
     expect(statuses).toEqual([503, 503, 503, 200]);
   });
 
+  it('a RegExp path may be written for the whole path too, as a string may (it was tested against the route only, and waited for ever)', async () => {
+    const token = await simToken(sim);
+    sim.injectFault({ path: /^\/sandbox\/api\/v1\/payments\/gateways$/, kind: 'status', status: 503 });
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(503);
+    expect((await simCall(sim, 'GET', '/payments/gateways', { token })).status).toBe(200);
+  });
+
+  it('a script with a bad outcome queues nothing (its good outcomes were left for the next payments)', async () => {
+    expect(() => sim.scriptNextPayment('fail', 'bogus' as never)).toThrow(/Unknown payment outcome "bogus"/);
+    const token = await simToken(sim);
+    const created = await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody() });
+    // the default of a payment nobody scripted, not the 'fail' of the refused call
+    expect(sim.payment((created.body as { data: { trxId: string } }).data.trxId)?.outcome).toBe('manual');
+  });
+
+  it("refuses a status fault's code the simulator does not know unless its status is given (PAY_2OO1 was a 500 with the typo as message)", () => {
+    expect(() => sim.injectFault({ kind: 'status', code: 'PAY_2OO1' })).toThrow(/fault.code "PAY_2OO1" is not a code the simulator knows.*PAY_2001/s);
+    // with a status, any code is the test's own (a code a newer service might send)
+    expect(() => sim.injectFault({ kind: 'status', status: 409, code: 'PAY_9999' })).not.toThrow();
+    expect(() => sim.injectFault({ kind: 'status', code: 'PAY_2001' })).not.toThrow();
+  });
+
   it('refuses control arguments that would silently do nothing', () => {
     expect(() => sim.setMerchantActive(1, 'false' as never)).toThrow(TypeError);
     expect(() => sim.scriptNextPayment('success' as never)).toThrow(/Unknown payment outcome "success"; known: manual, succeed, /);
