@@ -41,9 +41,12 @@ export class PaymentWebhookEnvelopeGuard implements CanActivate {
       const account = this.getAccount(context);
       // the host's code named it, and the signature guard verified the delivery: the app's fault, not the sender's
       // (checked built by hand too: the interceptor's key '<account>:event:<id>' needs a name without ':')
-      if (!isPaymentAccountName(account)) throw routeMisconfigured(this.logger, notAnAccountNameFix(account), routeNameOf(context));
+      // each name said once per route (the first one): names may come from the request
+      if (!isPaymentAccountName(account)) {
+        throw routeMisconfigured(this.logger, notAnAccountNameFix(account), routeNameOf(context), undefined, 'not an account name');
+      }
       if (this.#accounts !== undefined && !this.#accounts.has(account)) {
-        throw routeMisconfigured(this.logger, unknownAccountFix(account, this.#accounts.names()), routeNameOf(context));
+        throw routeMisconfigured(this.logger, unknownAccountFix(account, this.#accounts.names()), routeNameOf(context), undefined, 'unknown account');
       }
       getPaymentWebhookState(request).event = prepareReceivedEvent(this.parse(request, this.anomalyReporter(account), context), account);
       return true;

@@ -53,18 +53,24 @@ export function routeNameOf(context: ExecutionContext): string {
  * What a route of the app's own that cannot work answers: 500 `WEBHOOK_ROUTE_MISCONFIGURED`
  * (the sender retries once it is fixed), with `fix` logged at `error` once per logger and route.
  * The route's name is logged and kept on the error (for the app's filters), never answered.
+ * `kind` names a fix that quotes the request (a tenant name): logged once per route and kind.
  */
-export function routeMisconfigured(logger: LoggerService, fix: string, route?: string, cause?: unknown): PaymentWebhookHttpException {
-  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(logRouteFixOnce(logger, fix, route), cause === undefined ? undefined : { cause }));
+export function routeMisconfigured(logger: LoggerService, fix: string, route?: string, cause?: unknown, kind?: string): PaymentWebhookHttpException {
+  const line = logRouteFixOnce(logger, fix, route, kind);
+  return new PaymentWebhookHttpException(new WebhookRouteMisconfiguredError(line, cause === undefined ? undefined : { cause }));
 }
 
-/** Logs `fix` (prefixed with `route`) at `error`, once per logger and line; returns the line. */
-export function logRouteFixOnce(logger: LoggerService, fix: string, route?: string): string {
+/**
+ * Logs `fix` (prefixed with `route`) at `error`, once per logger and line, or per route and
+ * `kind` when given (so what a request brings never grows the set, nor floods `error`); returns the line.
+ */
+export function logRouteFixOnce(logger: LoggerService, fix: string, route?: string, kind?: string): string {
   const line = route === undefined ? fix : `${route}: ${fix}`;
+  const once = kind === undefined ? line : `${route ?? ''} ${kind}`;
   let logged = loggedFixes.get(logger);
   if (logged === undefined) loggedFixes.set(logger, (logged = new Set()));
-  if (!logged.has(line)) {
-    logged.add(line);
+  if (!logged.has(once)) {
+    logged.add(once);
     logger.error(line);
   }
   return line;

@@ -3,6 +3,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
@@ -203,10 +204,32 @@ describe('PaymentWebhookEnvelopeGuard', () => {
       expect([name, rejection(() => guard.canActivate(context(request)))]).toEqual([name, { status: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' }]);
       expect(getVerifiedPaymentWebhookEvent(request)).toBeUndefined();
     }
-    expect(logged[0]).toMatch(/getAccount returned "a:event:b", which is not an account name/);
+    // once per route and kind: names come from requests (a replayed capture to ever-new tenant paths),
+    // and each used to be one more error line and one more remembered line, without bound
+    expect(logged).toEqual([expect.stringMatching(/getAccount returned "a:event:b", which is not an account name/)]);
     const fine = signedRequest(envelope(), { 'x-account': 'eu-2.shop_a' });
     expect(new PaymentWebhookSignatureGuard(options).canActivate(context(fine))).toBe(true);
     expect(guard.canActivate(context(fine))).toBe(true);
+  });
+
+  it('logs an unregistered name getAccount returns once per route, whatever names the requests bring (each is still a 500)', () => {
+    class HeaderAccountGuard extends PaymentWebhookEnvelopeGuard {
+      protected override getAccount(context: ExecutionContextHost): string {
+        return String(context.switchToHttp().getRequest<PaymentWebhookRequest>().headers['x-account']);
+      }
+    }
+    const accounts = new PaymentAccountRegistry();
+    accounts.register(options);
+    const guard = new HeaderAccountGuard(accounts);
+    const logged: string[] = [];
+    Object.defineProperty(guard, 'logger', { value: { error: (message: string) => logged.push(message), warn: () => undefined } });
+    for (let i = 0; i < 200; i++) {
+      const request = signedRequest(envelope(), { 'x-account': `tenant-${i}` });
+      expect(new PaymentWebhookSignatureGuard(options).canActivate(context(request))).toBe(true);
+      expect(rejection(() => guard.canActivate(context(request)))).toEqual({ status: 500, code: 'WEBHOOK_ROUTE_MISCONFIGURED' });
+    }
+    // was 200 error lines, each also kept in a set for the process's life
+    expect(logged).toEqual([expect.stringMatching(/gives this route's events to account 'tenant-0', which no PaymentModule.forRoot\(\) registers \(registered: 'default'\)/)]);
   });
 
   it('never parses bytes no signature guard verified (listed first, or alone): a 500 with a code, the fix logged once', () => {
