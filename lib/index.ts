@@ -85,7 +85,7 @@ export {
   WEBHOOK_SIGNATURE_HEADER,
 } from './webhooks/webhook-signature.js';
 export type { VerifyWebhookSignatureOptions, WebhookSignatureVerification } from './webhooks/webhook-signature.js';
-export { parseWebhookEnvelope } from './webhooks/payment-webhook-envelope.js';
+export { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './webhooks/payment-webhook-envelope.js';
 export {
   PaymentWebhookError,
   PaymentWebhookErrorCode,

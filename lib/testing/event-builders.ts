@@ -8,11 +8,11 @@ import type {
 /** `apiVersion` the simulator stamps on every envelope. @publicApi */
 export const SIMULATOR_API_VERSION = '2025-01-01';
 
-/** An envelope as the service documents it: a built event always has the fields a delivery may lack. */
-type BuiltEvent<T extends string, D> = PaymentEventEnvelope<T, D> & Required<Pick<PaymentEventEnvelope, 'apiVersion' | 'createdAt' | 'environment'>>;
+/** An envelope as the service documents it: a built event always has the fields a delivery may lack. @publicApi */
+export type BuiltEvent<T extends string, D> = PaymentEventEnvelope<T, D> & Required<Pick<PaymentEventEnvelope, 'apiVersion' | 'createdAt' | 'environment'>>;
 
-type EnvelopeOverrides = Partial<Omit<PaymentEventEnvelope, 'data' | 'eventType'>>;
-type DataOf<T extends string> = T extends PaymentEventType ? PaymentEventDataMap[T] : Record<string, unknown>;
+/** The envelope fields a builder's caller may set (`eventId`, `apiVersion`, `createdAt`, `environment`). @publicApi */
+export type EventEnvelopeOverrides = Partial<Omit<PaymentEventEnvelope, 'data' | 'eventType'>>;
 
 /** A fresh unique event id (`evt_` + 24 hex chars). @publicApi */
 export function newEventId(): string {
@@ -24,18 +24,21 @@ export function newEventId(): string {
  * `environment: 'sandbox'` unless overridden (`'production'` is the live value).
  * @publicApi
  */
-export function buildEvent<T extends string>(
+export function buildEvent<T extends PaymentEventType>(
   type: T,
-  data: DataOf<T> | Record<string, unknown>,
-  envelopeOverrides: EnvelopeOverrides = {},
-): BuiltEvent<T, DataOf<T>> {
+  data: PaymentEventDataMap[T],
+  envelopeOverrides?: EventEnvelopeOverrides,
+): BuiltEvent<T, PaymentEventDataMap[T]>;
+/** Any other shape, or a type this version does not know: `data` as given, not claimed to be typed. */
+export function buildEvent<T extends string>(type: T, data: Record<string, unknown>, envelopeOverrides?: EventEnvelopeOverrides): BuiltEvent<T, Record<string, unknown>>;
+export function buildEvent(type: string, data: object, envelopeOverrides: EventEnvelopeOverrides = {}): BuiltEvent<string, object> {
   return {
     eventId: envelopeOverrides.eventId ?? newEventId(),
     eventType: type,
     apiVersion: envelopeOverrides.apiVersion ?? SIMULATOR_API_VERSION,
     createdAt: envelopeOverrides.createdAt ?? new Date().toISOString(),
     environment: envelopeOverrides.environment ?? 'sandbox',
-    data: data as DataOf<T>,
+    data,
   };
 }
 
@@ -52,7 +55,7 @@ const PAYMENT_STATUS_BY_TYPE: Record<string, string> = {
 export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payment.created']> = {},
-  envelopeOverrides: EnvelopeOverrides = {},
+  envelopeOverrides: EventEnvelopeOverrides = {},
 ): BuiltEvent<T, PaymentEventDataMap[T]> {
   const data = {
     trxId: `trx_${randomBytes(8).toString('hex')}`,
@@ -71,7 +74,7 @@ export function buildPaymentEvent<T extends Extract<PaymentEventType, `payment.$
 export function buildRefundEvent<T extends Extract<PaymentEventType, `refund.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['refund.failed']> = {},
-  envelopeOverrides: EnvelopeOverrides = {},
+  envelopeOverrides: EventEnvelopeOverrides = {},
 ): BuiltEvent<T, PaymentEventDataMap[T]> {
   const failed = type === 'refund.failed';
   const data = {
@@ -97,7 +100,7 @@ const PAYOUT_STATUS_BY_TYPE: Record<string, string> = {
 export function buildPayoutEvent<T extends Extract<PaymentEventType, `payout.${string}`>>(
   type: T,
   dataOverrides: Partial<PaymentEventDataMap['payout.failed']> = {},
-  envelopeOverrides: EnvelopeOverrides = {},
+  envelopeOverrides: EventEnvelopeOverrides = {},
 ): BuiltEvent<T, PaymentEventDataMap[T]> {
   const failed = type === 'payout.failed';
   const data = {

@@ -7,6 +7,8 @@ export {
   buildPaymentEvent,
   buildPayoutEvent,
   buildRefundEvent,
+  type BuiltEvent,
+  type EventEnvelopeOverrides,
   newEventId,
   SIMULATOR_API_VERSION,
 } from './event-builders.js';

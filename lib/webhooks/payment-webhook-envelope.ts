@@ -17,7 +17,7 @@ const EVENT_TYPE = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 // A fixed-shape pattern (no nested quantifiers), so no catastrophic backtracking.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/;
 
-/** A field delivered as received although it is not what the service documents. */
+/** A field delivered as received although it is not what the service documents (what `parseWebhookEnvelope`'s `onAnomaly` gets). @publicApi */
 export interface WebhookEnvelopeAnomaly {
   field: 'apiVersion' | 'createdAt' | 'environment';
   kind: 'missing' | 'not-a-string' | 'malformed';
