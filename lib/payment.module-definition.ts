@@ -76,10 +76,31 @@ export const {
   )
   .build();
 
+/**
+ * The builder's class, typed without its static methods: `PaymentModule` declares its own
+ * `forRoot` and `forRootAsync` (calling the builder's), the latter with a narrower parameter
+ * than Nest's, which a subclass of the builder's static type could not have.
+ */
+export const PaymentModuleBase: new () => object = ConfigurablePaymentModule;
+
 /** What `PaymentModule.forRoot()` takes: the account's settings plus the module extras. @publicApi */
 export type PaymentModuleRootOptions = typeof PAYMENT_OPTIONS_TYPE;
-/** What `PaymentModule.forRootAsync()` takes. @publicApi */
-export type PaymentModuleAsyncOptions = typeof PAYMENT_ASYNC_OPTIONS_TYPE;
+/** Nest's async options without their sources: `imports`, `provideInjectionTokensFrom` and the extras. */
+type AsyncOptionsBase = Omit<typeof PAYMENT_ASYNC_OPTIONS_TYPE, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
+type AsyncSource = Pick<typeof PAYMENT_ASYNC_OPTIONS_TYPE, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
+
+/**
+ * What `PaymentModule.forRootAsync()` takes: exactly one of `useFactory` (with its `inject`),
+ * `useClass` or `useExisting`, beside the module extras. Nest's own type allows none or several,
+ * which `forRootAsync()` would only refuse when called; `inject` beside `useClass` Nest ignores.
+ * @publicApi
+ */
+export type PaymentModuleAsyncOptions = AsyncOptionsBase &
+  (
+    | { useFactory: NonNullable<AsyncSource['useFactory']>; inject?: AsyncSource['inject']; useClass?: never; useExisting?: never }
+    | { useClass: NonNullable<AsyncSource['useClass']>; useFactory?: never; useExisting?: never; inject?: never }
+    | { useExisting: NonNullable<AsyncSource['useExisting']>; useFactory?: never; useClass?: never; inject?: never }
+  );
 
 /** The provider of the raw options, made to hand out their redacted copy (see `withRedactedModuleOptions`). */
 function redactingModuleOptions(provider: Provider): Provider {

@@ -1,6 +1,7 @@
 import { type DynamicModule, Inject, Logger, Module, Optional } from '@nestjs/common';
 import {
   ConfigurablePaymentModule,
+  PaymentModuleBase,
   type PaymentModuleAsyncOptions,
   type PaymentModuleRootOptions,
   type PaymentOptionsFactory,
@@ -21,7 +22,7 @@ import { PaymentMessages } from './payment.messages.js';
  * @publicApi
  */
 @Module({})
-export class PaymentModule extends ConfigurablePaymentModule {
+export class PaymentModule extends PaymentModuleBase {
   /**
    * `account` is there in a `forRoot()` / `forRootAsync()` module only (never exported, so
    * never visible to another module): without it this is a bare `imports: [PaymentModule]`,
@@ -34,14 +35,14 @@ export class PaymentModule extends ConfigurablePaymentModule {
     if (account === undefined) new Logger('PaymentModule').warn(PaymentMessages.bareModuleImport());
   }
 
-  static override forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
+  static forRoot(options: PaymentModuleRootOptions = {}): DynamicModule {
     // null as "no options", like undefined (the builder would fail on it with a bare TypeError)
     const given = plainRootOptions(options ?? {});
     throwOnExtrasProblems([...moduleExtrasProblems(given), ...paymentAccountNameProblems(given.account, 'PaymentModule.forRoot()')], given.account);
-    return super.forRoot(given);
+    return ConfigurablePaymentModule.forRoot.call(this, given);
   }
 
-  static override forRootAsync(asyncOptions: PaymentModuleAsyncOptions): DynamicModule {
+  static forRootAsync(asyncOptions: PaymentModuleAsyncOptions): DynamicModule {
     if (!asyncOptions?.useFactory && !asyncOptions?.useClass && !asyncOptions?.useExisting) {
       throw new TypeError(PaymentMessages.asyncOptionsMissingFactory());
     }
@@ -63,12 +64,12 @@ export class PaymentModule extends ConfigurablePaymentModule {
     throwOnOwnTokensInjected(options.inject, account);
     const { useClass, useExisting, ...rest } = options;
     const factoryToken = useClass ?? useExisting;
-    if (factoryToken === undefined) return super.forRootAsync(options);
+    if (factoryToken === undefined) return ConfigurablePaymentModule.forRootAsync.call(this, options);
     // The factory's method is checked on the instance, at boot: an abstract class as the token, or
     // a method defined as an arrow field, has nothing on its prototype yet is a proper factory.
     const how = useClass ? 'useClass' : 'useExisting';
     const name = typeof factoryToken === 'function' ? factoryToken.name || 'the class' : String(factoryToken);
-    return super.forRootAsync({
+    return ConfigurablePaymentModule.forRootAsync.call(this, {
       ...rest,
       inject: [factoryToken],
       provideInjectionTokensFrom: useClass ? [{ provide: useClass, useClass }] : undefined,
