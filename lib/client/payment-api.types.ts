@@ -22,16 +22,16 @@ export interface CreatePaymentInput {
   /** ISO 4217, e.g. `'USD'`. */
   currency: string;
   /** Free text echoed back in events; use it to find your order. */
-  custom?: string;
+  custom?: string | undefined;
   /** ISO 3166-1 alpha-2, e.g. `'BD'`. */
-  country?: string;
-  gateway?: string;
-  returnUrl?: string;
-  cancelUrl?: string;
-  customer?: Record<string, unknown>;
-  splits?: PaymentSplitInput[];
+  country?: string | undefined;
+  gateway?: string | undefined;
+  returnUrl?: string | undefined;
+  cancelUrl?: string | undefined;
+  customer?: Record<string, unknown> | undefined;
+  splits?: PaymentSplitInput[] | undefined;
   /** Additional wire fields sent as given (the service does not publish its payloads). */
-  extra?: Record<string, unknown>;
+  extra?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -44,7 +44,7 @@ export interface PaymentCallOptions {
    * `Retry-After`. It then rejects with `PaymentAbortedError` and sends nothing more. A request
    * already on the wire runs to its answer (cutting it would leave a refund or payout in doubt).
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** @publicApi */
@@ -112,8 +112,8 @@ export interface PaymentGateway {
 export interface RefundPaymentInput {
   /** Partial refund amount; leave the field out to refund the whole payment (`undefined` and `null` are refused). */
   amount?: PaymentAmount;
-  reason?: string;
-  extra?: Record<string, unknown>;
+  reason?: string | undefined;
+  extra?: Record<string, unknown> | undefined;
 }
 
 /** The fields a refund record may carry besides its id. */
@@ -148,11 +148,11 @@ export interface CreatePayoutInput {
   amount: PaymentAmount;
   currency: string;
   /** ISO 3166-1 alpha-2. */
-  country?: string;
+  country?: string | undefined;
   /** Destination details; shape is provider-specific (not documented). */
   recipient: Record<string, unknown>;
-  reference?: string;
-  extra?: Record<string, unknown>;
+  reference?: string | undefined;
+  extra?: Record<string, unknown> | undefined;
 }
 
 /** The fields a payout record may carry besides its id. */
@@ -199,7 +199,7 @@ export interface PaymentRequestOptions {
   method: PaymentHttpMethod;
   /** Path under the API base (`/sandbox/api/v1` or `/api/v1`), e.g. `/subaccounts`. */
   path: string;
-  query?: Record<string, string | number | boolean | undefined>;
+  query?: Record<string, string | number | boolean | undefined> | undefined;
   /** JSON body. */
   body?: unknown;
   /**
@@ -209,17 +209,17 @@ export interface PaymentRequestOptions {
    * `endpoints.payoutLookup` (the typed lookups count there).
    * @default 'money-movement' for subaccount paths, refund and payout lookups and non-GET requests, 'read' for other GETs
    */
-  scope?: PaymentRequestScope;
+  scope?: PaymentRequestScope | undefined;
   /**
    * Whether sending the request twice is harmless. GETs are; other methods are
    * retried only when the service surely did not act unless this is true.
    * @default true for GET, false otherwise
    */
-  idempotent?: boolean;
+  idempotent?: boolean | undefined;
   /** Send the bearer token. @default true */
-  authenticated?: boolean;
+  authenticated?: boolean | undefined;
   /** See `PaymentCallOptions.signal`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** @publicApi */

@@ -34,7 +34,7 @@ export interface OnPaymentEventOptions {
    * Receive only this account's events (`PaymentModule.forRoot({ account })`). Without it
    * the handler receives every account's events; `event.account` tells which.
    */
-  account?: string;
+  account?: string | undefined;
 }
 
 /**

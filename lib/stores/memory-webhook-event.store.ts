@@ -9,9 +9,9 @@ export interface MemoryWebhookEventStoreOptions {
    * Most event ids kept at once; the least recently used is forgotten first.
    * @default 100000
    */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /** Clock in epoch milliseconds, for tests. @default a monotonic clock (a wall-clock step does not expire a lease) */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 const DEFAULT_MEMORY_STORE_MAX_ENTRIES: number = PAYMENT_OPTION_DEFAULTS.memoryStoreMaxEntries;

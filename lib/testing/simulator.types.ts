@@ -96,32 +96,32 @@ export const PAYMENT_OUTCOMES: readonly PaymentOutcome[] = Object.freeze([
  */
 export interface PaymentServiceSimulatorOptions {
   /** @default one sandbox merchant: id 1, `sandbox-client` / `sandbox-secret`, webhook secret `whsec_sandbox`, wallet 1000 */
-  merchants?: SimulatedMerchant[];
+  merchants?: SimulatedMerchant[] | undefined;
   /** Base clock in ms; `advanceTime()` adds to it. Drives token expiry, rate-limit windows and timestamps. @default Date.now */
-  now?: () => number;
+  now?: (() => number) | undefined;
   /**
    * Clock (ms) of the `t=` of webhook signatures. Kept on real time by default so
    * `advanceTime()` for token tests does not push signatures out of a receiver's tolerance.
    * @default Date.now
    */
-  signatureClock?: () => number;
+  signatureClock?: (() => number) | undefined;
   /**
    * Multiplies the webhook retry delays (5 min, 15 min, 1 h, 4 h, 24 h); real timers. From 0 to 24.855:
    * the 24 h retry must fit a Node timer (2^31−1 ms). @default 1e-5 (5 min → 3 ms)
    */
-  webhookTimeScale?: number;
+  webhookTimeScale?: number | undefined;
   /** Time-out of one webhook delivery request, in ms, from 1 to 2^31−1. @default 5000 */
-  deliveryTimeoutMs?: number;
+  deliveryTimeoutMs?: number | undefined;
   /**
    * `true` = the service's limits per minute: 10 token calls per IP, 30 payment creations
    * and 60 reads per token, 30 refund/payout/subaccount calls per client id; `false` = off;
    * or overrides of some of them. @default true
    */
-  rateLimits?: boolean | Partial<SimulatorRateLimits>;
+  rateLimits?: boolean | Partial<SimulatorRateLimits> | undefined;
   /** Fate of payments with no script. @default 'manual' */
-  defaultOutcome?: PaymentOutcome;
+  defaultOutcome?: PaymentOutcome | undefined;
   /** Real ms before an asynchronous (`pending-then-*`) payment is confirmed, from 0 to 2^31−1. @default 20 */
-  confirmationDelayMs?: number;
+  confirmationDelayMs?: number | undefined;
   /**
    * Simulator-clock ms after which a `manual` payment still `PENDING` expires (`REJECTED`,
    * `payment.expired`). On the default clock it expires on its own, on a real timer; `advanceTime()`
@@ -131,13 +131,13 @@ export interface PaymentServiceSimulatorOptions {
    * be paid; `waitForDeliveries()` does not wait for a TTL still running.
    * @default undefined (sessions never expire by themselves)
    */
-  paymentSessionTtlMs?: number;
+  paymentSessionTtlMs?: number | undefined;
   /** Largest request body accepted (413 above). @default 1048576 */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
   /** Loopback only. @default '127.0.0.1' */
-  host?: string;
+  host?: string | undefined;
   /** @default 0 (a free port) */
-  port?: number;
+  port?: number | undefined;
 }
 
 /** A payment as the simulator holds it. @publicApi */

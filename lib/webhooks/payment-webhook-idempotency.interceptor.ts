@@ -168,7 +168,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         WEBHOOK_IDEMPOTENCY_METADATA,
         [handler, controller],
       );
-      const merged: WebhookIdempotencyOptions = { ...this.options, ...fromRoute };
+      // a route's `undefined` (a variable left unset) leaves the module's setting in force
+      const merged: WebhookIdempotencyOptions = { ...this.options, ...definedOf(fromRoute ?? {}) };
       const dedupe = {
         leaseMs: merged.leaseMs ?? PAYMENT_OPTION_DEFAULTS.webhookLeaseMs,
         retentionMs: merged.retentionMs ?? PAYMENT_OPTION_DEFAULTS.webhookRetentionMs,

@@ -22,32 +22,32 @@ export type WebhookIdempotencyKeyFn<TRequest = any> = (
  */
 export interface WebhookIdempotencyOptions {
   /** Key of the request. @default the `eventId` of the verified payment webhook event */
-  key?: WebhookIdempotencyKeyFn;
+  key?: WebhookIdempotencyKeyFn | undefined;
   /** How long one delivery may hold the key; renewed while the handler runs. @default 60000 */
-  leaseMs?: number;
+  leaseMs?: number | undefined;
   /** How long a processed key is remembered. @default 7 days */
-  retentionMs?: number;
+  retentionMs?: number | undefined;
   /** Body answered (with the route's status) for a request already processed. @default { received: true, duplicate: true } */
-  duplicateResponse?: (request: any) => unknown;
+  duplicateResponse?: ((request: any) => unknown) | undefined;
   /**
    * Attempts at recording completion before answering 2xx anyway (a retry would run the handler
    * again); the completion is then retried in the background, the claim still renewed, until the
    * store answers (for up to 15 minutes). @default 3
    */
-  completeAttempts?: number;
+  completeAttempts?: number | undefined;
   /**
    * While the handler runs, the claim is renewed every sixth of `leaseMs` (stores with
    * `extend`; renewals at most a third of the lease apart), so a slow handler is not run
    * again by a concurrent delivery. Renewal stops after this long, so a hung handler cannot
    * block its key for good. @default 900000 (15 minutes)
    */
-  maxLeaseRenewalMs?: number;
+  maxLeaseRenewalMs?: number | undefined;
   /**
    * On `app.close()`, how long handlers still running (their sender may have hung up) may take
    * to finish before the store closes. Read from the interceptor's own options, not per route.
    * @default the module's `webhookShutdownTimeoutMs` (10000)
    */
-  shutdownTimeoutMs?: number;
+  shutdownTimeoutMs?: number | undefined;
 }
 
 /**

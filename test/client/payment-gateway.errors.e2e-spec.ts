@@ -243,6 +243,23 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     });
   });
 
+  it('an optional input given undefined (a `string | undefined` from the environment) is left out, as its type allows', async () => {
+    h = await startClientHarness();
+    const u = undefined;
+    const bodyOf = (route: string) => h.sim.requests.filter((r) => r.route === route && r.method === 'POST').at(-1)?.body as Record<string, unknown>;
+    const payment = await h.client.createPayment(
+      { amount: '1', currency: 'USD', custom: u, country: u, gateway: u, returnUrl: u, cancelUrl: u, customer: u, splits: u, extra: u },
+      { idempotencyKey: 'order-1', signal: u },
+    );
+    expect(bodyOf('/payment/create')).toEqual({ amount: '1.00000000', currency: 'USD', idempotency_key: 'order-1' });
+    // the payment is still pending (the service refuses the refund): the body sent is what counts
+    await h.client.refundPayment(payment.trxId!, { reason: u, extra: u }).catch(() => undefined);
+    expect(Object.keys(bodyOf(`/payment/${payment.trxId}/refund`))).toEqual([]);
+    await h.client.createPayout({ amount: '1', currency: 'USD', recipient: { account_number: '1' }, country: u, reference: u, extra: u });
+    expect(Object.keys(bodyOf('/payout')).sort()).toEqual(['amount', 'currency', 'recipient']);
+    await expect(h.client.request({ method: 'GET', path: '/payments/gateways', query: u, scope: u, idempotent: u, authenticated: u, signal: u })).resolves.toMatchObject({ httpStatus: 200 });
+  });
+
   it('a misspelt field named like an Object member is a validation error naming it, never a TypeError', async () => {
     h = await startClientHarness();
     for (const key of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__']) {

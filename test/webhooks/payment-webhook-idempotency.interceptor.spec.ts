@@ -94,6 +94,28 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
     expect(await store.isProcessed('default:event:evt_shared')).toBe(true);
   });
 
+  it("a route setting given undefined leaves the module's setting in force (it fell back to the package default)", async () => {
+    let now = 1_000_000;
+    const clockedStore = new MemoryWebhookEventStore({ now: () => now });
+    const day = 86_400_000;
+    const byModule = new PaymentWebhookIdempotencyInterceptor(clockedStore, { retentionMs: 2 * day }, new Reflector());
+    class EnvRoutes {
+      // `retentionMs: Number(process.env.X) || undefined` with X unset
+      @WebhookIdempotencyKey((req: { body: { deliveryId?: string } }) => req.body.deliveryId, { retentionMs: undefined, leaseMs: undefined })
+      custom(): void {}
+    }
+    const ctx = new ExecutionContextHost([{ headers: {}, body: { deliveryId: 'd_env' } }, {}], EnvRoutes, EnvRoutes.prototype.custom);
+    ctx.setType('http');
+    try {
+      await run(byModule, ctx, handler(async () => ({ ok: true })));
+      now += 3 * day;
+      // remembered 2 days as the module says: was the package's 7 days
+      expect(await clockedStore.isProcessed('default:custom:d_env')).toBe(false);
+    } finally {
+      byModule.onApplicationShutdown();
+    }
+  });
+
   it('answers 409 while another delivery holds the event, and runs it once', async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
