@@ -228,8 +228,8 @@ const HTTP_DATE = new RegExp(
 const RFC850_YEAR = /-(\d{2}) /;
 
 /**
- * An RFC 850 date with its two-digit year written out: the year with those digits that is not more
- * than 50 years ahead of `now` (RFC 9110 5.6.7); `Date.parse` reads 50–99 as 19xx whatever the date.
+ * An RFC 850 date with its two-digit year written out: the latest year with those digits that is not
+ * more than 50 years ahead of `now` (RFC 9110 5.6.7); `Date.parse` reads 50–99 as 19xx whatever the date.
  * The other forms are returned as they are.
  */
 function withFullYear(httpDate: string, now: number): string {
@@ -238,6 +238,7 @@ function withFullYear(httpDate: string, now: number): string {
   const thisYear = new Date(now).getUTCFullYear();
   let year = thisYear - (thisYear % 100) + Number(match[1]);
   if (year > thisYear + 50) year -= 100;
+  else if (year + 100 <= thisYear + 50) year += 100; // late in a century: '00' is the next one's
   return httpDate.replace(RFC850_YEAR, `-${year} `);
 }
 

@@ -72,6 +72,11 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Sunday, 29-Nov-26 08:00:05 GMT', in2026)).toBe(5);
     expect(parseRetryAfter('Monday, 29-Nov-60 08:00:00 GMT', in2026)).toBe((Date.UTC(2060, 10, 29, 8) - in2026) / 1000);
     expect(parseRetryAfter('Sunday, 29-Nov-99 08:00:00 GMT', in2026)).toBe(0); // 1999, not 2099
+    // and the next century's, when "now" is late in this one: 2100, not 2000; 2105, not 2005
+    const endOf2099 = Date.UTC(2099, 11, 31, 23, 59, 50);
+    expect(parseRetryAfter('Friday, 01-Jan-00 00:00:00 GMT', endOf2099)).toBe(10);
+    const in2060 = Date.UTC(2060, 0, 1);
+    expect(parseRetryAfter('Thursday, 01-Jan-05 00:00:00 GMT', in2060)).toBe((Date.UTC(2105, 0, 1) - in2060) / 1000);
     // junk Date.parse takes (a wait of decades: the call failed at once instead of backing off)
     for (const junk of ['in 2030', 'foo 99999', 'Nov 2030', 'Sun, 06 Nov 2094 08:49:37', '2030-01-01T00:00:00Z']) {
       expect([junk, parseRetryAfter(junk, now)]).toEqual([junk, undefined]);
