@@ -35,14 +35,15 @@ export class SimulatorFaults {
 
   /**
    * The oldest fault matching the request, used up by one; `undefined` when none does.
-   * A `path`, string or RegExp, matches the route or the full path.
+   * A string `path` matches the route or the full path, a RegExp is tested against the route
+   * (a negation, `/^(?!\/payment\/create$)/`, would match every full path).
    */
   take(method: string, route: string, fullPath: string, mode: SimulatedMode | undefined): SimulatorFault | undefined {
     const i = this.armed.findIndex(
       (f) =>
         (!f.method || f.method === method) &&
         (!f.mode || f.mode === mode) &&
-        (f.path === undefined || (typeof f.path === 'string' ? f.path === route || f.path === fullPath : f.path.test(route) || f.path.test(fullPath))),
+        (f.path === undefined || (typeof f.path === 'string' ? f.path === route || f.path === fullPath : f.path.test(route))),
     );
     if (i < 0) return undefined;
     const f = this.armed[i];

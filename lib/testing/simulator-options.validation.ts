@@ -160,6 +160,13 @@ export function assertFault(fault: SimulatorFault): void {
   if (fault.path !== undefined && typeof fault.path !== 'string' && !(fault.path instanceof RegExp)) {
     throw new TypeError(`fault.path must be a string or a RegExp (not ${show(fault.path)})`);
   }
+  // a route never holds '/api/v1' (ids are one path segment): such a pattern was written for the whole path
+  if (fault.path instanceof RegExp && /api(?:\\\/|\/)v1/.test(fault.path.source)) {
+    throw new TypeError(
+      `fault.path ${String(fault.path)} can never match: a RegExp is tried on the route only, the part after /api/v1 ` +
+        "(e.g. /^\\/payment\\/create$/); for one environment add mode: 'sandbox' or 'live'",
+    );
+  }
   // a string path is compared with the request's path as it is: without its leading '/', or with
   // a query, it would match nothing and the test it serves would pass untested
   if (typeof fault.path === 'string' && !isFaultablePath(fault.path)) {
