@@ -98,6 +98,9 @@ function assertHandlerOptions(options: unknown): asserts options is OnPaymentEve
     const given = options === null ? 'null' : Array.isArray(options) ? 'an array' : `a ${typeof options}`;
     throw new PaymentConfigurationError([`@OnPaymentEvent: the options must be an object such as { account: 'eu' }, got ${given}`]);
   }
+  // an object literal's keys are options; an instance of the app's own class is read for `account` only
+  const prototype: unknown = Object.getPrototypeOf(options);
+  if (prototype !== Object.prototype && prototype !== null) return;
   const unknown = Object.keys(options).filter((key) => key !== 'account');
   if (unknown.length > 0) {
     throw new PaymentConfigurationError(unknown.map((key) => `@OnPaymentEvent: unknown option '${key.slice(0, 64)}' (the one option is 'account')`));

@@ -365,6 +365,16 @@ describe('@OnPaymentEvent at run time', () => {
     expect(() => decorate({ account: 'eu' })).not.toThrow();
     expect(() => decorate({ account: undefined })).not.toThrow();
     expect(() => decorate(undefined)).not.toThrow();
+    // an instance of a class of the app's (its fields are its own business) is read for `account` only
+    class TenantHandlerOptions {
+      constructor(private readonly tenant: string) {}
+      get account(): string {
+        return this.tenant;
+      }
+    }
+    expect(() => decorate(new TenantHandlerOptions('eu'))).not.toThrow();
+    expect(() => decorate(Object.freeze({ account: 'eu' }))).not.toThrow();
+    expect(() => decorate(Object.assign(Object.create(null), { account: 'eu' }))).not.toThrow();
   });
 
   it('rejects static methods, which no provider instance would carry', () => {
