@@ -39,8 +39,12 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
     for (const event of [ok, flaky, broken]) expect((await postWebhook(q.url, event)).json).toEqual({ received: true, queued: true });
     await waitFor('the handled events', () => q.handlers.count('done', ok.eventId as string) === 1 && q.handlers.count('done', flaky.eventId as string) === 1);
     await waitFor('the dead letter', async () => (await q.deadLetters.list()).length === 1);
-
-    const metrics = await otel.collect();
+    // counted when the worker hears of it, which may be after a read of Redis finds it (see below)
+    let metrics = await otel.collect();
+    await waitFor('the dead letter was counted', async () => {
+      metrics = await otel.collect();
+      return counterPoints(metrics, PaymentMetricName.QUEUE_DEAD_LETTERS).length > 0;
+    }, 10_000);
     expect(counterPoints(metrics, PaymentMetricName.QUEUE_JOBS)).toEqual(
       byAttributes([
         { outcome: 'handled', event_type: 'payment.succeeded', account: 'default', value: 1 },
@@ -137,8 +141,13 @@ describe('queue mode telemetry with the real OpenTelemetry SDK and a real Redis'
     const release = q.handlers.hold(id);
     expect((await postWebhook(q.url, slow)).json).toEqual({ received: true, queued: true });
     await waitFor('the timed-out attempt became a dead letter', async () => (await q.deadLetters.get(id)) !== undefined, 10_000);
-
+    // the worker hears of the failure (and counts it) once BullMQ's script that made it a dead letter has
+    // returned: a read of Redis may come in between
     let metrics = await otel.collect();
+    await waitFor('the dead letter was counted', async () => {
+      metrics = await otel.collect();
+      return counterPoints(metrics, PaymentMetricName.QUEUE_DEAD_LETTERS).length > 0;
+    }, 10_000);
     const failed = [{ outcome: 'failed', event_type: 'payment.failed', account: 'default', value: 1 }];
     expect(counterPoints(metrics, PaymentMetricName.QUEUE_JOBS)).toEqual(failed);
     expect(histogramCounts(metrics, PaymentMetricName.QUEUE_DURATION)).toEqual([{ outcome: 'failed', event_type: 'payment.failed', account: 'default', count: 1 }]);
