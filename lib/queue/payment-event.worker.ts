@@ -20,7 +20,7 @@ import type { PaymentWorkerShutdown, StoppableWorker } from './payment-worker-sh
 import { StoreOutageReport } from './store-outage-report.js';
 import { TimedOutRunWaits } from './timed-out-run-waits.js';
 import { WorkerRunningJobs } from './worker-running-jobs.js';
-import { announceDeadLetter } from './dead-letter-announcement.js';
+import { JobFailureLines } from './job-failure-lines.js';
 import { foreignJobError, handBackNewerJob, OtherEnvironmentJobs, stalledTooOftenError } from './unrunnable-jobs.js';
 import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
@@ -62,6 +62,8 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private readonly lastErrorLog = new Map<string, number>();
+  /** A replayed capture of a failing event repeats its attempt and dead-letter lines: rate-limited per event. */
+  private readonly failureLines: JobFailureLines;
   private readonly otherEnvironment: OtherEnvironmentJobs;
   private readonly storeOutage: StoreOutageReport;
   /** Events whose retry waits behind their own timed-out run: since when, last reported (see `TimedOutRunWaits.report`). */
@@ -106,6 +108,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     this.running = new WorkerRunningJobs(options.queueLockDurationMs);
     this.timedOutRunWaits = new TimedOutRunWaits(this.logger, this.account, options.queueJobTimeoutMs);
     this.storeOutage = new StoreOutageReport(this.logger, this.account, this.describe);
+    this.failureLines = new JobFailureLines(this.logger, this.account);
     this.otherEnvironment = new OtherEnvironmentJobs(bull, this.logger, options.environment === 'live');
   }
 
@@ -304,15 +307,9 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     const { eventId, eventType } = job.data.event;
     if (typeof job.finishedOn === 'number') this.timedOutRunWaits.forget(eventId);
     const attempts = job.opts.attempts ?? 1;
-    if (typeof job.finishedOn !== 'number') {
-      this.logger.warn(
-        `Attempt ${job.attemptsMade} of ${attempts} of ${eventType} event ${eventId} (account ${this.account}) failed; ` +
-          `it will be retried: ${error.message}`,
-      );
-      return;
-    }
+    if (typeof job.finishedOn !== 'number') return this.failureLines.attemptFailed(job.attemptsMade, attempts, eventType, eventId, error.message);
     this.telemetry.deadLettered(eventType);
-    announceDeadLetter(toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs), this.logger, this.dispatcher.hostEventEmitter, this.describe);
+    this.failureLines.deadLettered(toPaymentDeadLetter(job, this.account, this.options.queueDeadLetterRetentionMs), this.dispatcher.hostEventEmitter, this.describe);
   }
 
   /** The account and its running jobs only: the BullMQ worker's options hold the Redis password. */
