@@ -219,9 +219,7 @@ export class PaymentEventDispatcher implements OnModuleInit {
       const line = `${failure.handler} failed on ${event.eventType} event ${event.eventId} (account ${event.account}): ` + (summary ?? errorMessage(error));
       const trace = summary === undefined ? stack : summary + (frames === -1 ? '' : stack!.slice(frames));
       // a replayed capture of the event repeats it: at most 10 a minute per handler and event at error
-      const { level, note } = this.failureLines.level(`${failure.handler} ${event.account} ${event.eventId}`);
-      if (level === 'debug') this.logger.debug(`${line}\n${trace ?? ''}`);
-      else this.logger.error(line + note, trace);
+      this.failureLines.say(this.logger, `${failure.handler} ${event.account} ${event.eventId}`, line, trace);
     }
     throw new PaymentEventHandlerError(event.eventId, event.eventType, failures);
   }

@@ -21,9 +21,7 @@ export class JobFailureLines {
 
   attemptFailed(attempt: number, attempts: number, eventType: string, eventId: string, reason: string): void {
     const line = `Attempt ${attempt} of ${attempts} of ${eventType} event ${eventId} (account ${this.account}) failed; it will be retried: ${reason}`;
-    const { level, note } = this.attempts.level(eventId);
-    if (level === 'debug') this.logger.debug?.(line);
-    else this.logger.warn(line + note);
+    this.attempts.say(this.logger, eventId, line);
   }
 
   /**
@@ -37,9 +35,7 @@ export class JobFailureLines {
       `${eventType} event ${eventId} (account ${account}) failed ${deadLetter.attempts} attempt(s) and is now a dead letter, ` +
       `kept until ${deadLetter.expiresAt.toISOString()}: ${deadLetter.lastError}. ` +
       `Replay it with PaymentDeadLetterService.replay(${JSON.stringify(eventId)}${account === DEFAULT_PAYMENT_ACCOUNT ? '' : `, ${JSON.stringify(account)}`}).`;
-    const { level, note } = this.deadLetters.level(eventId);
-    if (level === 'debug') this.logger.debug?.(line);
-    else this.logger.error(line + note);
+    this.deadLetters.say(this.logger, eventId, line);
     if (eventEmitter === undefined) return;
     const listenerFailed = (error: unknown) => this.logger.error(`A ${PAYMENT_DEAD_LETTER_EVENT} listener failed: ${describe(error)}`);
     try {

@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import { monotonicNow } from '../common/monotonic-clock.util.js';
 
 /** Lines of one kind said at the loud level per minute; the rest go to `debug`. */
@@ -46,5 +47,16 @@ export class RepeatableLogLines {
         : ` (${state.quieted} more like it before this were logged at debug: a replayed delivery repeats them, so at most ${REPEATABLE_LINES_PER_MINUTE} a minute at ${this.loud})`;
     state.quieted = 0;
     return { level: this.loud, note };
+  }
+
+  /**
+   * Logs `line` of `kind` at the level `level` picks, with its note; `trace` (a stack) goes with an
+   * `error` line as Nest's second argument, and under the line at `debug`.
+   */
+  say(logger: LoggerService, kind: string, line: string, trace?: string): void {
+    const { level, note } = this.level(kind);
+    if (level === 'debug') logger.debug?.(trace === undefined ? line : `${line}\n${trace}`);
+    else if (level === 'error') logger.error(line + note, trace);
+    else logger.warn(line + note);
   }
 }

@@ -194,9 +194,7 @@ export class WebhookDeliveryTelemetry {
 
   /** A signed event of the other environment, answered 2xx without dispatching: `warning` logged at `warn` (at most 10 a minute: a replay repeats it). */
   ignoredOtherEnvironment(warning: string): void {
-    const { level, note } = this.repeatable.level('environment');
-    if (level === 'warn') this.logger.warn(warning + note);
-    else this.logger.debug?.(warning);
+    this.repeatable.say(this.logger, 'environment', warning);
   }
 
   /** A verified delivery answered 2xx (`handled`, `duplicate`, `queued`). */
