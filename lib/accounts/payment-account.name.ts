@@ -5,6 +5,9 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 /** Letters, digits, '.', '_' and '-', starting with a letter or digit: safe in env names, paths and store keys. */
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** `ACCOUNT_NAME` in words, for the messages that refuse a name. */
+export const PAYMENT_ACCOUNT_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+
 /** Whether `name` has the form of an account name (registered or not): no ':' or '/', so store keys and paths stay unambiguous. */
 export function isPaymentAccountName(name: unknown): name is string {
   return typeof name === 'string' && ACCOUNT_NAME.test(name);
@@ -20,7 +23,7 @@ function accountNameProblem(name: unknown, where: string): string | undefined {
   if (isPaymentAccountName(name)) return undefined;
   // only a string is shown: an object given by mistake (an account's whole settings) may hold its secrets
   const given = typeof name === 'string' ? JSON.stringify(name) : `of type ${name === null ? 'null' : typeof name}`;
-  return `${where}: account ${given} must be a string of 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`;
+  return `${where}: account ${given} must be a string of ${PAYMENT_ACCOUNT_NAME_RULE}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { type CanActivate, type ExecutionContext, Injectable, Logger, Optional } from '@nestjs/common';
-import { isPaymentAccountName } from '../accounts/payment-account.name.js';
+import { isPaymentAccountName, PAYMENT_ACCOUNT_NAME_RULE } from '../accounts/payment-account.name.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { prepareReceivedEvent } from '../events/received-payment-event.js';
@@ -93,8 +93,8 @@ function notAnAccountNameFix(account: unknown): string {
   // a string is shown bounded (it may come from the request); anything else by its type
   const given = typeof account === 'string' ? JSON.stringify(account.slice(0, 80)) : `a value of type ${account === null ? 'null' : typeof account}`;
   return (
-    `PaymentWebhookEnvelopeGuard.getAccount returned ${given}, which is not an account name (1-64 letters, digits, '.', '_' or '-', ` +
-    "starting with a letter or digit; ids of two accounts must never share a store key): map the request's tenant to a registered account name"
+    `PaymentWebhookEnvelopeGuard.getAccount returned ${given}, which is not an account name (${PAYMENT_ACCOUNT_NAME_RULE}; ` +
+    "ids of two accounts must never share a store key): map the request's tenant to a registered account name"
   );
 }
 
