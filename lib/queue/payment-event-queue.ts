@@ -6,9 +6,9 @@ import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { redisErrorDescriber } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { notReadyReason, type RedisClientLike, redisErrorCause, untilFirstConnected } from '../stores/redis-client.js';
+import { notReadyReason, type RedisClientLike, redisErrorCause } from '../stores/redis-client.js';
+import { processedMarkKeys } from '../stores/redis-processed-mark.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { queuedTraceParent } from '../telemetry/queue-job.telemetry.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
 import type { PaymentWebhookAck } from '../webhooks/payment-webhook.processor.js';
@@ -17,7 +17,6 @@ import type { BullMqModule, BullQueue } from './bullmq.loader.js';
 import {
   isPaymentEventJob,
   jobFailureMark,
-  PAYMENT_EVENT_JOB_ID_PREFIX,
   type PaymentEventJob,
   type PaymentEventJobData,
   paymentEventJobId,
@@ -28,12 +27,10 @@ import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js
 import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './payment-queue.errors.js';
 import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 import { withDeadLetterLock } from './dead-letter-lock.js';
-import { DEAD_LETTER_TRIM_BATCH, DEAD_LETTER_TRIM_MAX_BATCHES, trimExpiredDeadLetters } from './dead-letter-trim.js';
+import { DeadLetterTrimmer } from './dead-letter-trimmer.js';
 import { deadLetterPage } from './dead-letter-listing.js';
 import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
 
-/** How often dead letters past their retention are removed (at most every retention). */
-const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
 
@@ -54,14 +51,15 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   private readonly describe: (error: unknown) => string;
   private outageLogged = false;
   private closed = false;
-  private trimTimer: NodeJS.Timeout | undefined;
-  private trimming = false;
+  private readonly trimmer: DeadLetterTrimmer;
   /** The app's fail-fast connection to the queue's Redis (its options hold the password). */
   readonly #connection: RedisClientLike;
   /** BullMQ's failed set of this queue: where dead letters are. */
   private readonly deadLetterKey: string;
   /** BullMQ's key of a job's hash in this queue, less the job id. */
   private readonly jobKeyPrefix: string;
+  /** The Redis key of an event's processed mark, where the store is on this queue's connection. */
+  private readonly processedMarkKey: ((storeKey: string) => string) | undefined;
 
   constructor(
     private readonly bull: BullMqModule,
@@ -77,6 +75,8 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
     const { name, prefix } = paymentQueueLayout(options);
     this.jobKeyPrefix = `${prefix}:${name}:`;
     this.deadLetterKey = `${this.jobKeyPrefix}failed`;
+    this.processedMarkKey = processedMarkKeys(store, connection);
+    this.trimmer = new DeadLetterTrimmer(connection, options, { failedKey: this.deadLetterKey, jobKeyPrefix: this.jobKeyPrefix }, this.logger, this.describe);
   }
 
   /** The account's BullMQ queue, made in `onModuleInit`: it connects as it is made, and an app whose creation failed runs no hook to close it. */
@@ -134,21 +134,26 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   }
 
   /**
-   * The processed-check, then the job (unless the event was processed). A job already there
-   * is left as it is (a copy of an event waiting or running adds nothing), except a dead
-   * letter: a new delivery of it (the portal's re-trigger) replays it, as the inline route
-   * would run it again; answered `queued`, it must not stay a dead letter its trim may delete.
+   * The processed-check and the job's state, then the job (unless the event was processed or has
+   * one). A job already there is left as it is (a copy of an event waiting or running adds
+   * nothing), except a dead letter: a new delivery of it (the portal's re-trigger) replays it, as
+   * the inline route would run it again; answered `queued`, it must not stay a dead letter its
+   * trim may delete. Two commands for a new event where the store shares the queue's connection
+   * (the read checks the processed mark too), three where it does not.
    */
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
     // new answer objects each time: a host interceptor may add to them
-    if (await this.processedBefore(event.eventId)) return { received: true, duplicate: true };
-    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
+    const storeKey = webhookEventKey(this.account, event.eventId);
+    const markKey = this.processedMarkKey?.(storeKey);
+    if (markKey === undefined && (await this.processedBefore(storeKey))) return { received: true, duplicate: true };
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
     // A dead letter someone else replayed or discarded meanwhile is looked at again: replayed onto
     // its last attempt, this copy must be a 409 like any other copy then, not an acknowledgement.
     for (let look = 1; ; look++) {
-      const met = await this.addOrMeet(event.eventType, data, jobId);
+      let met = await this.readJobState(jobId, '', markKey);
+      if (met === MetJob.NoJob) met = await this.add(event, receivedAt, jobId, markKey);
+      if (met === MetJob.Processed) return { received: true, duplicate: true };
       if (met === MetJob.OnLastAttempt) {
         // This copy adds nothing, and if that last attempt fails the event is a dead letter though
         // the copy was acknowledged. A 409, as inline: the service's retry finds it handled, or a
@@ -160,26 +165,33 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
         return { received: true, queued: true };
       }
-      // a job gone since the add is added again; still changing under this copy after a few
+      // a job gone since the read is added again; still changing under this copy after a few
       // looks: the service's retry looks again
       if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
   }
 
   /**
-   * Adds the job (a no-op where one exists) and says what this delivery met: `NoJob` when the
-   * job went since the add. The read is sent beside the add (one round trip) and mostly reaches
-   * Redis first: no job then is a new event, whose first attempt has more to follow, unless the
-   * account has one attempt; then copies arriving together must know which one queued it, and
-   * the read is made again once the add is done.
+   * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
+   * time added it first). With attempts to spare either job is as good; on an account with one
+   * attempt, copies arriving together must know which one queued it, and read again.
    */
-  private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string): Promise<MetJob> {
+  private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined): Promise<MetJob> {
+    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
+    if (this.options.queueAttempts > 1) {
+      await this.queue.add(event.eventType, data, { jobId });
+      return MetJob.Other;
+    }
     const mark = randomUUID();
-    const read = () =>
-      this.#connection.eval(JOB_STATE_SCRIPT, 2, this.deadLetterKey, this.jobKeyPrefix + jobId, jobId, mark, this.options.queueAttempts, this.options.queueMaxStalledCount) as Promise<MetJob>;
-    const [, met] = await Promise.all([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), read()]);
-    if (met !== MetJob.NoJob) return met;
-    return this.options.queueAttempts > 1 ? MetJob.Other : read();
+    await this.queue.add(event.eventType, data, { jobId, paymentDeliveryId: mark });
+    return this.readJobState(jobId, mark, markKey);
+  }
+
+  /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add, if any. */
+  private readJobState(jobId: string, mark: string, markKey: string | undefined): Promise<MetJob> {
+    const { queueAttempts, queueMaxStalledCount } = this.options;
+    const keys = markKey === undefined ? [this.deadLetterKey, this.jobKeyPrefix + jobId] : [this.deadLetterKey, this.jobKeyPrefix + jobId, markKey];
+    return this.#connection.eval(JOB_STATE_SCRIPT, keys.length, ...keys, jobId, mark, queueAttempts, queueMaxStalledCount) as Promise<MetJob>;
   }
 
   /**
@@ -248,48 +260,13 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
     });
   }
 
-  /**
-   * Removes dead letters past their own retention (the one each was queued with) now, then every
-   * hour (or `queueDeadLetterRetentionMs`); until then an expired one stays listed and replayable.
-   */
+  /** Starts removing dead letters past their own retention (see `DeadLetterTrimmer`). */
   onApplicationBootstrap(): void {
-    if (this.closed || this.trimTimer !== undefined) return;
-    const retentionMs = this.options.queueDeadLetterRetentionMs;
-    // outside the bootstrap's trace context: the trim belongs to no request
-    this.trimTimer = outsideTraceContext(() => {
-      void this.trimDeadLetters();
-      return setInterval(() => void this.trimDeadLetters(), Math.max(1000, Math.min(retentionMs, DEAD_LETTER_TRIM_INTERVAL_MS)));
-    });
-    this.trimTimer.unref();
-  }
-
-  private async trimDeadLetters(): Promise<void> {
-    if (this.trimming) return; // a slow one still runs: the next round is enough
-    this.trimming = true;
-    try {
-      // the fail-fast connection refuses commands while it makes its first connection (at bootstrap)
-      await untilFirstConnected(this.#connection, this.options.redisTimeoutMs);
-      const removed = await trimExpiredDeadLetters(this.#connection, {
-        failedKey: this.deadLetterKey,
-        jobKeyPrefix: this.jobKeyPrefix,
-        fallbackRetentionMs: this.options.queueDeadLetterRetentionMs,
-        jobIdPrefix: PAYMENT_EVENT_JOB_ID_PREFIX,
-        batch: DEAD_LETTER_TRIM_BATCH,
-        maxBatches: DEAD_LETTER_TRIM_MAX_BATCHES,
-        timeoutMs: this.options.redisTimeoutMs,
-        stopped: () => this.closed,
-      });
-      if (removed > 0) this.logger.log(`Removed ${removed} dead letter(s) of account ${this.account} past their retention`);
-    } catch (error) {
-      // an outage is reported by the route and the health check; the next round tries again
-      this.logger.debug?.(`Trimming the dead letters of account ${this.account} failed: ${this.describe(error)}`);
-    } finally {
-      this.trimming = false;
-    }
+    if (!this.closed) this.trimmer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.trimTimer);
+    this.trimmer.stop();
     if (this.closed) return;
     this.closed = true;
     try {
@@ -317,13 +294,13 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
    * "queue it": the worker claims the event before running handlers, so a copy of a handled
    * event is dropped there.
    */
-  private async processedBefore(eventId: string): Promise<boolean> {
+  private async processedBefore(storeKey: string): Promise<boolean> {
     if (this.store.isProcessed === undefined) return false;
     // Half the delivery's budget at most: a store that hangs (rather than failing fast) must
     // leave the queue time to take the event. The worker's claim decides anyway.
     const budgetMs = Math.floor(this.options.redisTimeoutMs / 2);
     try {
-      return await withTimeout(this.store.isProcessed(webhookEventKey(this.account, eventId)), budgetMs, () => new Error('store timed out'));
+      return await withTimeout(this.store.isProcessed(storeKey), budgetMs, () => new Error('store timed out'));
     } catch {
       return false;
     }

@@ -1,8 +1,11 @@
-// What a delivery's add met in the queue: the one read that decides whether a copy of an event is
-// acknowledged `queued`, answered 409, or replays a dead letter (see `PaymentEventQueue.write`).
+// What a delivery finds in the queue: the one read that decides whether an event is added, a copy
+// of it acknowledged `queued` or `duplicate`, answered 409, or replays a dead letter (see
+// `PaymentEventQueue.write`).
+import { PROCESSED_VALUE } from '../stores/redis-processed-mark.js';
+
 // A plain enum: ts-jest's isolatedModules cannot inline a const enum from another file.
 
-/** What `JOB_STATE_SCRIPT` says about the job a delivery's add met. */
+/** What `JOB_STATE_SCRIPT` says about the event's job. */
 export enum MetJob {
   /** Queued by this delivery, or one whose state leaves nothing to do (waiting with attempts to spare, finished). */
   Other = 0,
@@ -10,12 +13,15 @@ export enum MetJob {
   DeadLetter = 1,
   /** Not this delivery's, unfinished, and its running or next attempt is its last. */
   OnLastAttempt = 2,
-  /** No job (yet: the read may reach Redis before the add; or gone since, discarded or trimmed). */
+  /** No job: a new event (or one whose job went: completed, discarded or trimmed). */
   NoJob = 3,
+  /** The event store marks the event processed (read only where the store shares the queue's connection). */
+  Processed = 4,
 }
 
 /**
- * KEYS: the failed set, the job's hash; ARGV: job id, this delivery's mark (unique: two copies in
+ * KEYS: the failed set, the job's hash, and the event's processed mark in the event store when the
+ * store is on this connection; ARGV: job id, this delivery's mark (unique: two copies in
  * one millisecond, on two instances, are told apart), this instance's `queueAttempts` and
  * `queueMaxStalledCount`. The job was queued by this delivery when its `opts.paymentDeliveryId` is
  * the mark. Reads BullMQ's job fields `atm` (attempts made), `finishedOn`, `opts`, `stc` (times
@@ -25,7 +31,8 @@ export enum MetJob {
  * than `queueMaxStalledCount` times is a dead letter at its next run unless a run still holds its
  * event: its copy is answered as one on its last attempt.
  */
-export const JOB_STATE_SCRIPT = `if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
+export const JOB_STATE_SCRIPT = `if KEYS[3] and redis.call('GET', KEYS[3]) == '${PROCESSED_VALUE}' then return ${MetJob.Processed} end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return ${MetJob.DeadLetter} end
 local job = redis.call('HMGET', KEYS[2], 'atm', 'finishedOn', 'opts', 'stc', 'defa')
 if not job[3] then return ${MetJob.NoJob} end
 if job[2] then return ${MetJob.Other} end

@@ -14,6 +14,7 @@ import {
   redisErrorCause,
   untilFirstConnected,
 } from './redis-client.js';
+import { PROCESSED_VALUE, registerProcessedMarks } from './redis-processed-mark.js';
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
@@ -35,7 +36,6 @@ export interface RedisWebhookEventStoreOptions {
 }
 
 export const DEFAULT_REDIS_KEY_PREFIX = 'payment-gateway:webhook:';
-const PROCESSED_VALUE = 'processed';
 
 // Claim in one round trip: take the key if free, else say who holds it.
 // 1 = claimed, 2 = processed, 3 = in flight. The key holding this very claim's token means
@@ -143,6 +143,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       throw new TypeError('RedisWebhookEventStore: pass a Redis URL or an ioredis client');
     }
     openStoresOn.set(this.#client, (openStoresOn.get(this.#client) ?? 0) + 1);
+    registerProcessedMarks(this, this.#client, this.keyPrefix);
     this.#client.on('ready', this.#onReady);
     this.#client.on('error', this.#onError);
     if (this.#client.status === 'ready') {
