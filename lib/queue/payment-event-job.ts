@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { prepareReceivedEvent, withoutModuleFields } from '../events/received-payment-event.js';
 import type { AnyPaymentEvent, PaymentEventEnvelope } from '../events/payment-event.types.js';
 import type { QueuedTraceParent } from '../telemetry/queue-job.telemetry.js';
@@ -29,7 +29,8 @@ export const PAYMENT_EVENT_JOB_ID_PREFIX = 'evt-';
  * with ':' (but exactly two) and integer ids, and an `eventId` may be either.
  */
 export function paymentEventJobId(account: string, eventId: string): string {
-  return `${PAYMENT_EVENT_JOB_ID_PREFIX}${createHash('sha256').update(account).update('\0').update(eventId).digest('base64url')}`;
+  // one-shot hash (a third of createHash's cost); the same bytes: ids are well-formed Unicode
+  return `${PAYMENT_EVENT_JOB_ID_PREFIX}${hash('sha256', `${account}\0${eventId}`, 'base64url')}`;
 }
 
 /**
