@@ -134,25 +134,23 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   }
 
   /**
-   * The processed-check and the job's state, then the job (unless the event was processed or has
-   * one). A job already there is left as it is (a copy of an event waiting or running adds
-   * nothing), except a dead letter: a new delivery of it (the portal's re-trigger) replays it, as
-   * the inline route would run it again; answered `queued`, it must not stay a dead letter its
-   * trim may delete. Two commands for a new event where the store shares the queue's connection
-   * (the read checks the processed mark too), three where it does not.
+   * The processed-check, then the job (unless the event was processed). A job already there is
+   * left as it is (a copy of an event waiting or running adds nothing), except a dead letter: a
+   * new delivery of it (the portal's re-trigger) replays it, as the inline route would run it
+   * again; answered `queued`, it must not stay a dead letter its trim may delete.
    */
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
     // new answer objects each time: a host interceptor may add to them
     const storeKey = webhookEventKey(this.account, event.eventId);
     const markKey = this.processedMarkKey?.(storeKey);
     if (markKey === undefined && (await this.processedBefore(storeKey))) return { received: true, duplicate: true };
+    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
     // A dead letter someone else replayed or discarded meanwhile is looked at again: replayed onto
     // its last attempt, this copy must be a 409 like any other copy then, not an acknowledgement.
     for (let look = 1; ; look++) {
-      let met = await this.readJobState(jobId, '', markKey);
-      if (met === MetJob.NoJob) met = await this.add(event, receivedAt, jobId, markKey);
+      const met = await this.addOrMeet(event.eventType, data, jobId, markKey);
       if (met === MetJob.Processed) return { received: true, duplicate: true };
       if (met === MetJob.OnLastAttempt) {
         // This copy adds nothing, and if that last attempt fails the event is a dead letter though
@@ -165,29 +163,30 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
         return { received: true, queued: true };
       }
-      // a job gone since the read is added again; still changing under this copy after a few
+      // a job gone since the add is added again; still changing under this copy after a few
       // looks: the service's retry looks again
       if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
   }
 
   /**
-   * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
-   * time added it first). With attempts to spare either job is as good; on an account with one
-   * attempt, copies arriving together must know which one queued it, and read again.
+   * Adds the job (a no-op where one exists) and says what this delivery met: `NoJob` when the
+   * job went since the add. The read is sent beside the add (one round trip) and mostly reaches
+   * Redis first: no job then is a new event, whose first attempt has more to follow, unless the
+   * account has one attempt; then copies arriving together must know which one queued it, and
+   * the read is made again once the add is done. Where the store shares this connection the read
+   * checks the event's processed mark too (`markKey`): two commands per delivery instead of three,
+   * and a copy of a processed event is answered `duplicate` though its add, sent beside the read,
+   * may have queued a job, which the worker's claim then drops unrun.
    */
-  private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined): Promise<MetJob> {
-    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
-    if (this.options.queueAttempts > 1) {
-      await this.queue.add(event.eventType, data, { jobId });
-      return MetJob.Other;
-    }
+  private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string, markKey: string | undefined): Promise<MetJob> {
     const mark = randomUUID();
-    await this.queue.add(event.eventType, data, { jobId, paymentDeliveryId: mark });
-    return this.readJobState(jobId, mark, markKey);
+    const [, met] = await Promise.all([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), this.readJobState(jobId, mark, markKey)]);
+    if (met !== MetJob.NoJob) return met;
+    return this.options.queueAttempts > 1 ? MetJob.Other : this.readJobState(jobId, mark, markKey);
   }
 
-  /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add, if any. */
+  /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add. */
   private readJobState(jobId: string, mark: string, markKey: string | undefined): Promise<MetJob> {
     const { queueAttempts, queueMaxStalledCount } = this.options;
     const keys = markKey === undefined ? [this.deadLetterKey, this.jobKeyPrefix + jobId] : [this.deadLetterKey, this.jobKeyPrefix + jobId, markKey];

@@ -143,7 +143,8 @@ export class RedisWebhookEventStore implements WebhookEventStore {
       throw new TypeError('RedisWebhookEventStore: pass a Redis URL or an ioredis client');
     }
     openStoresOn.set(this.#client, (openStoresOn.get(this.#client) ?? 0) + 1);
-    registerProcessedMarks(this, this.#client, this.keyPrefix);
+    // a subclass may keep its marks otherwise: only this class's layout is read by the queue itself
+    if (new.target === RedisWebhookEventStore) registerProcessedMarks(this, this.#client, this.keyPrefix);
     this.#client.on('ready', this.#onReady);
     this.#client.on('error', this.#onError);
     if (this.#client.status === 'ready') {
