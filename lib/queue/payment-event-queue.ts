@@ -175,15 +175,37 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
    * Redis first: no job then is a new event, whose first attempt has more to follow, unless the
    * account has one attempt; then copies arriving together must know which one queued it, and
    * the read is made again once the add is done. Where the store shares this connection the read
-   * checks the event's processed mark too (`markKey`): two commands per delivery instead of three,
-   * and a copy of a processed event is answered `duplicate` though its add, sent beside the read,
-   * may have queued a job, which the worker's claim then drops unrun.
+   * checks the event's processed mark too (`markKey`): two commands per delivery instead of three.
+   * A copy of a processed event is then answered `duplicate` whatever its add did (refused: a
+   * Redis out of memory still answers reads); a job that add queued is withdrawn.
    */
   private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string, markKey: string | undefined): Promise<MetJob> {
     const mark = randomUUID();
-    const [, met] = await Promise.all([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), this.readJobState(jobId, mark, markKey)]);
+    const [added, read] = await Promise.allSettled([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), this.readJobState(jobId, mark, markKey)]);
+    if (read.status === 'rejected') throw read.reason;
+    const met = read.value;
+    if (met === MetJob.Processed) {
+      if (added.status === 'fulfilled') await this.withdrawJob(jobId, mark);
+      return met;
+    }
+    if (added.status === 'rejected') throw added.reason;
     if (met !== MetJob.NoJob) return met;
     return this.options.queueAttempts > 1 ? MetJob.Other : this.readJobState(jobId, mark, markKey);
+  }
+
+  /**
+   * Removes the job this delivery's add queued (its `mark`) for an event the store had marked
+   * processed, while it waits: left, it would run the handlers again should the mark lapse (its
+   * retention, an eviction) before a worker takes it. One a worker took already meets the mark at
+   * its claim and is dropped unrun; a failure here leaves it to that claim too.
+   */
+  private async withdrawJob(jobId: string, mark: string): Promise<void> {
+    try {
+      const job = await this.queue.getJob(jobId);
+      if (job?.opts.paymentDeliveryId === mark) await job.remove();
+    } catch {
+      // taken by a worker meanwhile (locked), or Redis failed: the worker's claim drops it
+    }
   }
 
   /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add. */

@@ -1,0 +1,75 @@
+import 'reflect-metadata';
+import Redis from 'ioredis';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
+import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
+import type { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
+import { webhookEventKey } from '../../lib/webhooks/webhook-store-keys.js';
+import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
+import { type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
+import { envelope, postWebhook } from '../support/webhooks-app.js';
+
+// A copy of an event the store marks processed, on a web-only instance whose store shares the
+// queue's connection (the default): its processed check is read beside the job's add, so the
+// add may queue a job for it. That job must not be left to run once the mark lapses.
+describe('queue mode: a copy of a processed event', () => {
+  let redis: TestRedisServer;
+  let web: QueueApp;
+  let store: WebhookEventStore;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    admin = new Redis(redis.url);
+    web = await startQueueApp(redis.url, { payment: { queueWorker: false } });
+    store = web.app.get(PaymentAccountRegistry).require('default').store!;
+    await postWebhook(web.url, envelope('payment.succeeded')); // BullMQ loads its scripts
+  });
+  afterAll(async () => {
+    await web?.close();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  /** Marks `eventId` processed in the app's own store, for `retentionMs`. */
+  async function markProcessed(eventId: string, retentionMs: number): Promise<void> {
+    const key = webhookEventKey('default', eventId);
+    const claim = await store.claim(key, 60_000);
+    if (claim.outcome !== 'claimed') throw new Error(`claim: ${claim.outcome}`);
+    await store.complete(key, claim.claimToken, retentionMs);
+  }
+  const jobOf = (eventId: string) => web.app.get(PaymentAccountRegistry).requireQueue('default').queue.getJob(paymentEventJobId('default', eventId));
+
+  it('is answered duplicate and leaves no job, so a worker started after the mark lapsed runs nothing', async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    await markProcessed(id, 1500);
+    expect(await postWebhook(web.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(await jobOf(id)).toBeUndefined();
+    await sleep(1700); // the mark's retention is over
+    const worker = await startQueueApp(redis.url, {});
+    try {
+      await sleep(1000);
+      expect(worker.handlers.count('entered', id)).toBe(0);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('is answered duplicate while Redis is out of memory and refuses the add (noeviction)', async () => {
+    const event = envelope('payment.succeeded');
+    await markProcessed(event.eventId as string, 600_000);
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', String(used + 1024));
+    try {
+      // past the limit: every write is refused from here on
+      for (let i = 0; i < 100; i++) await admin.set(`filler:${i}`, 'x'.repeat(1000)).catch(() => undefined);
+      await expect(admin.set('probe', 'x')).rejects.toThrow(/OOM/);
+      expect(await postWebhook(web.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+      // a new event cannot be queued then: 503, nothing acknowledged
+      expect(await postWebhook(web.url, envelope('payment.succeeded'))).toMatchObject({ status: 503, json: { code: 'WEBHOOK_QUEUE_UNAVAILABLE' } });
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+    }
+  });
+});
