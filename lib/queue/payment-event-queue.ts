@@ -134,23 +134,25 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   }
 
   /**
-   * The processed-check, then the job (unless the event was processed). A job already there is
-   * left as it is (a copy of an event waiting or running adds nothing), except a dead letter: a
-   * new delivery of it (the portal's re-trigger) replays it, as the inline route would run it
-   * again; answered `queued`, it must not stay a dead letter its trim may delete.
+   * The processed-check and the job's state, then the job (unless the event was processed or has
+   * one). A job already there is left as it is (a copy of an event waiting or running adds
+   * nothing), except a dead letter: a new delivery of it (the portal's re-trigger) replays it, as
+   * the inline route would run it again; answered `queued`, it must not stay a dead letter its
+   * trim may delete. Two commands for a new event where the store shares the queue's connection
+   * (the read checks the processed mark too), three where it does not.
    */
   private async write(event: AnyPaymentEvent, receivedAt: Date): Promise<PaymentWebhookAck> {
     // new answer objects each time: a host interceptor may add to them
     const storeKey = webhookEventKey(this.account, event.eventId);
     const markKey = this.processedMarkKey?.(storeKey);
     if (markKey === undefined && (await this.processedBefore(storeKey))) return { received: true, duplicate: true };
-    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     const jobId = this.jobId(event.eventId);
     if (this.#connection.status !== 'ready') await this.untilConnected();
     // A dead letter someone else replayed or discarded meanwhile is looked at again: replayed onto
     // its last attempt, this copy must be a 409 like any other copy then, not an acknowledgement.
     for (let look = 1; ; look++) {
-      const met = await this.addOrMeet(event.eventType, data, jobId, markKey);
+      let met = await this.readJobState(jobId, '', markKey);
+      if (met === MetJob.NoJob) met = await this.add(event, receivedAt, jobId, markKey);
       if (met === MetJob.Processed) return { received: true, duplicate: true };
       if (met === MetJob.OnLastAttempt) {
         // This copy adds nothing, and if that last attempt fails the event is a dead letter though
@@ -163,52 +165,32 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
         this.logger.log(`Dead letter ${event.eventId} (account ${this.account}) delivered again by the service: replayed`);
         return { received: true, queued: true };
       }
-      // a job gone since the add is added again; still changing under this copy after a few
+      // a job gone since the read is added again; still changing under this copy after a few
       // looks: the service's retry looks again
       if (look === DEAD_LETTER_LOOKS) throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
     }
   }
 
   /**
-   * Adds the job (a no-op where one exists) and says what this delivery met: `NoJob` when the
-   * job went since the add. The read is sent beside the add (one round trip) and mostly reaches
-   * Redis first: no job then is a new event, whose first attempt has more to follow, unless the
-   * account has one attempt; then copies arriving together must know which one queued it, and
-   * the read is made again once the add is done. Where the store shares this connection the read
-   * checks the event's processed mark too (`markKey`): two commands per delivery instead of three.
-   * A copy of a processed event is then answered `duplicate` whatever its add did (refused: a
-   * Redis out of memory still answers reads); a job that add queued is withdrawn.
+   * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
+   * time added it first). With attempts to spare, the copy is acknowledged: that job has more to
+   * follow. (Should it fail every attempt within this one round trip, possible only with a backoff
+   * far shorter than a round trip to Redis, the event is a dead letter, alerted and replayable, as
+   * for a copy that came just before it.) On an account with one attempt, copies arriving together
+   * must know which one queued it, and read again.
    */
-  private async addOrMeet(eventType: string, data: PaymentEventJobData, jobId: string, markKey: string | undefined): Promise<MetJob> {
+  private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined): Promise<MetJob> {
+    const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
+    if (this.options.queueAttempts > 1) {
+      await this.queue.add(event.eventType, data, { jobId });
+      return MetJob.Other;
+    }
     const mark = randomUUID();
-    const [added, read] = await Promise.allSettled([this.queue.add(eventType, data, { jobId, paymentDeliveryId: mark }), this.readJobState(jobId, mark, markKey)]);
-    if (read.status === 'rejected') throw read.reason;
-    const met = read.value;
-    if (met === MetJob.Processed) {
-      if (added.status === 'fulfilled') await this.withdrawJob(jobId, mark);
-      return met;
-    }
-    if (added.status === 'rejected') throw added.reason;
-    if (met !== MetJob.NoJob) return met;
-    return this.options.queueAttempts > 1 ? MetJob.Other : this.readJobState(jobId, mark, markKey);
+    await this.queue.add(event.eventType, data, { jobId, paymentDeliveryId: mark });
+    return this.readJobState(jobId, mark, markKey);
   }
 
-  /**
-   * Removes the job this delivery's add queued (its `mark`) for an event the store had marked
-   * processed, while it waits: left, it would run the handlers again should the mark lapse (its
-   * retention, an eviction) before a worker takes it. One a worker took already meets the mark at
-   * its claim and is dropped unrun; a failure here leaves it to that claim too.
-   */
-  private async withdrawJob(jobId: string, mark: string): Promise<void> {
-    try {
-      const job = await this.queue.getJob(jobId);
-      if (job?.opts.paymentDeliveryId === mark) await job.remove();
-    } catch {
-      // taken by a worker meanwhile (locked), or Redis failed: the worker's claim drops it
-    }
-  }
-
-  /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add. */
+  /** What the event's job is (see `JOB_STATE_SCRIPT`); `mark` names this delivery's add, if any (else empty). */
   private readJobState(jobId: string, mark: string, markKey: string | undefined): Promise<MetJob> {
     const { queueAttempts, queueMaxStalledCount } = this.options;
     const keys = markKey === undefined ? [this.deadLetterKey, this.jobKeyPrefix + jobId] : [this.deadLetterKey, this.jobKeyPrefix + jobId, markKey];

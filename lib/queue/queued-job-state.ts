@@ -1,11 +1,11 @@
-// What a delivery's add met in the queue: the one read that decides whether a copy of an event is
-// acknowledged `queued` or `duplicate`, answered 409, or replays a dead letter (see
+// What a delivery finds in the queue: the one read that decides whether an event is added, a copy
+// of it acknowledged `queued` or `duplicate`, answered 409, or replays a dead letter (see
 // `PaymentEventQueue.write`).
 import { PROCESSED_VALUE } from '../stores/redis-processed-mark.js';
 
 // A plain enum: ts-jest's isolatedModules cannot inline a const enum from another file.
 
-/** What `JOB_STATE_SCRIPT` says about the job a delivery's add met. */
+/** What `JOB_STATE_SCRIPT` says about the event's job. */
 export enum MetJob {
   /** Queued by this delivery, or one whose state leaves nothing to do (waiting with attempts to spare, finished). */
   Other = 0,
@@ -13,7 +13,7 @@ export enum MetJob {
   DeadLetter = 1,
   /** Not this delivery's, unfinished, and its running or next attempt is its last. */
   OnLastAttempt = 2,
-  /** No job (yet: the read may reach Redis before the add; or gone since, discarded or trimmed). */
+  /** No job: a new event (or one whose job went: completed, discarded or trimmed). */
   NoJob = 3,
   /** The event store marks the event processed (read only where the store shares the queue's connection). */
   Processed = 4,

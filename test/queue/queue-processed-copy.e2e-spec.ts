@@ -9,8 +9,9 @@ import { type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
 // A copy of an event the store marks processed, on a web-only instance whose store shares the
-// queue's connection (the default): its processed check is read beside the job's add, so the
-// add may queue a job for it. That job must not be left to run once the mark lapses.
+// queue's connection (the default): its processed check is part of the job-state read. It must
+// queue no job (one would run the handlers again once the mark lapses), and be answered from the
+// read alone (a Redis out of memory still answers reads).
 describe('queue mode: a copy of a processed event', () => {
   let redis: TestRedisServer;
   let web: QueueApp;
