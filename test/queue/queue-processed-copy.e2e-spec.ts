@@ -2,10 +2,8 @@ import 'reflect-metadata';
 import Redis from 'ioredis';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
-import type { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
-import { webhookEventKey } from '../../lib/webhooks/webhook-store-keys.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
+import { markProcessed, type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
 // A copy of an event the store marks processed, on a web-only instance whose store shares the
@@ -15,14 +13,12 @@ import { envelope, postWebhook } from '../support/webhooks-app.js';
 describe('queue mode: a copy of a processed event', () => {
   let redis: TestRedisServer;
   let web: QueueApp;
-  let store: WebhookEventStore;
   let admin: Redis;
 
   beforeAll(async () => {
     redis = await startRedisServer();
     admin = new Redis(redis.url);
     web = await startQueueApp(redis.url, { payment: { queueWorker: false } });
-    store = web.app.get(PaymentAccountRegistry).require('default').store!;
     await postWebhook(web.url, envelope('payment.succeeded')); // BullMQ loads its scripts
   });
   afterAll(async () => {
@@ -31,19 +27,12 @@ describe('queue mode: a copy of a processed event', () => {
     await redis?.stop();
   });
 
-  /** Marks `eventId` processed in the app's own store, for `retentionMs`. */
-  async function markProcessed(eventId: string, retentionMs: number): Promise<void> {
-    const key = webhookEventKey('default', eventId);
-    const claim = await store.claim(key, 60_000);
-    if (claim.outcome !== 'claimed') throw new Error(`claim: ${claim.outcome}`);
-    await store.complete(key, claim.claimToken, retentionMs);
-  }
   const jobOf = (eventId: string) => web.app.get(PaymentAccountRegistry).requireQueue('default').queue.getJob(paymentEventJobId('default', eventId));
 
   it('is answered duplicate and leaves no job, so a worker started after the mark lapsed runs nothing', async () => {
     const event = envelope('payment.succeeded');
     const id = event.eventId as string;
-    await markProcessed(id, 1500);
+    await markProcessed(web.app, id, 1500);
     expect(await postWebhook(web.url, event)).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
     expect(await jobOf(id)).toBeUndefined();
     await sleep(1700); // the mark's retention is over
@@ -58,7 +47,7 @@ describe('queue mode: a copy of a processed event', () => {
 
   it('is answered duplicate while Redis is out of memory and refuses the add (noeviction)', async () => {
     const event = envelope('payment.succeeded');
-    await markProcessed(event.eventId as string, 600_000);
+    await markProcessed(web.app, event.eventId as string, 600_000);
     const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
     await admin.config('SET', 'maxmemory', String(used + 1024));

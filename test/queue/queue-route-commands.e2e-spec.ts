@@ -1,12 +1,9 @@
 import 'reflect-metadata';
 import Redis from 'ioredis';
 import type { PaymentModuleOptions } from '../../lib/config/payment-module-options.interface.js';
-import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { RedisWebhookEventStore } from '../../lib/stores/redis-webhook-event.store.js';
-import type { WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
-import { webhookEventKey } from '../../lib/webhooks/webhook-store-keys.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
-import { type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
+import { markProcessed, type QueueApp, sleep, startQueueApp } from '../support/queue-app.js';
 import { envelope, postWebhook } from '../support/webhooks-app.js';
 
 // What one queue-mode delivery costs Redis, as Redis' MONITOR sees it, on a web-only instance.
@@ -40,15 +37,6 @@ describe.each<[string, boolean, string[], string[], PaymentModuleOptions?]>([
       monitor.disconnect();
     }
   }
-  /** Marks `eventId` processed in the app's own store. */
-  async function markProcessed(eventId: string): Promise<void> {
-    const store: WebhookEventStore = q.app.get(PaymentAccountRegistry).require('default').store!;
-    const key = webhookEventKey('default', eventId);
-    const claim = await store.claim(key, 60_000);
-    if (claim.outcome !== 'claimed') throw new Error(`claim: ${claim.outcome}`);
-    await store.complete(key, claim.claimToken, 60_000);
-  }
-
   beforeAll(async () => {
     redis = await startRedisServer();
     admin = new Redis(redis.url);
@@ -57,7 +45,7 @@ describe.each<[string, boolean, string[], string[], PaymentModuleOptions?]>([
     // BullMQ loads its scripts on first use, and the trim runs at bootstrap: neither is a delivery's
     await postWebhook(q.url, envelope('payment.succeeded'));
     const processed = envelope('payment.succeeded');
-    await markProcessed(processed.eventId as string);
+    await markProcessed(q.app, processed.eventId as string);
     await postWebhook(q.url, processed);
     await sleep(200);
   });
@@ -77,7 +65,7 @@ describe.each<[string, boolean, string[], string[], PaymentModuleOptions?]>([
 
   it(`a copy of an event the store marks processed: ${processedCommands.join(' + ')}, answered duplicate`, async () => {
     const event = envelope('payment.succeeded');
-    await markProcessed(event.eventId as string);
+    await markProcessed(q.app, event.eventId as string);
     let answer: unknown;
     const calls = await commandsOf(async () => (answer = await postWebhook(q.url, event)));
     expect(answer).toMatchObject({ status: 200, json: { received: true, duplicate: true } });

@@ -13,6 +13,8 @@ import { PaymentModule } from '../../lib/payment.module.js';
 import { PAYMENT_DEAD_LETTER_EVENT } from '../../lib/payment.constants.js';
 import type { PaymentDeadLetter } from '../../lib/queue/payment-dead-letter.interface.js';
 import { PaymentDeadLetterService } from '../../lib/queue/payment-dead-letter.service.js';
+import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
+import { webhookEventKey } from '../../lib/webhooks/webhook-store-keys.js';
 import { WEBHOOK_SECRET } from './webhooks-app.js';
 
 /** Settings that keep the suite fast: retries after 50 ms, 100 ms; a dead worker's job is taken over within about 2 s. */
@@ -143,6 +145,15 @@ export async function startQueueApp(redisUrl: string, opts: QueueAppOptions = {}
     listener: opts.eventEmitter ? app.get(DeadLetterListener) : undefined,
     close: () => app.close(),
   };
+}
+
+/** Marks `eventId` processed in the default account's event store of `app`, as a handled event is, for `retentionMs`. */
+export async function markProcessed(app: INestApplication, eventId: string, retentionMs = 60_000): Promise<void> {
+  const store = app.get(PaymentAccountRegistry).require('default').store!;
+  const key = webhookEventKey('default', eventId);
+  const claim = await store.claim(key, 60_000);
+  if (claim.outcome !== 'claimed') throw new Error(`claiming ${eventId}: ${claim.outcome}`);
+  await store.complete(key, claim.claimToken, retentionMs);
 }
 
 export { sleep, waitFor } from './wait.js';
