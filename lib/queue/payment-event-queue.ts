@@ -174,10 +174,10 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   /**
    * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
    * time added it first). With attempts to spare, the copy is acknowledged: that job has more to
-   * follow. (Should it fail every attempt within this one round trip, possible only with a backoff
-   * far shorter than a round trip to Redis, the event is a dead letter, alerted and replayable, as
-   * for a copy that came just before it.) On an account with one attempt, copies arriving together
-   * must know which one queued it, and read again.
+   * follow. (Should it fail every attempt between this copy's read and this add, at most
+   * `redisTimeoutMs` apart, while the default retries take minutes, the event is a dead letter,
+   * alerted and replayable, as for a copy that came just before it: see the README.) On an account
+   * with one attempt, copies arriving together must know which one queued it, and read again.
    */
   private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined): Promise<MetJob> {
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
