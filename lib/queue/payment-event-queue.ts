@@ -25,7 +25,7 @@ import {
 } from './payment-event-job.js';
 import { WebhookEventInFlightError } from '../webhooks/payment-webhook.errors.js';
 import { PaymentQueueUnavailableError, WebhookQueueUnavailableError } from './payment-queue.errors.js';
-import { paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
+import { fastestDeadLetterMs, paymentEventJobOptions, paymentQueueLayout } from './payment-queue.settings.js';
 import { withDeadLetterLock } from './dead-letter-lock.js';
 import { DeadLetterTrimmer } from './dead-letter-trimmer.js';
 import { deadLetterPage } from './dead-letter-listing.js';
@@ -58,6 +58,8 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   private readonly deadLetterKey: string;
   /** BullMQ's key of a job's hash in this queue, less the job id. */
   private readonly jobKeyPrefix: string;
+  /** See `fastestDeadLetterMs`: a round of a delivery longer than this reads the job again. */
+  private readonly fastestDeadLetterMs: number;
   /** The Redis key of an event's processed mark, where the store is on this queue's connection. */
   private readonly processedMarkKey: ((storeKey: string) => string) | undefined;
 
@@ -76,6 +78,7 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
     this.jobKeyPrefix = `${prefix}:${name}:`;
     this.deadLetterKey = `${this.jobKeyPrefix}failed`;
     this.processedMarkKey = processedMarkKeys(store, connection);
+    this.fastestDeadLetterMs = fastestDeadLetterMs(options);
     this.trimmer = new DeadLetterTrimmer(connection, options, { failedKey: this.deadLetterKey, jobKeyPrefix: this.jobKeyPrefix }, this.logger, this.describe);
   }
 
@@ -151,8 +154,9 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
     // A dead letter someone else replayed or discarded meanwhile is looked at again: replayed onto
     // its last attempt, this copy must be a 409 like any other copy then, not an acknowledgement.
     for (let look = 1; ; look++) {
+      const readAt = performance.now();
       let met = await this.readJobState(jobId, '', markKey);
-      if (met === MetJob.NoJob) met = await this.add(event, receivedAt, jobId, markKey);
+      if (met === MetJob.NoJob) met = await this.add(event, receivedAt, jobId, markKey, readAt);
       if (met === MetJob.Processed) return { received: true, duplicate: true };
       if (met === MetJob.OnLastAttempt) {
         // This copy adds nothing, and if that last attempt fails the event is a dead letter though
@@ -174,16 +178,17 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
   /**
    * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
    * time added it first). With attempts to spare, the copy is acknowledged: that job has more to
-   * follow. (Should it fail every attempt between this copy's read and this add, at most
-   * `redisTimeoutMs` apart, while the default retries take minutes, the event is a dead letter,
-   * alerted and replayable, as for a copy that came just before it: see the README.) On an account
+   * follow, unless it failed every attempt since the read; possible only when this round lasted
+   * longer than the fastest way a job can become a dead letter (`fastestDeadLetterMs`: minutes
+   * by default, nothing with `queueBackoffMs: 0`), and then the job is read again. On an account
    * with one attempt, copies arriving together must know which one queued it, and read again.
    */
-  private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined): Promise<MetJob> {
+  private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined, readAt: number): Promise<MetJob> {
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
     if (this.options.queueAttempts > 1) {
       await this.queue.add(event.eventType, data, { jobId });
-      return MetJob.Other;
+      if (performance.now() - readAt < this.fastestDeadLetterMs) return MetJob.Other;
+      return this.readJobState(jobId, '', markKey);
     }
     const mark = randomUUID();
     await this.queue.add(event.eventType, data, { jobId, paymentDeliveryId: mark });

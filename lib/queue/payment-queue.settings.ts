@@ -43,6 +43,19 @@ export function paymentEventJobOptions(options: ResolvedPaymentOptions): BullJob
   };
 }
 
+/**
+ * The least time in which a job of this account's settings can go from queued to a dead letter:
+ * its retries' shortest backoffs (jitter taken off), or, were its workers to die, one lock for
+ * the first take-over (a job found stalled too often fails at its next run), whichever is less.
+ */
+export function fastestDeadLetterMs(options: ResolvedPaymentOptions): number {
+  let backoffs = 0;
+  for (let retry = 1; retry < options.queueAttempts && backoffs < options.queueLockDurationMs; retry++) {
+    backoffs += Math.floor(2 ** (retry - 1) * options.queueBackoffMs * (1 - BACKOFF_JITTER));
+  }
+  return Math.min(backoffs, options.queueLockDurationMs);
+}
+
 /** BullMQ's own stall limit, out of reach: `queueMaxStalledCount` is the worker's to apply. */
 const BULLMQ_MAX_STALLED_COUNT = 1_000_000;
 

@@ -10,6 +10,7 @@ import { loadBullMq } from '../../lib/queue/bullmq.loader.js';
 import { PaymentDeadLetterService } from '../../lib/queue/payment-dead-letter.service.js';
 import { paymentEventJobId } from '../../lib/queue/payment-event-job.js';
 import { BullMqMissingError } from '../../lib/queue/payment-queue.errors.js';
+import { fastestDeadLetterMs } from '../../lib/queue/payment-queue.settings.js';
 import { paymentEventJobOptions, paymentQueueLayout, paymentWorkerOptions } from '../../lib/queue/payment-queue.settings.js';
 
 const BASE = { baseUrl: 'http://127.0.0.1:9' };
@@ -186,5 +187,18 @@ describe('queue-mode building blocks', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('fastestDeadLetterMs (how stale a delivery\'s read of its job may get before it is read again)', () => {
+  const resolved = (extra: Record<string, unknown>) =>
+    resolvePaymentOptions({ ...BASE, processing: 'queue', redisUrl: 'redis://r:6379', ...extra });
+  it.each([
+    ['the defaults: the first take-over (one lock) is faster than the retries', {}, 30_000],
+    ['no backoff: at once', { queueBackoffMs: 0 }, 0],
+    ['one attempt: no retry to wait for', { queueAttempts: 1 }, 0],
+    ['3 attempts from 100 ms: 80 + 160 ms, jitter taken off', { queueAttempts: 3, queueBackoffMs: 100 }, 240],
+  ])('%s', (_, extra, ms) => {
+    expect(fastestDeadLetterMs(resolved(extra))).toBe(ms);
   });
 });
