@@ -179,19 +179,17 @@ export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, 
    * Adds the job of an event the read found none of (a no-op where a copy arriving at the same
    * time added it first). With attempts to spare, the copy is acknowledged: that job has more to
    * follow, unless it failed every attempt since the read; possible only when this round lasted
-   * longer than the fastest way a job can become a dead letter (`fastestDeadLetterMs`: minutes
-   * by default, nothing with `queueBackoffMs: 0`), and then the job is read again. On an account
-   * with one attempt, copies arriving together must know which one queued it, and read again.
+   * longer than the fastest way a job can become a dead letter (`fastestDeadLetterMs`: 30 s
+   * with the defaults, nothing with `queueBackoffMs: 0`), and then the job is read again. On an
+   * account with one attempt, copies arriving together must know which one queued it, and read
+   * again. The add carries this delivery's mark: read again, the job it queued is its own to
+   * acknowledge, whatever became of it meanwhile.
    */
   private async add(event: AnyPaymentEvent, receivedAt: Date, jobId: string, markKey: string | undefined, readAt: number): Promise<MetJob> {
     const data = toPaymentEventJobData(this.account, event, receivedAt, queuedTraceParent());
-    if (this.options.queueAttempts > 1) {
-      await this.queue.add(event.eventType, data, { jobId });
-      if (performance.now() - readAt < this.fastestDeadLetterMs) return MetJob.Other;
-      return this.readJobState(jobId, '', markKey);
-    }
     const mark = randomUUID();
     await this.queue.add(event.eventType, data, { jobId, paymentDeliveryId: mark });
+    if (this.options.queueAttempts > 1 && performance.now() - readAt < this.fastestDeadLetterMs) return MetJob.Other;
     return this.readJobState(jobId, mark, markKey);
   }
 

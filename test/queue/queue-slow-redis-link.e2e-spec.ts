@@ -46,4 +46,18 @@ describe('queue mode: a copy on a slow link to Redis, retries without backoff', 
     // acknowledged: the dead letter it met was replayed, its handlers ran again
     await waitFor('the replay ran', () => fast.handlers.count('entered', id) > 2, 10_000);
   });
+
+  it("the only delivery, read again, finds its own job: acknowledged as it is, not a 409 nor a replay", async () => {
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+    fast.handlers.failing.add(id);
+    link.delayMs = 400;
+    // the worker fails both attempts while this delivery's add is answered and its second read travels
+    const answer = await postWebhook(slow.url, event);
+    link.delayMs = 0;
+    expect(answer).toMatchObject({ status: 200, json: { received: true, queued: true } });
+    await waitFor('the event is a dead letter', async () => (await fast.deadLetters.get(id)) !== undefined, 10_000);
+    await sleep(300);
+    expect(fast.handlers.count('entered', id)).toBe(2);
+  });
 });
