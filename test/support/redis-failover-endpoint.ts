@@ -1,4 +1,5 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { openRelay } from './tcp-relay.js';
 import { Redis } from 'ioredis';
 import type { TestRedisServer } from './redis-server.js';
 
@@ -26,14 +27,7 @@ export class FailoverEndpoint {
     for (const server of [this.primary, this.replica]) await this.admin(server, (r) => r.config('SET', 'repl-diskless-sync-delay', '0'));
     await this.admin(this.replica, (r) => r.call('REPLICAOF', '127.0.0.1', String(this.primary.port)));
     this.server = createServer((client) => {
-      const upstream = connect(this.target, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => undefined);
-      }
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+      const upstream = openRelay(client, this.target, this.sockets);
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));

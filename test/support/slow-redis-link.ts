@@ -1,4 +1,5 @@
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { openRelay } from './tcp-relay.js';
 
 /**
  * A TCP relay in front of a Redis server that holds every byte an app sends for `delayMs` (in
@@ -19,14 +20,7 @@ export class SlowRedisLink {
 
   async start(): Promise<void> {
     this.server = createServer((client) => {
-      const upstream = connect(this.redisPort, '127.0.0.1');
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => undefined);
-      }
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+      const upstream = openRelay(client, this.redisPort, this.sockets);
       client.on('data', (chunk) => {
         if (this.delayMs === 0) upstream.write(chunk);
         else setTimeout(() => upstream.write(chunk), this.delayMs);
