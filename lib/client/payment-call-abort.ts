@@ -1,5 +1,5 @@
 import { PaymentAbortedError, PaymentClientErrorCode, type PaymentApiError } from './payment-api.errors.js';
-import type { ServiceCall } from './payment-request.executor.js';
+import type { ServiceCall } from './payment-service-call.interface.js';
 
 /**
  * A signal that aborts when `a` or `b` does, with its reason; `dispose()` unhooks it once the

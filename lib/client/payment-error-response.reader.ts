@@ -107,15 +107,27 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
   });
 }
 
-/** The answer's field errors, redacted; with `namesOnly`, the field names without their messages. */
+/** Most fields of an answer's `errors` an error keeps, and most messages per field (see `readFieldErrors`). */
+export const MAX_FIELD_ERRORS = 100;
+export const MAX_MESSAGES_PER_FIELD = 10;
+
+/**
+ * The answer's field errors, redacted; with `namesOnly`, the field names without their messages.
+ * The first `MAX_FIELD_ERRORS` fields with their first `MAX_MESSAGES_PER_FIELD` messages: each is
+ * scrubbed of every secret synchronously, and an answer of a misbehaving server or proxy holding
+ * hundreds of thousands of them (within the 10 MB body limit) would stall the process for minutes.
+ */
 function readFieldErrors(value: unknown, redact: (text: string) => string, namesOnly: boolean): Record<string, string[]> {
   if (!isRecord(value)) return {};
+  const fields: Array<[string, string[]]> = [];
+  for (const field in value) {
+    if (!Object.hasOwn(value, field)) continue;
+    if (fields.length === MAX_FIELD_ERRORS) break;
+    const messages = value[field];
+    const list = namesOnly ? [] : Array.isArray(messages) ? messages.slice(0, MAX_MESSAGES_PER_FIELD) : [messages];
+    fields.push([redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))]);
+  }
   // fromEntries defines each field as an own property: a "__proto__" field stays a field
-  return Object.fromEntries(
-    Object.entries(value).map(([field, messages]) => {
-      const list = namesOnly ? [] : Array.isArray(messages) ? messages : [messages];
-      return [redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))];
-    }),
-  );
+  return Object.fromEntries(fields);
 }
 

@@ -28,7 +28,8 @@ import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient } from './payment-http.client.js';
 import { InputChecker } from './payment-input.validation.js';
 import { PaymentIpRateLimits } from './payment-rate-limiter.js';
-import { PaymentRequestExecutor, type ServiceAnswer } from './payment-request.executor.js';
+import { PaymentRequestExecutor } from './payment-request.executor.js';
+import type { ServiceAnswer } from './payment-service-call.interface.js';
 import { paymentRequestBody, requestCall } from './payment-request.bodies.js';
 import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, sameServiceId, type PaymentResponseField } from './payment-response.reader.js';
 import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
@@ -302,13 +303,8 @@ export class PaymentGatewayService implements OnApplicationShutdown {
 
   /** Where the client talks to and its state, never a token or a secret (safe to log). */
   toJSON(): Record<string, unknown> {
-    return {
-      apiBaseUrl: this.options.apiBaseUrl,
-      environment: this.options.environment,
-      clientId: this.options.clientId,
-      http: this.http.toJSON(),
-      executor: this.executor.toJSON(),
-    };
+    const { apiBaseUrl, environment, clientId } = this.options;
+    return { apiBaseUrl, environment, clientId, http: this.http.toJSON(), executor: this.executor.toJSON() };
   }
 
   [inspect.custom](depth: number, options: InspectOptions): string {

@@ -2,7 +2,7 @@ import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.j
 import { isApiPath, isApiQuery } from '../common/api-path.util.js';
 import type { CreatePaymentInput, PaymentRequestOptions, PaymentRequestScope } from './payment-api.types.js';
 import type { InputChecker } from './payment-input.validation.js';
-import type { ServiceCall } from './payment-request.executor.js';
+import type { ServiceCall } from './payment-service-call.interface.js';
 import type { WireCreatePaymentRequest } from './payment-wire.types.js';
 
 const SPLIT_INPUT_FIELDS = ['subaccountId', 'amount'];

@@ -3,7 +3,6 @@ import { inspect, type InspectOptions } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { type PaymentClientCallTelemetry, PaymentClientTelemetry } from '../telemetry/payment-client.telemetry.js';
-import type { PaymentClientOperation } from '../telemetry/payment-telemetry.names.js';
 import {
   PaymentAbortedError,
   PaymentApiError,
@@ -20,46 +19,17 @@ import { untilAborted } from '../common/until-aborted.util.js';
 import type { PaymentClientRuntime } from './payment-client.clock.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { PaymentHttpClient, type HttpAnswer } from './payment-http.client.js';
-import { type PaymentIpRateLimits, PaymentRateLimiter, rateLimitPauseMs, type RateLimitScope } from './payment-rate-limiter.js';
-import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError, type RetryPolicy } from './payment-retry.policy.js';
+import { type PaymentIpRateLimits, PaymentRateLimiter, rateLimitPauseMs } from './payment-rate-limiter.js';
+import { isRetryable, isTokenRefusal, isUnreadSuccess, retryAfterMsOf, retryAfterTooLongError } from './payment-retry.policy.js';
 import { answerData, isErrorEnvelope, isForeignSuccessBody } from './payment-response.reader.js';
-import { redactSecrets } from './payment-secret.redaction.js';
+import { secretRedactor } from './payment-secret.redaction.js';
 import { writeRequestBody } from './payment-request.bodies.js';
+import type { ServiceAnswer, ServiceCall, TokenMode } from './payment-service-call.interface.js';
 import { tokenFailureOfCall } from './payment-token-failure.js';
 import { PaymentTokenManager, parseTokenData } from './payment-token.manager.js';
 
 /** How long after giving up on a request the service is assumed to possibly still receive it. */
 const LATE_ARRIVAL_GRACE_MS = 5_000;
-
-export type TokenMode = 'cached' | 'fresh' | 'none';
-
-export interface ServiceCall {
-  method: string;
-  /** Path under the API base, filled in and encoded. */
-  path: string;
-  query?: Record<string, string | number | boolean | undefined>;
-  body?: unknown;
-  /** How `body` is written. @default 'json' */
-  encoding?: 'json' | 'form';
-  auth: TokenMode;
-  limit: RateLimitScope;
-  retry: RetryPolicy;
-  /** Copied onto errors of payment creation. */
-  idempotencyKey?: string;
-  /** Name of the call in metrics and spans. @default 'request' */
-  operation?: PaymentClientOperation;
-  /** Gives the call up while it waits (never once an attempt is on the wire). */
-  signal?: AbortSignal;
-}
-
-export interface ServiceAnswer {
-  status: number;
-  body: unknown;
-  /** `data` of the success envelope (the body itself when it has no `data`). */
-  data: unknown;
-  /** Clock time the answered attempt was sent (after any wait for its slot or token). */
-  sentAt: number;
-}
 
 /**
  * Runs one logical call: client-side rate limit, token, HTTP attempt, error mapping,
@@ -184,7 +154,7 @@ export class PaymentRequestExecutor {
           path: call.path,
           idempotencyKey: call.idempotencyKey,
           account: this.options.account,
-          redact: (text) => this.redact(text, token, ...held),
+          redact: this.redactor(token, ...held),
           withholdText: call.operation === 'token',
         });
       }
@@ -320,7 +290,12 @@ export class PaymentRequestExecutor {
    * hold one the token manager no longer lists as recent.
    */
   redact(text: string, ...callTokens: Array<string | undefined>): string {
-    return redactSecrets(text, [this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), ...callTokens]);
+    return this.redactor(...callTokens)(text);
+  }
+
+  /** `redact` for the texts of one failure (an answer's field errors): its patterns built once. */
+  private redactor(...callTokens: Array<string | undefined>): (text: string) => string {
+    return secretRedactor([this.options.clientSecret, ...this.options.webhookSecrets, ...this.tokens.knownTokens(), ...callTokens]);
   }
 
   private scrub(error: unknown, call: ServiceCall, tokens: Array<string | undefined>): PaymentApiError {

@@ -9,7 +9,15 @@ const SHORT_SECRET_LENGTH = 4;
  * A cut-short echo stays readable.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
-  let out = text;
+  return secretRedactor(secrets)(text);
+}
+
+/**
+ * `redactSecrets` for many texts with the same secrets: the patterns are built once (building
+ * them costs far more than running them, and an error answer may hold many field messages).
+ */
+export function secretRedactor(secrets: Iterable<string | undefined>): (text: string) => string {
+  const patterns: RegExp[] = [];
   // longest first: a secret inside another (a client secret within a token) must not cut the
   // longer one into pieces that then match nothing and stay readable around the marker
   // each in both Unicode normal forms too: an echo may have been normalised on its way back
@@ -22,18 +30,23 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
       // as sent in a URL or a form; also as PHP's json_encode writes it: "/" as "\/", non-ASCII as \uXXXX
       const plainForms = [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)];
       const php = json.replace(/\//g, '\\/').replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-      for (const form of new Set([...plainForms, json, php])) out = redactWord(out, form);
+      for (const form of new Set([...plainForms, json, php])) patterns.push(wordPattern(form));
       continue;
     }
     // every way a JSON encoder may write it inside a string; first, since an escaped secret can
     // hold the plain one (`\\\\x` holds `\\x`), which would leave its start readable
-    out = out.replace(new RegExp(jsonStringPattern(secret), 'gi'), REDACTED);
+    patterns.push(new RegExp(jsonStringPattern(secret), 'gi'));
     // and as a URL, a form body or an error page shows it (a JSON echo inside a page too, tried
     // first as the longer), whatever the case (lower-case hex, an upper-cased message)
     const echoes = [...new Set([json, secret])].map(echoPattern);
-    out = out.replace(new RegExp(echoes.join('|'), 'gi'), REDACTED);
+    patterns.push(new RegExp(echoes.join('|'), 'gi'));
   }
-  return out;
+  // global patterns: `replace` starts each from 0 and leaves `lastIndex` at 0, so they are reusable
+  return (text) => {
+    let out = text;
+    for (const pattern of patterns) out = out.replace(pattern, REDACTED);
+    return out;
+  };
 }
 
 /** HTML's names of characters a secret may hold (a reference by number covers every character). */
@@ -92,10 +105,10 @@ function jsonStringPattern(secret: string): string {
 }
 
 /**
- * Removes `word` where it is not part of a longer word: a secret of one to three characters
- * (a sandbox's `s3`) removed everywhere would garble every message and the `[redacted]`
- * markers, while an echo of it stands between spaces, quotes, `=` or `&`.
+ * `word` where it is not part of a longer word: a secret of one to three characters (a
+ * sandbox's `s3`) removed everywhere would garble every message and the `[redacted]` markers,
+ * while an echo of it stands between spaces, quotes, `=` or `&`.
  */
-function redactWord(text: string, word: string): string {
-  return text.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(word)}(?![\\p{L}\\p{N}_])`, 'gu'), REDACTED);
+function wordPattern(word: string): RegExp {
+  return new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(word)}(?![\\p{L}\\p{N}_])`, 'gu');
 }

@@ -1,5 +1,5 @@
 import { messageWithoutAccount, PaymentApiError, type PaymentApiErrorDetails, PaymentNetworkError, PaymentValidationError } from './payment-api.errors.js';
-import type { ServiceCall } from './payment-request.executor.js';
+import type { ServiceCall } from './payment-service-call.interface.js';
 
 /** Errors made by `tokenFailureOfCall`: their status is the token call's, not an answer to the call. */
 const tokenFailures = new WeakSet<PaymentApiError>();

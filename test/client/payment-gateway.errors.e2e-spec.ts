@@ -335,6 +335,21 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(payout).toMatchObject({ pendingApproval: true, httpStatus: 202 });
   });
 
+  it("keeps an answer's first 100 field errors with 10 messages each, scrubbed (a misbehaving server's huge list must not stall the process)", async () => {
+    h = await startClientHarness();
+    const errors: Record<string, string[]> = { [`client_secret_${SANDBOX_CLIENT.clientSecret}`]: Array.from({ length: 50 }, (_, i) => `bad ${i}`) };
+    for (let i = 0; i < 1_000; i++) errors[`field_${i}`] = [`message of ${i}`];
+    h.sim.injectFault({ path: '/payments/gateways', kind: 'rewrite', rewrite: () => ({ status: 400, body: { status: 'error', code: 'PAY_4000', message: 'invalid', errors } }) });
+    const error = await rejectionOf(h.client.listGateways());
+    expect(error).toBeInstanceOf(PaymentValidationError);
+    const fields = Object.keys(error.errors);
+    expect(fields).toHaveLength(100);
+    expect(fields[0]).toBe('client_secret_[redacted]');
+    expect(error.errors[fields[0]!]).toEqual(Array.from({ length: 10 }, (_, i) => `bad ${i}`));
+    expect(fields[99]).toBe('field_98');
+    expect(error.errors['field_98']).toEqual(['message of 98']);
+  });
+
   it('never puts the client secret, webhook secret or bearer token in errors or logs', async () => {
     h = await startClientHarness({ maxRetries: 1 });
     const secrets = [SANDBOX_CLIENT.clientSecret, SANDBOX_CLIENT.webhookSecret];

@@ -1,4 +1,4 @@
-import { redactSecrets } from '../../lib/client/payment-secret.redaction.js';
+import { redactSecrets, secretRedactor } from '../../lib/client/payment-secret.redaction.js';
 
 describe('redactSecrets', () => {
   it('removes a secret in every form a service may echo it in', () => {
@@ -103,5 +103,17 @@ describe('redactSecrets', () => {
 
   it('skips absent and empty secrets', () => {
     expect(redactSecrets('nothing to hide', [undefined, ''])).toBe('nothing to hide');
+  });
+});
+
+describe('secretRedactor', () => {
+  it('builds the patterns once and scrubs every text given to it as redactSecrets would, call after call', () => {
+    const secrets = ['cs_live_8f3a9b2c7d1e6f50', 's3', undefined];
+    const redact = secretRedactor(secrets);
+    const texts = ['token cs_live_8f3a9b2c7d1e6f50 refused', 'CS_LIVE_8F3A9B2C7D1E6F50 twice cs_live_8f3a9b2c7d1e6f50', 'key=s3&x=1', 'nothing here'];
+    // twice over: a global pattern that kept its lastIndex would skip an echo the second time
+    for (const text of [...texts, ...texts]) expect(redact(text)).toBe(redactSecrets(text, secrets));
+    expect(redact(texts[1]!)).toBe('[redacted] twice [redacted]');
+    expect(redact(texts[2]!)).toBe('key=[redacted]&x=1');
   });
 });
