@@ -177,7 +177,10 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
             exclude: config.getGlobalPrefixOptions().exclude,
             versioning: config.getVersioning(),
           }),
-        (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
+        {
+          onRefused: (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
+          routeRefusal: (request) => this.webhooks.verificationRefusal(request),
+        },
       );
     }
   }

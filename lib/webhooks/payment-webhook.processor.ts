@@ -15,7 +15,7 @@ import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
 import { PaymentWebhookHttpException, routeMisconfigured, toWebhookHttpException } from './payment-webhook-http.exception.js';
-import { type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
+import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
@@ -114,6 +114,19 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    */
   refusedByBodyParser(request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody): void {
     this.telemetry.refusedByBodyParser(answer.statusCode, answer.code, this.verifier.hasValidSignature(request));
+  }
+
+  /**
+   * What the route's checks (content type, size, signature, envelope) refuse `request` with, as
+   * `process` would answer it, or `undefined` when it passes them. Nothing is counted or logged.
+   */
+  verificationRefusal(request: PaymentWebhookRequest): PaymentWebhookErrorBody | undefined {
+    try {
+      this.verifier.verify(request);
+      return undefined;
+    } catch (error) {
+      return error instanceof PaymentWebhookError ? error.toResponseBody() : undefined;
+    }
   }
 
   /** Counts a refusal made before `process` could run (a receiver given no request); the refusal logged its fix. */

@@ -6,7 +6,8 @@ import {
   webhookErrorCodeForStatus,
   WebhookUnsupportedMediaTypeError,
 } from './payment-webhook.errors.js';
-import { assertJsonContentType, type PaymentWebhookRequest } from './payment-webhook.request.js';
+import { parseWebhookJson } from './payment-webhook-envelope.js';
+import { assertJsonContentType, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
 
 /*
  * Body parsing runs before Nest's routing: on Express the JSON parser is a middleware whose
@@ -116,22 +117,42 @@ function mediaTypeRefusal(req: PaymentWebhookRequest): PaymentWebhookErrorBody |
 /** The route's path test. */
 type WebhookPathTest = (urlPath: string) => boolean;
 
+/** What the adapter-level hooks are told and asked about the route's requests. */
+export interface WebhookBodyRefusalHooks {
+  /**
+   * Told of each webhook request the parser refused (the request, with the raw body the parser
+   * kept if any, and the answer), so it is counted and logged like every other refusal.
+   */
+  onRefused?: (request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody) => void;
+  /** The route's own refusal of a request (its checks run on the raw body), `undefined` when it would pass them. */
+  routeRefusal?: (request: PaymentWebhookRequest) => PaymentWebhookErrorBody | undefined;
+}
+
 /**
- * Told of each webhook request the parser refused (the request, with the raw body the parser
- * kept if any, and the answer), so it is counted and logged like every other refusal.
+ * The route's own answer where one parser refuses what the other passes on, so both adapters
+ * answer alike: a body that is JSON after all (a top-level `"text"` or `42`, which Express's
+ * strict parser refuses and Fastify's hands on), or an empty one (which Fastify's refuses and
+ * Express's hands on as `{}`). The route checks the signature, then finds no JSON object.
  */
-export type WebhookBodyRefusalListener = (request: PaymentWebhookRequest, answer: PaymentWebhookErrorBody) => void;
+function routeAnswerOf(request: PaymentWebhookRequest, hooks: WebhookBodyRefusalHooks, empty: boolean): PaymentWebhookErrorBody | undefined {
+  const raw = rawBodyOf(request);
+  if (raw === undefined || hooks.routeRefusal === undefined || (raw.length === 0) !== empty) return undefined;
+  if (!empty) {
+    try {
+      parseWebhookJson(raw);
+    } catch {
+      return undefined; // not JSON: the parser's answer is the route's
+    }
+  }
+  return hooks.routeRefusal(request);
+}
 
 /**
  * Installs the adapter-level error shaping for the webhook route (Express or Fastify; others
  * untouched). `routePaths` gives the paths Nest serves it at, read per request: a host sets its
  * global prefix and versioning after the module was built.
  */
-export function installWebhookBodyErrorHandler(
-  adapter: HttpServer,
-  routePaths: () => readonly string[],
-  onRefused: WebhookBodyRefusalListener = () => undefined,
-): void {
+export function installWebhookBodyErrorHandler(adapter: HttpServer, routePaths: () => readonly string[], hooks: WebhookBodyRefusalHooks = {}): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   if (type === 'express') {
     // The router's own flags (it took `case sensitive routing` and `strict routing` from the
@@ -142,14 +163,14 @@ export function installWebhookBodyErrorHandler(
         ignoreCase: app.router?.caseSensitive !== true,
         trailingSlash: app.router?.strict !== true,
       });
-    installExpress(adapter, isWebhook, onRefused);
+    installExpress(adapter, isWebhook, hooks);
   } else if (type === 'fastify') {
     const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, routePaths());
-    installFastify(adapter, isWebhook, onRefused);
+    installFastify(adapter, isWebhook, hooks);
   }
 }
 
-function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
+function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, hooks: WebhookBodyRefusalHooks): void {
   // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   // It passes them on as an HttpException with the webhook body: Nest's handler answers it
@@ -157,12 +178,13 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   // Only the route's own requests (POST): another method on the path is the host's.
   const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
     const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.originalUrl ?? req.url));
-    const body = ours ? (mediaTypeRefusal(req) ?? bodyParserErrorBody(error)) : undefined;
+    const parseFailed = ours && error.type === 'entity.parse.failed';
+    const body = ours ? (mediaTypeRefusal(req) ?? (parseFailed ? routeAnswerOf(req, hooks, false) : undefined) ?? bodyParserErrorBody(error)) : undefined;
     if (body === undefined) {
       next(error);
       return;
     }
-    onRefused(req, body);
+    hooks.onRefused?.(req, body);
     next(new HttpException(body, body.statusCode, { cause: error }));
   };
   adapter.getInstance().use(handler);
@@ -189,10 +211,11 @@ const EXPRESS_TYPE_OF_FASTIFY_STATUS: Readonly<Record<number, string>> = { 413: 
  * (`WEBHOOK_INVALID_JSON` for JSON errors), in the module's words, never Fastify's (its JSON
  * error quotes the unverified body).
  */
-function fastifyParserBody(request: PaymentWebhookRequest, status: number, message: unknown): PaymentWebhookErrorBody {
+function fastifyParserBody(request: PaymentWebhookRequest, error: { statusCode: number; message?: unknown; code?: unknown }, hooks: WebhookBodyRefusalHooks): PaymentWebhookErrorBody {
+  const { statusCode: status, message } = error;
   // A charset the route refuses is a 415 whatever the parser stumbled on first (Fastify reads a
   // latin1 or utf-16 body as UTF-8), as on Express; Fastify's own 415 is a type it has no parser for
-  const refusal = mediaTypeRefusal(request);
+  const refusal = mediaTypeRefusal(request) ?? (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? routeAnswerOf(request, hooks, true) : undefined);
   if (refusal !== undefined) return refusal;
   if (status === 415) return new WebhookUnsupportedMediaTypeError().toResponseBody();
   const json = status === 400 && typeof message === 'string' && /json/i.test(message);
@@ -208,7 +231,7 @@ function isFastifyParserError(error: { code?: unknown }): boolean {
   return typeof error.code === 'string' ? error.code.startsWith('FST_ERR_CTP_') : (error as { name?: unknown }).name === 'SyntaxError';
 }
 
-function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefused: WebhookBodyRefusalListener): void {
+function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, hooks: WebhookBodyRefusalHooks): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
   // instance's error handler without a code; add it on the way out, for this path only. Only
@@ -229,10 +252,10 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, onRefus
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown; code?: unknown }, done: () => void) => {
     const status = error?.statusCode;
     if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error) && isWebhookRoute(request)) {
-      const body = fastifyParserBody(request, status, error.message);
+      const body = fastifyParserBody(request, { statusCode: status, message: error.message, code: error.code }, hooks);
       // what Nest's default handling answers for it, recognised on the way out (onSend)
       request[PAYMENT_WEBHOOK_PARSER_REFUSED] = { status, message: error.message, body };
-      onRefused(request, body);
+      hooks.onRefused?.(request, body);
     }
     done();
   });

@@ -163,6 +163,14 @@ describe.each(MOUNTED_ADAPTERS)('webhook route on %s, %s', (adapter, mount) => {
     cases.push(['non-hex v1', () => postWebhook(url(), envelope(), { signature: `t=${now()},v1=${'z'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
     cases.push(['huge t', () => postWebhook(url(), envelope(), { signature: `t=${'9'.repeat(30)},v1=${'a'.repeat(64)}` }), 400, 'WEBHOOK_SIGNATURE_MALFORMED']);
     cases.push(['broken JSON (signed)', () => postWebhook(url(), '{"eventId": "x",'), 400, 'WEBHOOK_INVALID_JSON', true]);
+    // Express's strict parser refuses a top-level scalar and Fastify's an empty body, each of which the
+    // other passes on to the route: the module's route answers both as the route itself would
+    const wrongSignature = { signature: `t=${now()},v1=${'a'.repeat(64)}` };
+    const hostParsed = (status: number, express: number, fastify: number): number => (parserShaped ? status : adapter === 'express' ? express : fastify);
+    cases.push(['a JSON string, not an object (signed)', () => postWebhook(url(), '"hello"'), 400, 'WEBHOOK_INVALID_ENVELOPE', true]);
+    cases.push(['a JSON number with a wrong signature', () => postWebhook(url(), '42', wrongSignature), hostParsed(401, 400, 401), 'WEBHOOK_SIGNATURE_MISMATCH', true]);
+    cases.push(['an empty body with a wrong signature', () => postWebhook(url(), Buffer.alloc(0), wrongSignature), hostParsed(401, 401, 400), 'WEBHOOK_SIGNATURE_MISMATCH', true]);
+    cases.push(['an empty body (signed)', () => postWebhook(url(), Buffer.alloc(0)), 400, 'WEBHOOK_INVALID_JSON', true]);
     cases.push(['JSON that is not an envelope (signed)', () => postWebhook(url(), { hello: 'world' }), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push(['envelope with a wildcard eventType (signed)', () => postWebhook(url(), envelope('payment.succeeded', { eventType: 'payment.*' })), 400, 'WEBHOOK_INVALID_ENVELOPE']);
     cases.push([
