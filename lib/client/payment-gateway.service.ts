@@ -268,8 +268,12 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     return { httpStatus: answer.status, data: answer.data as T, body: answer.body };
   }
 
-  /** Subaccount operations and refund/payout lookups share the refunds/payouts limit (as the typed lookups do); other GETs are reads. */
+  /**
+   * A POST to the create-payment path creates a payment (its limit, a new token each time); subaccount operations and
+   * refund/payout lookups share the refunds/payouts limit (as the typed lookups do); other GETs are reads.
+   */
   private defaultScope(method: string, path: unknown): PaymentRequestScope {
+    if (method === 'POST' && typeof path === 'string' && matchesPathTemplate(path, this.options.endpoints.createPayment)) return 'create-payment';
     if (method !== 'GET') return 'money-movement';
     if (typeof path !== 'string') return 'read';
     const { subaccountPrefix, refundLookup, payoutLookup } = this.options.endpoints;

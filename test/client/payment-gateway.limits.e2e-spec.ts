@@ -108,6 +108,16 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('a payment created through request() is a payment creation: a new token each time, its own limit (spec 5)', async () => {
+    h = await startClientHarness({ rateLimits: { moneyMovementPerMinute: 1 } });
+    const body = (i: number) => ({ amount: `${i}.00000000`, currency: 'USD', idempotency_key: `req-create-${i}` });
+    for (let i = 1; i <= 3; i++) await h.client.request({ method: 'POST', path: '/payment/create', body: body(i), idempotent: true });
+    // a new token before each payment; and not counted with refunds and payouts (limit 1 a minute here)
+    expect(h.calls(TOKEN)).toHaveLength(3);
+    expect(new Set(h.calls('/payment/create').map((r) => r.headers.authorization)).size).toBe(3);
+    expect(h.clock.sleeps).toEqual([]);
+  });
+
   it('endpoints.subaccountPrefix says which paths are subaccount operations', async () => {
     const small = { moneyMovementPerMinute: 1 };
     h = await startClientHarness({ rateLimits: small, maxRetries: 0, endpoints: { subaccountPrefix: '/merchant/subaccounts' } }, { rateLimits: small });
