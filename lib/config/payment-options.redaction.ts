@@ -1,6 +1,6 @@
 import { givenOptionEntries, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
-import { redactRedisUrl, URL_SCHEME } from './redact-url.js';
+import { redactRedisUrl, redisUrlSecrets, URL_SCHEME } from './redact-url.js';
 
 const REDACTED = '[redacted]';
 
@@ -79,8 +79,12 @@ export function givenValue(key: string, options: Record<string, unknown>): strin
   if (typeof value === 'string') {
     // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
     if (URL_SCHEME.test(value.trimStart()) || value.includes('@')) return ' (given: a URL or credentials, not repeated)';
-    const secrets = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string' && v.length >= 4);
-    if (secrets.some((secret) => value.includes(secret) || (value.length >= 8 && secret.includes(value)))) return ' (given: a value of a secret option)';
+    // the Redis URLs' passwords too: a short one is no part of the URL an 8-character value is looked for in
+    const given = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string');
+    const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k]) : []));
+    const secrets = [...given, ...passwords].filter((v) => v.length > 0);
+    const holds = (secret: string) => value === secret || (secret.length >= 4 && value.includes(secret)) || (value.length >= 8 && secret.includes(value));
+    if (secrets.some(holds)) return ' (given: a value of a secret option)';
   }
   const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
   return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;

@@ -233,8 +233,9 @@ export function validatePaymentOptions(
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
-  const replayWindowMs = signatureReplayWindowMs(schema.webhookToleranceSeconds);
-  if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookToleranceSeconds) && schema.webhookRetentionMs < replayWindowMs) {
+  // computed once both are numbers: a BigInt or a Symbol given there is a schema error, not a TypeError here
+  const replayWindowMs = Number.isInteger(schema.webhookToleranceSeconds) ? signatureReplayWindowMs(schema.webhookToleranceSeconds) : Number.NaN;
+  if (Number.isInteger(schema.webhookRetentionMs) && schema.webhookRetentionMs < replayWindowMs) {
     problems.push(
       `${describe('webhookRetentionMs')} must be at least twice webhookToleranceSeconds (${replayWindowMs} ms): ` +
         'a copy of a signed delivery is accepted that long, and would run its handlers again once its id is forgotten',
@@ -261,7 +262,7 @@ export function validatePaymentOptions(
     if (isQuoted(schema[key])) problems.push(`${describe(key)} is wrapped in quotes: give it without them (an env file's quotes are kept by some readers)`);
   }
   // a Redis URL in the prefix's variable: its password would be in every key and the boot's log lines
-  if (URL_SCHEME.test(schema.redisKeyPrefix ?? '')) problems.push(`${describe('redisKeyPrefix')} looks like a URL: a Redis URL goes in redisUrl (${paymentEnvSources('redisUrl', account)})`);
+  if (typeof schema.redisKeyPrefix === 'string' && URL_SCHEME.test(schema.redisKeyPrefix)) problems.push(`${describe('redisKeyPrefix')} looks like a URL: a Redis URL goes in redisUrl (${paymentEnvSources('redisUrl', account)})`);
   // one secret per line (a secrets file) would be one secret with a line break in it: every delivery a 401
   if (Array.isArray(schema.webhookSecret) && schema.webhookSecret.some((secret) => typeof secret === 'string' && /[\s\0]/.test(secret))) {
     problems.push(`${describe('webhookSecret')} has a secret with a space, line break, tab or NUL inside: separate several secrets with commas (whsec_new,whsec_old)`);

@@ -103,7 +103,8 @@ export function redisErrorDescriber(url: string): (error: unknown) => string {
   return (error) => redactRedisUrlIn(errorMessage(error), url);
 }
 
-function redisUrlSecrets(url: string): string[] {
+/** The password and credential query values of a Redis URL, raw and percent-decoded (3 characters or more). */
+export function redisUrlSecrets(url: string): string[] {
   const secrets = new Set<string>();
   try {
     const parsed = new URL(url);

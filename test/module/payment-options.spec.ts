@@ -272,6 +272,28 @@ describe('resolvePaymentOptions', () => {
     expect(fromEnv.problems.filter((problem) => problem.includes('(given: a value of a secret option)'))).toHaveLength(2);
   });
 
+  it("never repeats a Redis URL's password read into another key, however short (it is no 8-character part of the URL)", () => {
+    for (const password of ['pw12345', 'pa5s']) {
+      const vars = { PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_REDIS_URL: `redis://:${password}@h:6379`, PAYMENT_REDIS_TIMEOUT_MS: password, PAYMENT_ENVIRONMENT: password };
+      const error = captureError(() => resolvePaymentOptions({}, readPaymentEnv((name) => (vars as Record<string, string>)[name])));
+      expect(error.message).not.toContain(password);
+      expect(error.problems.filter((problem) => problem.endsWith('(given: a value of a secret option)'))).toHaveLength(2);
+    }
+  });
+
+  it('refuses option values of no JSON type (a BigInt, a Symbol, an object without prototype) with the configuration error naming each, never a TypeError', () => {
+    const error = captureError(() =>
+      resolvePaymentOptions({
+        baseUrl: 'https://pay.example.com',
+        webhookToleranceSeconds: 300n as never,
+        webhookLeaseMs: Symbol('lease') as never,
+        redisKeyPrefix: Object.create(null) as never,
+      }),
+    );
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    for (const key of ['webhookToleranceSeconds', 'webhookLeaseMs', 'redisKeyPrefix']) expect(error.problems.some((problem) => problem.includes(`'${key}'`))).toBe(true);
+  });
+
   it('never repeats a bad value that looks like a URL with credentials, in whatever key (a Redis URL in the prefix or environment variable)', () => {
     const password = `Sup3rSecretRedisToken${'x'.repeat(180)}`;
     const cases: Array<Record<string, string>> = [
