@@ -1,5 +1,5 @@
 import type { RedisClientLike } from '../stores/redis-client.js';
-import { PAYMENT_EVENT_JOB_ID_PREFIX } from './payment-event-job.js';
+import { LUA_IS_PAYMENT_EVENT_JOB_ID, PAYMENT_EVENT_JOB_ID_PREFIX } from './payment-event-job.js';
 
 /*
  * Paging over dead letters. The failed set of an account's queue may hold jobs that are no
@@ -14,12 +14,13 @@ const LISTING_STEP = 1000;
 
 /**
  * KEYS: the failed set. ARGV: rank to start at, entries to look at, job id prefix. Returns
- * { entries looked at, ...ids with the prefix }, newest first.
+ * { entries looked at, ...ids of the module's shape }, newest first.
  */
-const LISTING_STEP_SCRIPT = `local ids = redis.call('ZREVRANGE', KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1)
+const LISTING_STEP_SCRIPT = `${LUA_IS_PAYMENT_EVENT_JOB_ID}
+local ids = redis.call('ZREVRANGE', KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[1]) + tonumber(ARGV[2]) - 1)
 local found = { #ids }
 for _, id in ipairs(ids) do
-  if string.sub(id, 1, #ARGV[3]) == ARGV[3] then found[#found + 1] = id end
+  if isPaymentEventJobId(id, ARGV[3]) then found[#found + 1] = id end
 end
 return found`;
 

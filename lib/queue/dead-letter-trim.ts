@@ -1,6 +1,7 @@
 import { withTimeout } from '../common/promise-timeout.util.js';
 import { MIN_DEAD_LETTER_RETENTION_MS } from '../config/payment-options.schema.js';
 import type { RedisClientLike } from '../stores/redis-client.js';
+import { LUA_IS_PAYMENT_EVENT_JOB_ID } from './payment-event-job.js';
 
 /*
  * Removal of dead letters past their own retention. Each job keeps the retention it was
@@ -12,7 +13,7 @@ import type { RedisClientLike } from '../stores/redis-client.js';
 /**
  * KEYS: the failed set. ARGV: job key prefix, now (epoch ms), retention of a job that has
  * none of its own (ms), rank to start at, most jobs to look at, `MIN_DEAD_LETTER_RETENTION_MS`,
- * the module's job id prefix (a failed job without it is another producer's: never touched).
+ * the module's job id prefix (a failed job whose id is not of the module's shape is another producer's: never touched).
  * Walks the failed set oldest first (its score is the job's `finishedOn`) and removes a job,
  * as BullMQ's own removal does (its hash and sub-keys), only when its own `finishedOn` plus
  * its own retention is past: `opts.paymentDeadLetterRetentionMs`, else `opts.removeOnFail.age`
@@ -21,7 +22,8 @@ import type { RedisClientLike } from '../stores/redis-client.js';
  * set); done once the walk met a job too young to have expired, or the end of the set.
  * Atomic, so a job replayed or discarded meanwhile is never touched.
  */
-const TRIM_STEP_SCRIPT = `local rcall = redis.call
+const TRIM_STEP_SCRIPT = `${LUA_IS_PAYMENT_EVENT_JOB_ID}
+local rcall = redis.call
 local now, fallback = tonumber(ARGV[2]), tonumber(ARGV[3])
 local rank, limit, youngest, ours = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local entries = rcall('ZRANGE', KEYS[1], rank, rank + limit - 1, 'WITHSCORES')
@@ -31,7 +33,7 @@ for i = 1, #entries, 2 do
   if score + youngest >= now then return { removed, kept, 1 } end
   local key = ARGV[1] .. id
   local expired = false
-  if string.sub(id, 1, #ours) == ours then
+  if isPaymentEventJobId(id, ours) then
     local job = rcall('HMGET', key, 'finishedOn', 'opts')
     local retention = fallback
     if job[2] then

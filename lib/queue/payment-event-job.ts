@@ -24,6 +24,15 @@ export type PaymentEventJob = BullJob<PaymentEventJobData>;
 export const PAYMENT_EVENT_JOB_ID_PREFIX = 'evt-';
 
 /**
+ * Lua: `isPaymentEventJobId(id, prefix)`, whether a job id has the shape `paymentEventJobId` gives
+ * (the prefix, then the 43 base64url characters of a SHA-256). Scripts that walk the failed set
+ * tell the module's jobs from another producer's by it: `evt-order-1` is not one.
+ */
+export const LUA_IS_PAYMENT_EVENT_JOB_ID = `local function isPaymentEventJobId(id, prefix)
+  return #id == #prefix + 43 and string.sub(id, 1, #prefix) == prefix and string.find(id, '^[%w_%-]+$', #prefix + 1) ~= nil
+end`;
+
+/**
  * The job id of an event: the same for every copy of it, so a duplicate delivery finds the
  * existing job instead of adding one. A hash of account and `eventId`: BullMQ refuses ids
  * with ':' (but exactly two) and integer ids, and an `eventId` may be either.

@@ -12,7 +12,8 @@ describe('deadLetterPage', () => {
   const failedKey = 'listing:failed';
   /** The failed set, newest first: module jobs d0…d4 with foreign jobs between them. */
   const newestFirst = ['f0', 'd0', 'f1', 'f2', 'd1', 'd2', 'f3', 'f4', 'f5', 'd3', 'd4', 'f6'];
-  const id = (name: string) => (name.startsWith('d') ? paymentEventJobId('default', `evt_${name}`) : `foreign-${name}`);
+  // half the foreign ids start as the module's do: the shape, not the prefix, tells them apart
+  const id = (name: string) => (name.startsWith('d') ? paymentEventJobId('default', `evt_${name}`) : `${Number(name.slice(1)) % 2 === 0 ? 'evt-' : ''}foreign-${name}`);
 
   beforeAll(async () => {
     server = await startRedisServer();

@@ -1,6 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { trimExpiredDeadLetters } from '../../lib/queue/dead-letter-trim.js';
+import { PAYMENT_EVENT_JOB_ID_PREFIX, paymentEventJobId } from '../../lib/queue/payment-event-job.js';
 import { startRedisServer, type TestRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -36,16 +37,24 @@ describe('dead-letter trim', () => {
     await redis?.stop();
   });
 
+  /** The job id of a job named `name` here: the module's shape, except another producer's (`theirs-…`, `evt-theirs-…`). */
+  const names = new Map<string, string>();
+  const jobId = (name: string): string => {
+    const id = name.includes('theirs') ? name : paymentEventJobId('default', name);
+    names.set(id, name);
+    return id;
+  };
   /** Adds jobs that fail at once (one attempt, never removed by BullMQ) and waits until they are in the failed set. */
-  async function failed(ids: string[], opts: Record<string, unknown>): Promise<void> {
+  async function failed(jobNames: string[], opts: Record<string, unknown>): Promise<void> {
+    const ids = jobNames.map(jobId);
     for (const id of ids) await queue.add('evt', { id }, { jobId: id, attempts: 1, removeOnFail: false, ...opts });
-    await waitFor(`${ids.join(', ')} failed`, async () => (await Promise.all(ids.map((id) => client.zscore(failedKey, id)))).every((s) => s !== null));
+    await waitFor(`${jobNames.join(', ')} failed`, async () => (await Promise.all(ids.map((id) => client.zscore(failedKey, id)))).every((s) => s !== null));
   }
-  const finishedOn = async (id: string) => Number(await client.hget(jobKeyPrefix + id, 'finishedOn'));
-  const failedIds = async () => (await client.zrange(failedKey, '0', '-1')).sort();
-  /** `jobIdPrefix` '' takes every job for the module's (the module's own is `evt-`). */
-  const trim = (now: number, batch: number, maxBatches = 100, jobIdPrefix = '') =>
-    trimExpiredDeadLetters(client, { failedKey, jobKeyPrefix, fallbackRetentionMs: 10 * HOUR, jobIdPrefix, batch, maxBatches, timeoutMs: 2000, now: () => now });
+  const finishedOn = async (name: string) => Number(await client.hget(jobKeyPrefix + jobId(name), 'finishedOn'));
+  /** The names of the jobs in the failed set. */
+  const failedIds = async () => (await client.zrange(failedKey, '0', '-1')).map((id) => names.get(id) ?? id).sort();
+  const trim = (now: number, batch: number, maxBatches = 100) =>
+    trimExpiredDeadLetters(client, { failedKey, jobKeyPrefix, fallbackRetentionMs: 10 * HOUR, jobIdPrefix: PAYMENT_EVENT_JOB_ID_PREFIX, batch, maxBatches, timeoutMs: 2000, now: () => now });
 
   it("removes each failed job by its own finishedOn and retention, walking past older ones that are kept, in bounded steps", async () => {
     // the oldest ones are kept a day: a walk that stopped at them would never reach the rest
@@ -64,23 +73,24 @@ describe('dead-letter trim', () => {
     expect(await trim(ageAt + 2 * HOUR, 3)).toBe(2);
     expect(await failedIds()).toEqual(['age-2h', 'day-1', 'day-2', 'day-3', 'day-4', 'day-5', 'none']);
     // removed with their hashes, as BullMQ removes a job
-    expect(await client.exists(jobKeyPrefix + 'hour-1', jobKeyPrefix + 'hour-2')).toBe(0);
-    expect(await queue.getJob('hour-1')).toBeUndefined();
+    expect(await client.exists(jobKeyPrefix + jobId('hour-1'), jobKeyPrefix + jobId('hour-2'))).toBe(0);
+    expect(await queue.getJob(jobId('hour-1'))).toBeUndefined();
 
     expect(await trim(ageAt + 2 * HOUR + 1, 3)).toBe(1);
     expect(await trim((await finishedOn('none')) + 10 * HOUR + 1, 3)).toBe(1); // no retention of its own: the fallback
     expect(await failedIds()).toEqual(['day-1', 'day-2', 'day-3', 'day-4', 'day-5']);
   });
 
-  it("never removes another producer's failed job (an id without the module's prefix), and walks past it to the module's", async () => {
+  it("never removes another producer's failed job (an id not of the module's shape, even one starting evt-), and walks past it to the module's", async () => {
     await client.del(failedKey);
-    await failed(['theirs-1', 'theirs-2'], {}); // another producer's, in the account's queue: no retention of ours
+    // another producer's, in the account's queue: no retention of ours
+    await failed(['theirs-1', 'evt-theirs-2', `evt-theirs-${'x'.repeat(37)}!`], {});
     await failed(['evt-1', 'evt-2'], { paymentDeadLetterRetentionMs: HOUR });
     const muchLater = (await finishedOn('evt-2')) + 100 * HOUR;
-    // was 4: the instance's fallback retention (10 h here) removed the other producer's jobs too
-    expect(await trim(muchLater, 1, 100, 'evt-')).toBe(2);
-    expect(await failedIds()).toEqual(['theirs-1', 'theirs-2']);
-    expect(await client.exists(jobKeyPrefix + 'theirs-1', jobKeyPrefix + 'theirs-2')).toBe(2);
+    // was 5, then 4: the instance's fallback retention (10 h here) removed the other producer's jobs too
+    expect(await trim(muchLater, 1, 100)).toBe(2);
+    expect(await failedIds()).toEqual(['evt-theirs-2', `evt-theirs-${'x'.repeat(37)}!`, 'theirs-1']);
+    expect(await client.exists(jobKeyPrefix + 'theirs-1', jobKeyPrefix + 'evt-theirs-2')).toBe(2);
   });
 
   it('looks at no more than batch × maxBatches jobs in one trim; the next trim goes on', async () => {
@@ -95,11 +105,11 @@ describe('dead-letter trim', () => {
 
   it('leaves jobs younger than the shortest retention without reading them, and jobs in other states alone', async () => {
     await failed(['young'], { paymentDeadLetterRetentionMs: 1000 });
-    await queue.add('evt', { id: 'waiting' }, { jobId: 'waiting', delay: HOUR, paymentDeadLetterRetentionMs: 1000 } as never);
+    await queue.add('evt', { id: 'waiting' }, { jobId: jobId('waiting'), delay: HOUR, paymentDeadLetterRetentionMs: 1000 } as never);
     const young = await finishedOn('young');
     expect(await trim(young + 999, 10)).toBe(0);
     expect(await trim(young + 1001, 10)).toBe(1);
-    expect(await queue.getJob('waiting')).toBeDefined();
-    expect(await queue.getJobState('waiting')).toBe('delayed');
+    expect(await queue.getJob(jobId('waiting'))).toBeDefined();
+    expect(await queue.getJobState(jobId('waiting'))).toBe('delayed');
   });
 });
