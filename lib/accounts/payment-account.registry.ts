@@ -21,12 +21,21 @@ export interface RegisteredPaymentAccount {
   dispatcher?: PaymentEventDispatcher;
   /** Where this account's deliveries are claimed (the building blocks on a host route claim there too). */
   store?: WebhookEventStore;
-  /** Path of the module's own route, when it registered one. */
+  /** Path of the module's own route, when it registered one, and its version metadata. */
   webhookPath?: string;
+  webhookVersion?: string;
+  /** Where the router serves that route (`registerServedWebhookRoute`), once the app is initialised. */
+  servedWebhookRoute?: ServedWebhookRoute;
   /** Producer side of the account's event queue, in queue mode (dead letters live there). */
   queue?: PaymentEventQueue;
   /** What `PaymentHealthIndicator` checks for this account, in registration order. */
   readonly probes: PaymentHealthProbe[];
+}
+
+/** Where the router serves an account's route: its URL paths, and the versions it takes there (`undefined`: any request). */
+export interface ServedWebhookRoute {
+  paths: readonly string[];
+  versions?: readonly string[];
 }
 
 /** The Nest hooks an account's providers implement. */
@@ -155,20 +164,39 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   }
 
   /**
-   * Records the module route of `name`; two accounts on one path stop the boot. Compared
-   * without case: Express matches routes that way, so `payments/EU/webhook` would take the
-   * deliveries of `payments/eu/webhook`.
+   * Records the module route of `name` (`version`: its version metadata, as text); two accounts on
+   * one path with the same version stop the boot here. Compared without case: Express matches
+   * routes that way, so `payments/EU/webhook` would take the deliveries of `payments/eu/webhook`.
+   * Routes that differ only by version, or whose paths meet only under the app's versioning and
+   * prefix, are compared once those are known (`registerServedWebhookRoute`).
    */
-  registerWebhookPath(name: string, path: string): void {
+  registerWebhookPath(name: string, path: string, version?: string): void {
     for (const other of this.accounts.values()) {
-      if (other.name !== name && other.webhookPath?.toLowerCase() === path.toLowerCase()) {
-        throw new PaymentConfigurationError(
-          [`accounts '${other.name}' and '${name}' both receive webhooks on '/${path}': give each its own webhookPath`],
-          name,
-        );
+      if (other.name !== name && other.webhookPath?.toLowerCase() === path.toLowerCase() && other.webhookVersion === version) {
+        throw samePathError(other.name, name, `/${path}`);
       }
     }
-    this.require(name).webhookPath = path;
+    const account = this.require(name);
+    account.webhookPath = path;
+    account.webhookVersion = version;
+  }
+
+  /**
+   * Records where the router serves the route of `name` (at init, when the app's global prefix and
+   * versioning are set); one another account's route shares stops the boot: a URI version (`v1/hooks`
+   * beside `hooks` with `Version('1')`) or a prefix can make two paths one, and the first route
+   * mapped would take both accounts' deliveries, answering the other's 401.
+   */
+  registerServedWebhookRoute(name: string, route: ServedWebhookRoute): void {
+    const lower = new Set(route.paths.map((path) => path.toLowerCase()));
+    for (const other of this.accounts.values()) {
+      const theirs = other.servedWebhookRoute;
+      if (other.name === name || theirs === undefined) continue;
+      const shared = theirs.paths.find((path) => lower.has(path.toLowerCase()));
+      const sameVersion = route.versions === undefined || theirs.versions === undefined || route.versions.some((v) => theirs.versions!.includes(v));
+      if (shared !== undefined && sameVersion) throw samePathError(other.name, name, shared);
+    }
+    this.require(name).servedWebhookRoute = route;
   }
 
   attachWebhooks(name: string, webhooks: PaymentWebhookProcessor, dispatcher: PaymentEventDispatcher, store: WebhookEventStore): void {
@@ -243,4 +271,8 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   [inspect.custom](depth: number, options: InspectOptions): string {
     return inspectSummary('PaymentAccountRegistry', this.toJSON(), depth, options);
   }
+}
+
+function samePathError(first: string, second: string, path: string): PaymentConfigurationError {
+  return new PaymentConfigurationError([`accounts '${first}' and '${second}' both receive webhooks on '${path}': give each its own webhookPath`], second);
 }

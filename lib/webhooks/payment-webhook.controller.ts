@@ -12,6 +12,7 @@ import {
   type Type,
   Version,
   VERSION_NEUTRAL,
+  VersioningType,
 } from '@nestjs/common';
 import { METHOD_METADATA, MODULE_PATH, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants.js';
 import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/core';
@@ -138,10 +139,11 @@ export function createPaymentWebhookRoute(
         options.account,
       );
     }
-    accounts.registerWebhookPath(options.account, path);
+    const version: WebhookRouteVersion | undefined = Reflect.getMetadata(VERSION_METADATA, handler) ?? Reflect.getMetadata(VERSION_METADATA, controller);
+    accounts.registerWebhookPath(options.account, path, versionTexts(version)?.join(','));
     Reflect.defineMetadata(PATH_METADATA, path, handler);
     Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
-    return { path, version: Reflect.getMetadata(VERSION_METADATA, handler) ?? Reflect.getMetadata(VERSION_METADATA, controller) };
+    return { path, version };
   };
 
   return { controller, providers: [routeProvider, PaymentWebhookBodyErrorsInstaller] };
@@ -160,6 +162,8 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
     private readonly appConfig: ApplicationConfig,
     @Inject(PaymentWebhookProcessor) private readonly webhooks: PaymentWebhookProcessor,
     private readonly modules: ModulesContainer,
+    @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options: ResolvedPaymentOptions,
+    private readonly accounts: PaymentAccountRegistry,
   ) {}
 
   onModuleInit(): void {
@@ -169,6 +173,13 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
       const config = this.appConfig;
       const modulePath = this.routerModulePath();
       const path = modulePath === '' ? this.route.path : `${modulePath}/${this.route.path}`;
+      // Nest mapped the routes before any onModuleInit: the prefix and versioning it used are set
+      const versioning = config.getVersioning();
+      this.accounts.registerServedWebhookRoute(this.options.account, {
+        paths: webhookRoutePaths(path, version, { globalPrefix: config.getGlobalPrefix(), exclude: config.getGlobalPrefixOptions().exclude, versioning }),
+        // a URI version is in the paths; header, media type and custom versioning tell routes of one path apart
+        versions: versioning === undefined || versioning.type === VersioningType.URI ? undefined : versionTexts(version),
+      });
       installWebhookBodyErrorHandler(
         adapter,
         () =>
@@ -233,4 +244,11 @@ function copyMissingMetadata(from: object, to: object): void {
   for (const key of Reflect.getOwnMetadataKeys(from)) {
     if (!Reflect.hasOwnMetadata(key, to)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, from), to);
   }
+}
+
+/** A route's versions as text; `undefined` for a version-neutral route (or none), which takes any request. */
+function versionTexts(version: WebhookRouteVersion | undefined): string[] | undefined {
+  const versions = version === undefined ? [] : [version].flat();
+  if (versions.length === 0 || versions.some((v) => typeof v !== 'string')) return undefined;
+  return (versions as string[]).slice().sort();
 }

@@ -1,7 +1,7 @@
 // Several merchant accounts in one app, against the simulator serving three merchants:
 // the default account (sandbox), 'eu' (sandbox) and 'us' (live). Real HTTP both ways.
 import 'reflect-metadata';
-import { Injectable, type INestApplication, Module } from '@nestjs/common';
+import { Injectable, type INestApplication, Module, Version, VersioningType } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
@@ -9,6 +9,7 @@ import { Test } from '@nestjs/testing';
 import { getPaymentGatewayToken, getPaymentOptionsToken, InjectPaymentGateway } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentAccountRegistry } from '../../lib/accounts/payment-account.registry.js';
 import { PaymentApiError } from '../../lib/client/payment-api.errors.js';
+import { PaymentConfigurationError } from '../../lib/config/payment-configuration.errors.js';
 import { resolvePaymentOptions } from '../../lib/config/payment-options.resolver.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import type { ResolvedPaymentOptions } from '../../lib/config/payment-module-options.interface.js';
@@ -299,5 +300,64 @@ describe('an app with named accounts only', () => {
     expect(moduleRef.get(getPaymentGatewayToken('eu'))).toBeInstanceOf(PaymentGatewayService);
     expect(() => moduleRef.get(PaymentGatewayService, { strict: false })).toThrow();
     await moduleRef.close();
+  });
+});
+
+describe('two accounts whose routes meet only under the app\'s versioning', () => {
+  const sim = new PaymentServiceSimulator({ merchants: Object.values(MERCHANTS), rateLimits: false });
+  beforeAll(() => sim.start());
+  afterAll(() => sim.stop());
+
+  /** Boots an app of the default and 'eu' accounts (each its own route settings); `undefined` when it refused to start. */
+  async function boot(
+    routes: { default: Record<string, unknown>; eu: Record<string, unknown> },
+    versioning?: Parameters<INestApplication['enableVersioning']>[0],
+  ): Promise<{ app?: INestApplication; error?: unknown }> {
+    @Module({ imports: [accountModule('default', sim.url, routes.default), accountModule('eu', sim.url, routes.eu)], providers: [AccountHandlers] })
+    class AppModule {}
+    let app: INestApplication | undefined;
+    try {
+      app = await NestFactory.create(AppModule, new ExpressAdapter(), { rawBody: true, logger: false, abortOnError: false });
+      if (versioning) app.enableVersioning(versioning);
+      await app.listen(0, '127.0.0.1');
+      return { app };
+    } catch (error) {
+      await app?.close().catch(() => undefined);
+      return { error };
+    }
+  }
+
+  it("refuses to start when a URI version makes one account's path the other's ('hooks' with Version('1') beside 'v1/hooks')", async () => {
+    const { app, error } = await boot({ default: { webhookPath: 'hooks', webhookDecorators: [Version('1')] }, eu: { webhookPath: 'v1/hooks' } }, { type: VersioningType.URI });
+    await app?.close();
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect((error as Error).message).toContain("accounts 'default' and 'eu' both receive webhooks on '/v1/hooks'");
+  });
+
+  it('serves two accounts on one path told apart by their URI versions, each with its own secret and handlers', async () => {
+    const { app, error } = await boot(
+      { default: { webhookPath: 'hooks', webhookDecorators: [Version('1')] }, eu: { webhookPath: 'hooks', webhookDecorators: [Version('2')] } },
+      { type: VersioningType.URI },
+    );
+    expect(error).toBeUndefined();
+    try {
+      const url = `http://127.0.0.1:${(app!.getHttpServer().address() as { port: number }).port}`;
+      const handlers = app!.get(AccountHandlers);
+      const euEvent = buildPaymentEvent('payment.succeeded', { trxId: 'trx_v2' });
+      expect(await post(`${url}/v2/hooks`, euEvent, MERCHANTS.eu.webhookSecret)).toMatchObject({ status: 200 });
+      expect(await post(`${url}/v1/hooks`, euEvent, MERCHANTS.eu.webhookSecret)).toMatchObject({ status: 401 });
+      const defaultEvent = buildPaymentEvent('payment.succeeded', { trxId: 'trx_v1' });
+      expect(await post(`${url}/v1/hooks`, defaultEvent, MERCHANTS.default.webhookSecret)).toMatchObject({ status: 200 });
+      expect(handlers.all.map((e) => `${e.account} ${e.trxId}`)).toEqual(['eu trx_v2', 'default trx_v1']);
+    } finally {
+      await app?.close();
+    }
+  });
+
+  it('refuses the same two routes when the app has no versioning (Nest then serves both at /hooks)', async () => {
+    const { app, error } = await boot({ default: { webhookPath: 'hooks', webhookDecorators: [Version('1')] }, eu: { webhookPath: 'hooks', webhookDecorators: [Version('2')] } });
+    await app?.close();
+    expect(error).toBeInstanceOf(PaymentConfigurationError);
+    expect((error as Error).message).toContain("both receive webhooks on '/hooks'");
   });
 });
