@@ -1,5 +1,6 @@
 import { likelyKey } from '../common/likely-key.util.js';
-import { paymentEnvNames } from './payment-env.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
+import { paymentEnvNames, paymentEnvPrefix, sharedPaymentEnvNames } from './payment-env.js';
 
 /**
  * Lines about variables among `names` that are within two letters of a variable some account of
@@ -10,11 +11,19 @@ import { paymentEnvNames } from './payment-env.js';
  * a `PAYMENT_SANDBOX_CLIENT_ID` a factory picks from) and left alone.
  */
 export function unreadPaymentVariables(names: Iterable<string>, accounts: readonly string[]): UnreadPaymentVariable[] {
-  const read = new Set([...paymentEnvNames(), ...accounts.flatMap((account) => paymentEnvNames(account))]);
+  // without a default account, its own variables (credentials, secret, path) are read by nobody: only the shared ones are
+  const defaultRegistered = accounts.includes(DEFAULT_PAYMENT_ACCOUNT);
+  const defaultNames = paymentEnvNames();
+  const read = new Set([...(defaultRegistered ? defaultNames : sharedPaymentEnvNames()), ...accounts.flatMap((account) => paymentEnvNames(account))]);
   const readList = [...read];
   const found: UnreadPaymentVariable[] = [];
   for (const name of names) {
     if (!name.startsWith('PAYMENT_') || read.has(name)) continue;
+    if (!defaultRegistered && defaultNames.includes(name)) {
+      const named = accounts.map((account) => `${paymentEnvPrefix(account)}${name.slice('PAYMENT_'.length)}`).join(' or ');
+      found.push({ variable: name, message: `Environment variable ${name} is the default account's, and no PaymentModule.forRoot() without an account is registered (accounts: ${accounts.join(', ')}): a named account reads ${named}` });
+      continue;
+    }
     const hint = likelyKey(name, readList);
     if (hint === '') continue;
     // a whole variable of an account not registered yet (one loaded later): renaming it would hand its setting to another account

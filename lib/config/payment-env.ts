@@ -100,6 +100,11 @@ export function paymentEnvNames(account: string = DEFAULT_PAYMENT_ACCOUNT): stri
   return (Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]).map((option) => paymentEnvName(option, account));
 }
 
+/** The default account's variables that named accounts read too, where theirs is unset (the shared settings). */
+export function sharedPaymentEnvNames(): string[] {
+  return (Object.keys(PAYMENT_ENV_VARIABLES) as PaymentEnvOptionKey[]).filter((option) => ENV_KINDS[option].shared).map((option) => paymentEnvName(option));
+}
+
 /**
  * The variables `option` of `account` is read from, for error messages: a named account's
  * shared settings fall back to the default account's variable, which may be the one set.

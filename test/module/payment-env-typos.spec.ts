@@ -25,6 +25,15 @@ describe('PAYMENT_* variables no account reads', () => {
     ]);
   });
 
+  it("with named accounts only, names the default account's own variables as read by nobody, and hints at no name nobody reads", () => {
+    expect(messages(['PAYMENT_WEBHOOK_SECRET', 'PAYMENT_CLIENT_ID', 'PAYMENT_REDIS_URL', 'PAYMENT_WEBHOK_SECRET', 'PAYMENT_EU_WEBHOOK_SECRET'], ['eu', 'us'])).toEqual([
+      "Environment variable PAYMENT_WEBHOOK_SECRET is the default account's, and no PaymentModule.forRoot() without an account is registered (accounts: eu, us): " +
+        'a named account reads PAYMENT_EU_WEBHOOK_SECRET or PAYMENT_US_WEBHOOK_SECRET',
+      "Environment variable PAYMENT_CLIENT_ID is the default account's, and no PaymentModule.forRoot() without an account is registered (accounts: eu, us): " +
+        'a named account reads PAYMENT_EU_CLIENT_ID or PAYMENT_US_CLIENT_ID',
+    ]);
+  });
+
   it('names the nearest variable, not the first within two letters', () => {
     // PAYMENT_BASE_URL is two edits away and listed first; PAYMENT_US_BASE_URL is one
     expect(messages(['PAYMENT_U_BASE_URL'], ['default', 'us'])).toEqual([
