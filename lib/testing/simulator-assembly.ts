@@ -53,7 +53,7 @@ export function assembleSimulator(options: PaymentServiceSimulatorOptions, fault
     timeoutMs: options.deliveryTimeoutMs ?? 5000,
   });
   const publisher = new SimulatorEventPublisher(state, clock, deliverer);
-  const auth = new SimulatorAuthHandler(state, clock, limiter);
+  const auth = new SimulatorAuthHandler(state, clock, limiter, options.tokenRequest);
   const subaccounts = new SimulatorSubaccountsHandler(state, publisher, auth);
   const paymentsHandler = new SimulatorPaymentsHandler(state, clock, publisher, auth, subaccounts, options);
   const payoutsHandler = new SimulatorPayoutsHandler(state, clock, publisher, auth);

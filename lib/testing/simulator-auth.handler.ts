@@ -3,7 +3,8 @@ import type { SimulatorClock } from './simulator.clock.js';
 import { SIMULATOR_TOKEN_TTL_MS } from './simulator.constants.js';
 import { SimulatorHttpError } from './simulator.errors.js';
 import type { SimulatorRateLimiter, SimulatorRateLimits } from './simulator-rate-limiter.js';
-import { readJsonObject, success, throwIfInvalid, type FieldErrors, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
+import type { PaymentTokenRequestOptions } from '../config/payment-module-options.interface.js';
+import { readFormObject, readJsonObject, success, throwIfInvalid, type FieldErrors, type SimulatorAnswer, type SimulatorRequest } from './simulator-request.js';
 import type { MerchantRecord, SimulatorState } from './simulator.state.js';
 
 /** The caller behind a valid bearer token. */
@@ -21,17 +22,22 @@ export class SimulatorAuthHandler {
     private readonly state: SimulatorState,
     private readonly clock: SimulatorClock,
     private readonly limiter: SimulatorRateLimiter,
+    /** The token call's body it takes (the simulator's `tokenRequest` option). */
+    private readonly tokenRequest: Partial<PaymentTokenRequestOptions> = {},
   ) {}
 
   issueToken(req: SimulatorRequest): SimulatorAnswer {
     this.limiter.enforce('tokenPerMinute', req.ip);
-    const body = readJsonObject(req);
+    const { clientIdField = 'client_id', clientSecretField = 'client_secret', encoding = 'json' } = this.tokenRequest;
+    const body: Record<string, unknown> = encoding === 'form' ? readFormObject(req) : readJsonObject(req);
     const errors: FieldErrors = {};
-    if (typeof body.client_id !== 'string' || !body.client_id) errors.client_id = ['The client_id field is required.'];
-    if (typeof body.client_secret !== 'string' || !body.client_secret) errors.client_secret = ['The client_secret field is required.'];
+    const clientId = body[clientIdField];
+    const clientSecret = body[clientSecretField];
+    if (typeof clientId !== 'string' || !clientId) errors[clientIdField] = [`The ${clientIdField} field is required.`];
+    if (typeof clientSecret !== 'string' || !clientSecret) errors[clientSecretField] = [`The ${clientSecretField} field is required.`];
     throwIfInvalid(errors);
-    const merchant = this.state.merchantByClientId(body.client_id as string);
-    if (!merchant || merchant.settings.clientSecret !== body.client_secret) throw new SimulatorHttpError('PAY_1004');
+    const merchant = this.state.merchantByClientId(clientId as string);
+    if (!merchant || merchant.settings.clientSecret !== clientSecret) throw new SimulatorHttpError('PAY_1004');
     if (!merchant.active) throw new SimulatorHttpError('PAY_6001');
     if (merchant.settings.mode !== req.mode) throw new SimulatorHttpError('PAY_1005');
     const token = `sim_${randomBytes(24).toString('hex')}`;

@@ -30,7 +30,7 @@ const FAULT_KINDS = ['status', 'reset', 'stall', 'rewrite', 'trickle'];
 // Every key of each input: the compiler keeps these lists complete when a field is added.
 const OPTION_KEYS: Record<keyof PaymentServiceSimulatorOptions, true> = {
   merchants: true, now: true, signatureClock: true, webhookTimeScale: true, deliveryTimeoutMs: true, rateLimits: true,
-  defaultOutcome: true, confirmationDelayMs: true, paymentSessionTtlMs: true, maxBodyBytes: true, host: true, port: true,
+  defaultOutcome: true, confirmationDelayMs: true, paymentSessionTtlMs: true, maxBodyBytes: true, host: true, port: true, tokenRequest: true,
 };
 const MERCHANT_KEYS: Record<keyof SimulatedMerchant, true> = {
   merchantId: true, clientId: true, clientSecret: true, webhookSecret: true, mode: true, webhookUrl: true,
@@ -70,6 +70,7 @@ export function assertSimulatorOptions(options: PaymentServiceSimulatorOptions):
     }
   }
   assertRateLimits(options.rateLimits);
+  assertTokenRequest(options.tokenRequest);
   if (options.defaultOutcome !== undefined && !PAYMENT_OUTCOMES.includes(options.defaultOutcome)) {
     throw new TypeError(`defaultOutcome ${JSON.stringify(options.defaultOutcome)} is unknown; known: ${PAYMENT_OUTCOMES.join(', ')}`);
   }
@@ -90,6 +91,24 @@ function assertRateLimits(limits: PaymentServiceSimulatorOptions['rateLimits']):
       const ErrorClass = typeof value === 'number' ? RangeError : TypeError;
       throw new ErrorClass(`rateLimits.${key} must be a whole number of requests per minute, at least 1 (leave it out for the spec's value)`);
     }
+  }
+}
+
+const TOKEN_REQUEST_KEYS = ['clientIdField', 'clientSecretField', 'encoding'];
+
+function assertTokenRequest(tokenRequest: PaymentServiceSimulatorOptions['tokenRequest']): void {
+  if (tokenRequest === undefined) return;
+  if (!isRecord(tokenRequest as unknown)) throw new TypeError(`PaymentServiceSimulator option 'tokenRequest' must be an object (not ${show(tokenRequest)})`);
+  for (const key of Object.keys(tokenRequest)) {
+    if (!TOKEN_REQUEST_KEYS.includes(key)) throw new TypeError(`tokenRequest.${key} is unknown${likelyKey(key, TOKEN_REQUEST_KEYS) || `; known: ${TOKEN_REQUEST_KEYS.join(', ')}`}`);
+  }
+  for (const key of ['clientIdField', 'clientSecretField'] as const) {
+    const field = tokenRequest[key];
+    if (field !== undefined && (typeof field !== 'string' || field === '')) throw new TypeError(`tokenRequest.${key} must be a non-empty string (not ${show(field)})`);
+  }
+  if (tokenRequest.clientIdField !== undefined && tokenRequest.clientIdField === tokenRequest.clientSecretField) throw new TypeError('tokenRequest.clientIdField and clientSecretField must differ');
+  if (tokenRequest.encoding !== undefined && tokenRequest.encoding !== 'json' && tokenRequest.encoding !== 'form') {
+    throw new TypeError(`tokenRequest.encoding must be 'json' or 'form' (not ${show(tokenRequest.encoding)})`);
   }
 }
 

@@ -78,6 +78,20 @@ export function readJsonObject(req: SimulatorRequest): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/**
+ * A form body (`application/x-www-form-urlencoded`) as an object, each field's first value; a
+ * body of another content type is a `PAY_4000`, as a service reading forms would answer it.
+ */
+export function readFormObject(req: SimulatorRequest): Record<string, string> {
+  const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    throw new SimulatorHttpError('PAY_4000', undefined, { body: ['The request body must be form-encoded (application/x-www-form-urlencoded).'] });
+  }
+  const fields: Record<string, string> = {};
+  for (const [key, value] of new URLSearchParams(req.raw.toString('utf8'))) if (!Object.hasOwn(fields, key)) fields[key] = value;
+  return fields;
+}
+
 /** Validation errors collected per field, thrown together as one `PAY_4000`. */
 export type FieldErrors = Record<string, string[]>;
 

@@ -1,3 +1,4 @@
+import type { PaymentTokenRequestOptions } from '../config/payment-module-options.interface.js';
 import type { SimulatorRateLimits } from './simulator-rate-limiter.js';
 
 /** Environment of a base path: `/sandbox/api/v1` is sandbox, `/api/v1` is live. @publicApi */
@@ -132,6 +133,8 @@ export interface PaymentServiceSimulatorOptions {
    * @default undefined (sessions never expire by themselves)
    */
   paymentSessionTtlMs?: number | undefined;
+  /** The token call's body the simulator takes: give it the module's `tokenRequest`. @default { clientIdField: 'client_id', clientSecretField: 'client_secret', encoding: 'json' } */
+  tokenRequest?: Partial<PaymentTokenRequestOptions> | undefined;
   /** Largest request body accepted (413 above). @default 1048576 */
   maxBodyBytes?: number | undefined;
   /** Loopback only. @default '127.0.0.1' */

@@ -9,6 +9,16 @@ describe('PaymentGatewayService tokens (against the simulator)', () => {
   let h: ClientHarness;
   afterEach(async () => h?.close());
 
+  it("gets its tokens from a simulator given the same tokenRequest (form-encoded, renamed fields); one left at JSON is refused like a form-reading service would", async () => {
+    const tokenRequest = { clientIdField: 'username', clientSecretField: 'password', encoding: 'form' } as const;
+    h = await startClientHarness({ tokenRequest }, { tokenRequest });
+    await expect(h.client.listGateways()).resolves.toEqual(expect.any(Array));
+    expect(h.calls(TOKEN)[0]!.headers['content-type']).toBe('application/x-www-form-urlencoded');
+    await h.close();
+    h = await startClientHarness({ maxRetries: 0 }, { tokenRequest });
+    expect(await rejectionOf(h.client.listGateways())).toMatchObject({ code: 'PAY_4000', errors: { body: expect.any(Array) } });
+  });
+
   it('creates a payment: amounts sent with 8 decimals, generated idempotency key, 200 → pending false', async () => {
     h = await startClientHarness();
     const payment = await h.client.createPayment({ amount: '12.5', currency: 'USD', custom: 'order-1', country: 'BD' });
