@@ -1,11 +1,22 @@
-/** The message of anything thrown: `error.message` for an `Error`, else its text. */
+/** The message of anything thrown: `error.message` for an `Error`, else its text; without URL credentials. */
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : textOf(error);
+  return withoutUrlCredentials(error instanceof Error ? error.message : textOf(error));
 }
 
-/** `Name: message` for an `Error` (the kind of failure shows in the log line), else its text. */
+/** `Name: message` for an `Error` (the kind of failure shows in the log line), else its text; without URL credentials. */
 export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : textOf(error);
+  return withoutUrlCredentials(error instanceof Error ? `${error.name}: ${error.message}` : textOf(error));
+}
+
+/** `scheme://user:password@` of any URL (up to its last `@`: a password may hold an unescaped one). */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
+
+/**
+ * `text` with the user and password of every URL in it replaced: a driver's error (a custom
+ * store's, a Redis client's) may quote the URL it was given, which the module cannot know.
+ */
+export function withoutUrlCredentials(text: string): string {
+  return text.includes('://') ? text.replace(URL_CREDENTIALS, '$1[redacted]@') : text;
 }
 
 /**

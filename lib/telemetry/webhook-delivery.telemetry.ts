@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { type Attributes, context, INVALID_SPAN_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { paymentEnvName } from '../config/payment-env.js';
+import { withoutUrlCredentials } from '../common/error-message.util.js';
 import { redactRedisUrlIn } from '../config/redact-url.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PaymentWebhookHttpException } from '../webhooks/payment-webhook-http.exception.js';
@@ -75,7 +76,8 @@ export class WebhookDeliveryTelemetry {
     redisUrls: ReadonlyArray<string | undefined> = [],
   ) {
     const urls = [...new Set(redisUrls.filter((url): url is string => !!url))];
-    this.#redact = (text) => urls.reduce((out, url) => redactRedisUrlIn(out, url), text);
+    // the account's own URLs first (their passwords wherever quoted), then any URL's credentials (a custom store's)
+    this.#redact = (text) => withoutUrlCredentials(urls.reduce((out, url) => redactRedisUrlIn(out, url), text));
   }
 
   /** The tracer when the host registered a TracerProvider; `undefined` means: do not trace. */
