@@ -18,6 +18,9 @@ export interface TrackedWebhookClaim {
   renewing: boolean;
   /** The handlers finished; their completion is being retried (the claim is still renewed). */
   completing?: boolean;
+  /** Renewals failed in a row (the store unreachable), and whether the lease lapsed meanwhile: each said once. */
+  failedRenewals?: number;
+  lapsed?: boolean;
 }
 
 /**
@@ -29,8 +32,9 @@ export interface TrackedWebhookClaim {
  *
  * - A renewal the store refuses (the claim was lost) stops renewing that claim.
  * - A renewal that fails (store time-out), or does not answer within a third of the lease (a
- *   custom store that hangs), is tried again a sixth of a lease later, for as long as the
- *   lease has not lapsed; once it has, another delivery may take the event.
+ *   custom store that hangs), is tried again a sixth of a lease later, also once the lease has
+ *   lapsed (another delivery may take the event then): the first renewal the store answers takes
+ *   the free key back, so an outage longer than the lease does not hand the event to a copy.
  * - Renewal stops after `maxRenewalMs`, so a hung handler cannot block its event for good.
  *
  * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked;
@@ -155,6 +159,11 @@ export class WebhookLeaseRenewer {
         if (renewed) {
           claim.renewedAt = sentAt;
           claim.nextAttemptAt = sentAt + this.renewEveryMs;
+          if (claim.failedRenewals !== undefined && this.claims.has(claim)) {
+            this.logger.log(`The claim of webhook event "${claim.key}" is renewed again, after ${claim.failedRenewals} failed attempt(s)`);
+            claim.failedRenewals = undefined;
+            claim.lapsed = undefined;
+          }
         } else if (this.claims.delete(claim)) {
           this.logger.warn(`The claim of webhook event "${claim.key}" was lost while its handlers ran`);
         }
@@ -162,12 +171,18 @@ export class WebhookLeaseRenewer {
       (error: unknown) => {
         claim.renewing = false;
         if (!this.claims.has(claim)) return;
+        // Past the lease it is tried again all the same: while the store was unreachable nobody could
+        // claim the event, and the first renewal it answers takes the free key back (a copy then gets
+        // 409) or finds another holder (lost). Said when renewals start failing and when the lease lapses.
         const lapsed = this.now() >= claim.renewedAt + this.leaseMs;
-        if (lapsed) this.claims.delete(claim);
-        this.logger.warn(
-          `Could not renew the claim of webhook event "${claim.key}" (${describeError(error)}); ` +
-            (lapsed ? 'its lease has lapsed, so another delivery may run it again' : 'retrying'),
-        );
+        claim.failedRenewals = (claim.failedRenewals ?? 0) + 1;
+        if (claim.failedRenewals === 1 || (lapsed && claim.lapsed !== true)) {
+          this.logger.warn(
+            `Could not renew the claim of webhook event "${claim.key}" (${describeError(error)}); ` +
+              (lapsed ? 'its lease has lapsed, so another delivery may run it again; still trying to take it back' : 'retrying'),
+          );
+        }
+        if (lapsed) claim.lapsed = true;
         // at the next tick: a renewal given up after a third of the lease still has time
         claim.nextAttemptAt = this.now() + this.renewEveryMs;
       },

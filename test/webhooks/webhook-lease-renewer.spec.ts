@@ -141,15 +141,22 @@ describe('WebhookLeaseRenewer', () => {
     renewer.close();
   });
 
-  it('gives up once the lease has lapsed without a successful renewal, and says so', async () => {
+  it('keeps trying once the lease has lapsed (an outage longer than the lease), says so once, and takes the free key back when the store answers', async () => {
     const store = new FlakyExtendStore();
     const logger = new CollectingLogger();
     const renewer = new WebhookLeaseRenewer(store, LEASE_MS, 60_000, logger);
-    store.failExtends = 1_000;
-    renewer.track('evt_3', await claimed(store, 'evt_3'));
-    await sleep(LEASE_MS * 3);
-    expect(renewer.size).toBe(0);
-    expect(logger.messages().some((l) => l.includes('its lease has lapsed'))).toBe(true);
+    store.failExtends = 20; // about three leases of failed renewals, a sixth of a lease apart
+    const tracked = renewer.track('evt_3', await claimed(store, 'evt_3'));
+    await sleep(LEASE_MS * 2);
+    expect(renewer.size).toBe(1);
+    const failures = logger.messages('warn').filter((l) => l.includes('Could not renew'));
+    expect(failures).toHaveLength(2); // when the renewals start failing, and when the lease lapses: not at every retry
+    expect(failures[1]).toContain('its lease has lapsed, so another delivery may run it again; still trying to take it back');
+    await sleep(LEASE_MS * 2);
+    // the store answers again: the key, free since the lease lapsed, is taken back and a copy is held off
+    await expect(store.claim('evt_3', LEASE_MS)).resolves.toEqual({ outcome: 'in-flight' });
+    expect(logger.messages('log').some((l) => /claim of webhook event "evt_3" is renewed again, after 20 failed attempt/.test(l))).toBe(true);
+    renewer.untrack(tracked);
     renewer.close();
   });
 
