@@ -10,6 +10,8 @@ import {
   type OnModuleDestroy,
   Optional,
 } from '@nestjs/common';
+import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import { Reflector } from '@nestjs/core';
 import { lastValueFrom, Observable } from 'rxjs';
 import { describeError } from '../common/error-message.util.js';
@@ -24,7 +26,13 @@ import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
-import { accountDeduplicationSettings, DEFAULT_COMPLETE_ATTEMPTS, DEFAULT_MAX_LEASE_RENEWAL_MS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
+import {
+  accountDeduplicationSettings,
+  DEFAULT_COMPLETE_ATTEMPTS,
+  DEFAULT_MAX_LEASE_RENEWAL_MS,
+  type WebhookDeduplicationSettings,
+  WorkOutcomeUnknown,
+} from './webhook-deduplication.settings.js';
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
@@ -37,6 +45,8 @@ interface RouteSettings {
   own: WebhookIdempotencyOptions | undefined;
   /** `Controller.method`, for the logs of a route that cannot work. */
   route: string;
+  /** The handler answers through `@Res()` or `@Next()` itself: Nest would send no duplicate answer the interceptor returns. */
+  answersByItself: boolean;
 }
 
 /** Where and how a named account's events are claimed on a route (see `claimsFor`). */
@@ -180,7 +190,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs, (this.options as ModuleWebhookIdempotencyDefaults).minRetentionMs);
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
       if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
-      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route });
+      const answersByItself = routeAnswersByItself(controller, handler);
+      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route, answersByItself });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
     }
@@ -205,6 +216,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
 
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     const settings = this.settingsFor(context);
+    // every copy of a handled event would wait for an answer that never comes, until the sender gives the event up
+    if (settings.answersByItself) throw routeMisconfigured(this.logger, RESPONSE_HANDLED_FIX, settings.route);
     const request = context.switchToHttp().getRequest();
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
@@ -262,12 +275,38 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
         // retry it, so it is recorded as handled (released, every copy would run it again)
         const status = error.getStatus();
         if (status >= 200 && status < 300) return new ThrownAnswer(error);
-        throw error;
+        if (status !== 408 && status !== 504) throw error;
       }
-      this.logger.error(`Handler of ${route} failed for key "${id}" (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
+      if (isTimeout(error)) {
+        // an interceptor inside this one gave up on the handler, which may still run: released, a copy would run it beside it
+        this.logger.error(`${route} timed out for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
+        throw new WorkOutcomeUnknown(error instanceof HttpException ? error : new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error })));
+      }
+      this.logger.error(`Handler of ${route} failed for key ${JSON.stringify(id)} (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }
   }
+}
+
+const TIMEOUT_INSIDE_FIX =
+  'the handler may still be running, so its claim is kept until its lease lapses (a copy meanwhile gets 409; one after it runs the handler again). ' +
+  'List PaymentWebhookIdempotencyInterceptor inside your timeout (after it in @UseInterceptors, or on the method when the timeout is on the class) so the timeout ends the request and the claim follows the handler';
+
+/** A timeout's error: rxjs `timeout()`'s own, or the 408/504 an interceptor maps it to. */
+function isTimeout(error: unknown): boolean {
+  if (error instanceof HttpException) return error.getStatus() === 408 || error.getStatus() === 504;
+  return error instanceof Error && error.name === 'TimeoutError';
+}
+
+const RESPONSE_HANDLED_FIX =
+  'the handler takes @Res() (or @Next()) without passthrough, so Nest sends nothing the interceptor returns and every copy of a handled event ' +
+  'would wait for an answer: use @Res({ passthrough: true }) and return the body';
+
+/** Whether the handler answers through `@Res()`/`@Next()` itself (Nest's own test: such a parameter, and no `passthrough`). */
+function routeAnswersByItself(controller: object, handler: { name: string }): boolean {
+  const args: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler.name) ?? {};
+  const handled = Object.keys(args).some((key) => key.startsWith(`${RouteParamtypes.RESPONSE}:`) || key.startsWith(`${RouteParamtypes.NEXT}:`));
+  return handled && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler.name) !== true;
 }
 
 /** A 2xx `HttpException` a handler threw: completed like a returned value, then thrown as the answer. */

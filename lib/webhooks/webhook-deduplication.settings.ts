@@ -36,3 +36,12 @@ export function accountDeduplicationSettings(options: {
     maxLeaseRenewalMs: DEFAULT_MAX_LEASE_RENEWAL_MS,
   };
 }
+
+/**
+ * Thrown by work that ended while what it started may still run (a timeout inside the idempotency
+ * interceptor cut the handler's observable, not the handler): its claim is neither released (a copy
+ * would run it beside the first) nor completed (it may yet fail), and lapses with its lease.
+ */
+export class WorkOutcomeUnknown {
+  constructor(readonly error: unknown) {}
+}

@@ -7,7 +7,7 @@ import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { PaymentWebhookHttpException, storeUnavailable } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError } from './payment-webhook.errors.js';
-import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
+import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings, WorkOutcomeUnknown } from './webhook-deduplication.settings.js';
 import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
 import { type TrackedWebhookClaim, WebhookLeaseRenewer } from './webhook-lease-renewer.js';
 
@@ -105,6 +105,7 @@ export class WebhookDeduplicator {
         result = await work(arg as A);
       } catch (error) {
         renewer.untrack(tracked);
+        if (error instanceof WorkOutcomeUnknown) throw error.error; // the claim lapses with its lease
         throw this.noteUnreleased(error, key, await this.releaseQuietly(key, claim.claimToken, settings.completeTimeoutMs));
       }
       // the claim is renewed until its completion is recorded: retried through a store outage,

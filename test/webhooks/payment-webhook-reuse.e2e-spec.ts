@@ -1,5 +1,21 @@
 import 'reflect-metadata';
-import { BadRequestException, Body, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  type CallHandler,
+  Controller,
+  type ExecutionContext,
+  HttpCode,
+  Injectable,
+  type NestInterceptor,
+  Post,
+  Req,
+  RequestTimeoutException,
+  Res,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import { catchError, type Observable, throwError, timeout } from 'rxjs';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
@@ -89,12 +105,53 @@ class MisassembledController {
     return { ok: true };
   }
 
+  // answers through @Res() itself: Nest sends nothing the interceptor returns, so every duplicate hung without an answer
+  @Post('own-response')
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  ownResponse(@Res() res: { status(code: number): { json(body: unknown): void }; code?: unknown; send?: unknown }) {
+    effects.push('own-response');
+    // Express's response, or Fastify's reply
+    if (typeof res.code === 'function' && typeof res.send === 'function') (res as unknown as { code(c: number): { send(b: unknown): void } }).code(200).send({ ok: true });
+    else res.status(200).json({ ok: true });
+  }
+
   // the envelope guard alone never reads bytes nobody verified
   @Post('envelope-without-signature')
   @HttpCode(200)
   @UseGuards(PaymentWebhookEnvelopeGuard)
   envelopeAlone() {
     effects.push('envelope-alone');
+    return { ok: true };
+  }
+}
+
+/** A host's timeout: rxjs `timeout()` mapped to a 408, as the common recipe writes it. */
+@Injectable()
+class TimeoutInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      timeout(150),
+      catchError((error: unknown) => throwError(() => (error instanceof Error && error.name === 'TimeoutError' ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+let releaseSlow: () => void = () => undefined;
+let slowRuns = 0;
+
+// The timeout inside the idempotency interceptor (listed after it): it ends the request while the handler still runs.
+@Controller('slow')
+class SlowCallbackController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor, TimeoutInterceptor)
+  async callback(): Promise<{ ok: true }> {
+    slowRuns++;
+    await new Promise<void>((resolve) => (releaseSlow = resolve));
     return { ok: true };
   }
 }
@@ -125,8 +182,8 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController],
-      extraProviders: [VaultSecretGuard],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController],
+      extraProviders: [VaultSecretGuard, TimeoutInterceptor],
     });
   });
   afterAll(async () => {
@@ -155,6 +212,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await postWebhook(w.url, event, { path: 'mistakes/body-instead-of-request' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'object-1' }, { path: 'mistakes/object-key' })).toMatchObject(misconfigured);
     expect(logger.messages('error')).toContainEqual(expect.stringMatching(/^PaymentWebhookReceiver\.receive\(\) was given no HTTP request/));
+    for (let i = 0; i < 2; i++) expect(await postWebhook(w.url, { id: 'own-1' }, { path: 'mistakes/own-response' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'short-1' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'short-2' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(effects).toEqual([]);
@@ -164,10 +222,23 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(fixes).toEqual([
       expect.stringMatching(/^MisassembledController\.envelopeAlone: PaymentWebhookEnvelopeGuard found no verified body/),
       expect.stringMatching(/^MisassembledController\.objectKey: the @WebhookIdempotencyKey function returned neither a string nor a whole number/),
+      expect.stringMatching(/^MisassembledController\.ownResponse: the handler takes @Res\(\) \(or @Next\(\)\) without passthrough/),
       expect.stringMatching(/^MisassembledController\.shortRetention: the idempotency retentionMs \(1000\) must be at least twice/),
       expect.stringMatching(/^MisassembledController\.stacked: PaymentWebhookReceiver verifies and deduplicates by itself/),
       expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
     ]);
+  });
+
+  it('a timeout inside the interceptor ends the request, not the handler: the claim is kept, so a copy meanwhile gets 409 and the handler runs once', async () => {
+    slowRuns = 0;
+    const id = `slow-${adapter}`;
+    const path = 'slow/callback';
+    expect(await postWebhook(w.url, { id }, { path })).toMatchObject({ status: 408 });
+    // the handler is still running: was released at the 408, and the copy ran it a second time beside it
+    expect(await postWebhook(w.url, { id }, { path })).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    expect(slowRuns).toBe(1);
+    releaseSlow();
+    expect(logger.messages('error')).toContainEqual(expect.stringContaining('SlowCallbackController.callback timed out for key'));
   });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
