@@ -116,7 +116,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
    */
   async getPaymentStatus(trxId: string, options?: PaymentCallOptions): Promise<PaymentStatusResult> {
     const check = new InputChecker(this.options.account);
-    check.identifier('trxId', trxId);
+    check.identifier('trxId', trxId, false); // a query value, not a path segment
     const signal = check.callOptions(options);
     check.throwIfInvalid('getPaymentStatus');
     const { endpoints } = this.options;

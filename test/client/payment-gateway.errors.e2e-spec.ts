@@ -157,6 +157,9 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
       expect(error.clientSide).not.toBe(true);
     });
     expect((h.calls('/payment/create')[2]?.body as { splits?: Array<{ subaccount_id?: string }> }).splits?.[0]?.subaccount_id).toBe('team/a');
+    // the status call names the payment in its query: a trxId with a slash is asked for (reconciliation of its events too)
+    await expect(h.client.getPaymentStatus('trx/2026\\7')).rejects.toMatchObject({ code: 'PAY_2001', httpStatus: 404 });
+    expect(h.calls('/payment/status').at(-1)?.query).toEqual({ trx_id: 'trx/2026\\7' });
   });
 
   it('money inputs that would change what is sent are refused, not dropped or overwritten: nothing sent', async () => {
