@@ -56,6 +56,24 @@ export class PaymentEventExplorer implements OnModuleInit {
       this.logger.log(`${this.registry.size} @OnPaymentEvent handler(s) registered`);
       this.warnAccountsWithoutSecret();
     }
+    this.warnRoutesWithoutHandlers();
+  }
+
+  /**
+   * An account whose route takes webhooks (and whose handlers would run in this process) without a
+   * single handler for it: its events are answered 2xx and dropped, which the service never retries.
+   * Most often the handlers' provider is missing from every module's `providers`.
+   */
+  private warnRoutesWithoutHandlers(): void {
+    for (const name of this.accounts?.names() ?? []) {
+      const { options, webhookPath } = this.accounts!.require(name);
+      if (webhookPath === undefined || (options.processing === 'queue' && !options.queueWorker)) continue;
+      if (this.registry.list().some((handler) => handler.bindings.some((b) => b.account === undefined || b.account === name))) continue;
+      this.logger.warn(
+        `Account '${name}' receives webhooks on /${webhookPath} but no @OnPaymentEvent handler was found for it: its events are ` +
+          "answered 2xx and dropped, unless a listener on the app's EventEmitter2 hears them. Is the handlers' provider in a module's providers?",
+      );
+    }
   }
 
   /**

@@ -159,6 +159,7 @@ const RAW_BODY_FIX_MESSAGE =
   'Create the application with the raw body kept: ' +
   'NestFactory.create(AppModule, { rawBody: true }) on Express, or ' +
   'NestFactory.create<NestFastifyApplication>(AppModule, new FastifyAdapter(), { rawBody: true }) on Fastify ' +
+  '(in a test: moduleRef.createNestApplication({ rawBody: true }), or createNestApplication(new FastifyAdapter(), { rawBody: true })) ' +
   '(and keep the default JSON body parser, or pass rawBody: true to app.useBodyParser).';
 
 /** The app was created without `rawBody: true` (500, so it is noticed and the service retries). */

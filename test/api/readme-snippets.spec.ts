@@ -37,6 +37,7 @@ const NOT_INSTALLED = new Set(['@opentelemetry/exporter-prometheus']);
 /** Names of the reader's own application the examples use, declared for them. */
 const APP_NAMES: Record<string, string> = {
   AppModule: 'declare class AppModule {}',
+  CheckoutService: 'declare class CheckoutService {}',
   AdminGuard: 'declare class AdminGuard {}',
   OrdersService: 'declare class OrdersService { markPaid(orderId: string, trxId?: string, amount?: string): Promise<void>; }',
   AlertsService: 'declare class AlertsService { page(text: string): void; }',

@@ -1,5 +1,7 @@
 import 'reflect-metadata';
-import { Body, ConsoleLogger, Controller, ForbiddenException, HttpCode, Injectable, Post } from '@nestjs/common';
+import { Body, ConsoleLogger, Controller, ForbiddenException, HttpCode, Injectable, Module, Post, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { PaymentModule } from '../../lib/payment.module.js';
 import type { FastifyInstance } from 'fastify';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
@@ -14,7 +16,7 @@ import { counterPoints, disableOtelGlobals, registerTestOtel, telemetryTexts, ty
 import { startRedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
-import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
+import { ADAPTERS, envelope, PerAccountWebhookController, postWebhook, RecordingHandlers, startWebhookApp, WEBHOOK_SECRET, type WebhookApp } from '../support/webhooks-app.js';
 
 /** A host route that hands the receiver its parsed body instead of the request. */
 @Controller('body-hook')
@@ -122,6 +124,35 @@ describe('webhook delivery log lines', () => {
     const quiet = new CollectingLogger();
     w = await startWebhookApp({ adapter: 'express', logger: quiet });
     expect(quiet.lines.filter((l) => l.message.includes('no webhook secret'))).toEqual([]);
+  });
+
+  it("a route without any handler for its account: one warning at boot (its events would be answered 2xx and dropped)", async () => {
+    @Injectable()
+    class EuOnlyHandlers {
+      @OnPaymentEvent('payment.succeeded', { account: 'eu' })
+      onEuPaid(): void {}
+    }
+    const boot = async (providers: Array<Type<unknown>>) => {
+      const logger = new CollectingLogger();
+      @Module({
+        imports: [
+          PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: 'whsec_default' }),
+          PaymentModule.forRoot({ account: 'eu', baseUrl: 'http://127.0.0.1:9', webhookSecret: 'whsec_eu' }),
+        ],
+        providers,
+      })
+      class NoHandlersModule {}
+      const app = await NestFactory.create(NoHandlersModule, { rawBody: true, logger });
+      await app.init();
+      await app.close();
+      return logger.lines.filter((l) => l.level === 'warn' && l.message.includes('no @OnPaymentEvent handler was found')).map((l) => l.message);
+    };
+    const missing = (account: string, path: string) =>
+      `Account '${account}' receives webhooks on /${path} but no @OnPaymentEvent handler was found for it: its events are answered 2xx and dropped, ` +
+      "unless a listener on the app's EventEmitter2 hears them. Is the handlers' provider in a module's providers?";
+    expect(await boot([])).toEqual([missing('default', 'payments/webhook'), missing('eu', 'payments/eu/webhook')]);
+    expect(await boot([EuOnlyHandlers])).toEqual([missing('default', 'payments/webhook')]);
+    expect(await boot([EuOnlyHandlers, RecordingHandlers])).toEqual([]);
   });
 
   it('a host route without a webhook secret answers 500 and says so once at error, then at debug', async () => {
