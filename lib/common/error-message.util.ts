@@ -8,8 +8,12 @@ export function describeError(error: unknown): string {
   return withoutUrlCredentials(error instanceof Error ? `${error.name}: ${error.message}` : textOf(error));
 }
 
-/** `scheme://user:password@` of any URL (up to its last `@`: a password may hold an unescaped one). */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
+/**
+ * `scheme://user:password@` of any URL (up to its last `@`: a password may hold an unescaped one).
+ * Bounded: a scheme starts no run of scheme characters midway and is at most 32 long, user info at
+ * most 512, so a long text (a handler's error) is scanned in linear time.
+ */
+const URL_CREDENTIALS = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#]{0,512}@/gi;
 
 /**
  * `text` with the user and password of every URL in it replaced: a driver's error (a custom

@@ -81,7 +81,7 @@ export function givenValue(key: string, options: Record<string, unknown>): strin
     if (URL_SCHEME.test(value.trimStart()) || value.includes('@')) return ' (given: a URL or credentials, not repeated)';
     // the Redis URLs' passwords too: a short one is no part of the URL an 8-character value is looked for in
     const given = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string');
-    const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k]) : []));
+    const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k], 1) : []));
     const secrets = [...given, ...passwords].filter((v) => v.length > 0);
     const holds = (secret: string) => value === secret || (secret.length >= 4 && value.includes(secret)) || (value.length >= 8 && secret.includes(value));
     if (secrets.some(holds)) return ' (given: a value of a secret option)';

@@ -103,8 +103,8 @@ export function redisErrorDescriber(url: string): (error: unknown) => string {
   return (error) => redactRedisUrlIn(errorMessage(error), url);
 }
 
-/** The password and credential query values of a Redis URL, raw and percent-decoded (3 characters or more). */
-export function redisUrlSecrets(url: string): string[] {
+/** The password and credential query values of a Redis URL, raw and percent-decoded (of `minLength` characters or more). */
+export function redisUrlSecrets(url: string, minLength = 3): string[] {
   const secrets = new Set<string>();
   try {
     const parsed = new URL(url);
@@ -121,6 +121,6 @@ export function redisUrlSecrets(url: string): string[] {
   } catch {
     // unparsable: the whole URL was already replaced
   }
-  // very short values would blank out unrelated text
-  return [...secrets].filter((s) => s.length >= 3);
+  // very short values would blank out unrelated text (where they are removed from it)
+  return [...secrets].filter((s) => s.length >= minLength);
 }

@@ -10,8 +10,6 @@ import {
   type OnModuleDestroy,
   Optional,
 } from '@nestjs/common';
-import { RESPONSE_PASSTHROUGH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import { Reflector } from '@nestjs/core';
 import { lastValueFrom, Observable } from 'rxjs';
 import { describeError } from '../common/error-message.util.js';
@@ -36,6 +34,7 @@ import {
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
+import { isTimeoutError, RESPONSE_HANDLED_FIX, routeAnswersByItself, runsInterceptorsInside, TIMEOUT_INSIDE_FIX } from './webhook-idempotency-route.js';
 
 interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
@@ -47,6 +46,8 @@ interface RouteSettings {
   route: string;
   /** The handler answers through `@Res()` or `@Next()` itself: Nest would send no duplicate answer the interceptor returns. */
   answersByItself: boolean;
+  /** Another interceptor runs inside this one (between it and the handler): a timeout there may leave the handler running. */
+  wrapsInterceptors: boolean;
 }
 
 /** Where and how a named account's events are claimed on a route (see `claimsFor`). */
@@ -191,7 +192,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
       if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
       const answersByItself = routeAnswersByItself(controller, handler);
-      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route, answersByItself });
+      const wrapsInterceptors = runsInterceptorsInside(this, controller, handler);
+      settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route, answersByItself, wrapsInterceptors });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
     }
@@ -239,7 +241,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const result = await deduplicator.run(key, dedupe, () => {
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
-      return this.handle(next, id, settings.route);
+      return this.handle(next, id, settings);
     });
     if (result === ALREADY_PROCESSED) return settings.duplicateResponse(request);
     if (result instanceof ThrownAnswer) throw result.exception; // its completion is recorded
@@ -266,47 +268,27 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
    * receives), logged here since Nest's default handler does not log an `HttpException`; an
    * `HttpException` the handler threw keeps its own status and body.
    */
-  private async handle(next: CallHandler, id: string, route: string): Promise<unknown> {
+  private async handle(next: CallHandler, id: string, { route, wrapsInterceptors }: RouteSettings): Promise<unknown> {
     try {
       return await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (error) {
+      // an interceptor inside this one may have given up on a handler still running: released, a copy would
+      // run it beside it (innermost, a timeout is the handler's own, its upstream call's: released as any failure)
+      if (wrapsInterceptors && isTimeoutError(error)) {
+        this.logger.error(`${route} timed out for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
+        throw new WorkOutcomeUnknown(error instanceof HttpException ? error : new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error })));
+      }
       if (error instanceof HttpException) {
         // a 2xx thrown is the handler's answer that it took the delivery: the sender will not
         // retry it, so it is recorded as handled (released, every copy would run it again)
         const status = error.getStatus();
         if (status >= 200 && status < 300) return new ThrownAnswer(error);
-        if (status !== 408 && status !== 504) throw error;
-      }
-      if (isTimeout(error)) {
-        // an interceptor inside this one gave up on the handler, which may still run: released, a copy would run it beside it
-        this.logger.error(`${route} timed out for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
-        throw new WorkOutcomeUnknown(error instanceof HttpException ? error : new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error })));
+        throw error;
       }
       this.logger.error(`Handler of ${route} failed for key ${JSON.stringify(id)} (its claim is released): ${describeError(error)}`, (error as Error)?.stack);
       throw new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error }));
     }
   }
-}
-
-const TIMEOUT_INSIDE_FIX =
-  'the handler may still be running, so its claim is kept until its lease lapses (a copy meanwhile gets 409; one after it runs the handler again). ' +
-  'List PaymentWebhookIdempotencyInterceptor inside your timeout (after it in @UseInterceptors, or on the method when the timeout is on the class) so the timeout ends the request and the claim follows the handler';
-
-/** A timeout's error: rxjs `timeout()`'s own, or the 408/504 an interceptor maps it to. */
-function isTimeout(error: unknown): boolean {
-  if (error instanceof HttpException) return error.getStatus() === 408 || error.getStatus() === 504;
-  return error instanceof Error && error.name === 'TimeoutError';
-}
-
-const RESPONSE_HANDLED_FIX =
-  'the handler takes @Res() (or @Next()) without passthrough, so Nest sends nothing the interceptor returns and every copy of a handled event ' +
-  'would wait for an answer: use @Res({ passthrough: true }) and return the body';
-
-/** Whether the handler answers through `@Res()`/`@Next()` itself (Nest's own test: such a parameter, and no `passthrough`). */
-function routeAnswersByItself(controller: object, handler: { name: string }): boolean {
-  const args: Record<string, unknown> = Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler.name) ?? {};
-  const handled = Object.keys(args).some((key) => key.startsWith(`${RouteParamtypes.RESPONSE}:`) || key.startsWith(`${RouteParamtypes.NEXT}:`));
-  return handled && Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler.name) !== true;
 }
 
 /** A 2xx `HttpException` a handler threw: completed like a returned value, then thrown as the answer. */

@@ -273,7 +273,7 @@ describe('resolvePaymentOptions', () => {
   });
 
   it("never repeats a Redis URL's password read into another key, however short (it is no 8-character part of the URL)", () => {
-    for (const password of ['pw12345', 'pa5s']) {
+    for (const password of ['pw12345', 'pa5s', 'pw', 'q']) {
       const vars = { PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_REDIS_URL: `redis://:${password}@h:6379`, PAYMENT_REDIS_TIMEOUT_MS: password, PAYMENT_ENVIRONMENT: password };
       const error = captureError(() => resolvePaymentOptions({}, readPaymentEnv((name) => (vars as Record<string, string>)[name])));
       expect(error.message).not.toContain(password);

@@ -5,6 +5,7 @@ import {
   type CallHandler,
   Controller,
   type ExecutionContext,
+  GatewayTimeoutException,
   HttpCode,
   Injectable,
   type NestInterceptor,
@@ -156,6 +157,24 @@ class SlowCallbackController {
   }
 }
 
+let upstreamTimeouts = 0;
+const upstreamRuns: string[] = [];
+
+// The idempotency interceptor innermost: a 504 is the handler's own (its upstream call timed out), released like any failure.
+@Controller('upstream')
+class UpstreamCallbackController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(TimeoutInterceptor, PaymentWebhookIdempotencyInterceptor)
+  callback(@Req() req: { body: { id: string } }): { ok: true } {
+    upstreamRuns.push(req.body.id);
+    if (upstreamTimeouts-- > 0) throw new GatewayTimeoutException('the partner API timed out');
+    return { ok: true };
+  }
+}
+
 // The guard's hooks are protected so a host can change one step: here the secret comes from elsewhere.
 @Injectable()
 class VaultSecretGuard extends PaymentWebhookSignatureGuard {
@@ -182,7 +201,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController],
       extraProviders: [VaultSecretGuard, TimeoutInterceptor],
     });
   });
@@ -239,6 +258,15 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(slowRuns).toBe(1);
     releaseSlow();
     expect(logger.messages('error')).toContainEqual(expect.stringContaining('SlowCallbackController.callback timed out for key'));
+  });
+
+  it("a handler's own 504 (its upstream call timed out) releases the key, the interceptor being innermost: the retry runs it", async () => {
+    upstreamRuns.length = 0;
+    upstreamTimeouts = 1;
+    const id = `upstream-${adapter}`;
+    expect(await postWebhook(w.url, { id }, { path: 'upstream/callback' })).toMatchObject({ status: 504 });
+    expect(await postWebhook(w.url, { id }, { path: 'upstream/callback' })).toMatchObject({ status: 200, json: { ok: true } });
+    expect(upstreamRuns).toEqual([id, id]);
   });
 
   it('runs the handler once per key and answers duplicates with the configured body', async () => {
