@@ -33,8 +33,10 @@ export interface TrackedWebhookClaim {
  * - A renewal the store refuses (the claim was lost) stops renewing that claim.
  * - A renewal that fails (store time-out), or does not answer within a third of the lease (a
  *   custom store that hangs), is tried again a sixth of a lease later, also once the lease has
- *   lapsed (another delivery may take the event then): the first renewal the store answers takes
- *   the free key back, so an outage longer than the lease does not hand the event to a copy.
+ *   lapsed: when the store itself was down nobody could claim the event meanwhile, and the first
+ *   renewal it answers takes the free key back. When only this process was cut off from a store
+ *   others still reached, one of them may have claimed the event after the lease: the renewal then
+ *   finds it held (lost, said at `error`). Size the lease above the longest partition to expect.
  * - Renewal stops after `maxRenewalMs`, so a hung handler cannot block its event for good.
  *
  * Does nothing for stores without `extend`. The timer is unref'd and stops when no claim is tracked;
@@ -165,15 +167,16 @@ export class WebhookLeaseRenewer {
             claim.lapsed = undefined;
           }
         } else if (this.claims.delete(claim)) {
-          this.logger.warn(`The claim of webhook event "${claim.key}" was lost while its handlers ran`);
+          // another delivery or worker claimed it after the lease lapsed: it may run the handlers beside these
+          this.logger.error(`The claim of webhook event "${claim.key}" was lost while its handlers ran: another delivery may run them a second time`);
         }
       },
       (error: unknown) => {
         claim.renewing = false;
         if (!this.claims.has(claim)) return;
-        // Past the lease it is tried again all the same: while the store was unreachable nobody could
-        // claim the event, and the first renewal it answers takes the free key back (a copy then gets
-        // 409) or finds another holder (lost). Said when renewals start failing and when the lease lapses.
+        // Past the lease it is tried again all the same: if the store itself was down nobody could claim
+        // the event, and the first renewal it answers takes the free key back (a copy then gets 409);
+        // else it finds another holder (lost). Said when renewals start failing and when the lease lapses.
         const lapsed = this.now() >= claim.renewedAt + this.leaseMs;
         claim.failedRenewals = (claim.failedRenewals ?? 0) + 1;
         if (claim.failedRenewals === 1 || (lapsed && claim.lapsed !== true)) {
