@@ -175,24 +175,16 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
       const path = modulePath === '' ? this.route.path : `${modulePath}/${this.route.path}`;
       // Nest mapped the routes before any onModuleInit: the prefix and versioning it used are set
       const versioning = config.getVersioning();
+      const paths = webhookRoutePaths(path, version, { globalPrefix: config.getGlobalPrefix(), exclude: config.getGlobalPrefixOptions().exclude, versioning });
       this.accounts.registerServedWebhookRoute(this.options.account, {
-        paths: webhookRoutePaths(path, version, { globalPrefix: config.getGlobalPrefix(), exclude: config.getGlobalPrefixOptions().exclude, versioning }),
+        paths,
         // a URI version is in the paths; header, media type and custom versioning tell routes of one path apart
         versions: versioning === undefined || versioning.type === VersioningType.URI ? undefined : versionTexts(version),
       });
-      installWebhookBodyErrorHandler(
-        adapter,
-        () =>
-          webhookRoutePaths(path, version, {
-            globalPrefix: config.getGlobalPrefix(),
-            exclude: config.getGlobalPrefixOptions().exclude,
-            versioning: config.getVersioning(),
-          }),
-        {
-          onRefused: (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
-          routeRefusal: (request) => this.webhooks.verificationRefusal(request),
-        },
-      );
+      installWebhookBodyErrorHandler(adapter, paths, {
+        onRefused: (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
+        routeRefusal: (request) => this.webhooks.verificationRefusal(request),
+      });
     }
   }
 

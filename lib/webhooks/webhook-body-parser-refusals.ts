@@ -149,23 +149,23 @@ function routeAnswerOf(request: PaymentWebhookRequest, hooks: WebhookBodyRefusal
 
 /**
  * Installs the adapter-level error shaping for the webhook route (Express or Fastify; others
- * untouched). `routePaths` gives the paths Nest serves it at, read per request: a host sets its
- * global prefix and versioning after the module was built.
+ * untouched). `routePaths`: the paths Nest serves it at (`webhookRoutePaths`, read at init, once
+ * the host's global prefix and versioning are set and the routes mapped).
  */
-export function installWebhookBodyErrorHandler(adapter: HttpServer, routePaths: () => readonly string[], hooks: WebhookBodyRefusalHooks = {}): void {
+export function installWebhookBodyErrorHandler(adapter: HttpServer, routePaths: readonly string[], hooks: WebhookBodyRefusalHooks = {}): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   if (type === 'express') {
     // The router's own flags (it took `case sensitive routing` and `strict routing` from the
     // app's settings when it was created), so paths are compared as the route itself is matched.
     const app = adapter.getInstance() as { router?: { caseSensitive?: boolean; strict?: boolean } };
     const isWebhook: WebhookPathTest = (urlPath) =>
-      isWebhookPath(urlPath, routePaths(), {
+      isWebhookPath(urlPath, routePaths, {
         ignoreCase: app.router?.caseSensitive !== true,
         trailingSlash: app.router?.strict !== true,
       });
     installExpress(adapter, isWebhook, hooks);
   } else if (type === 'fastify') {
-    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, routePaths());
+    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, routePaths);
     installFastify(adapter, isWebhook, hooks);
   }
 }

@@ -1,6 +1,6 @@
 import { RequestMethod, VERSION_NEUTRAL, type VersioningOptions, VersioningType } from '@nestjs/common';
 
-/** What the app's configuration says of its routes; read per request (a host sets it after the module was built). */
+/** What the app's configuration says of its routes; read at init (a host sets it after the module was built). */
 export interface WebhookRouteSettings {
   globalPrefix: string;
   /** The compiled `exclude` entries of `setGlobalPrefix()` (Nest's `getGlobalPrefixOptions().exclude`). */
