@@ -243,7 +243,9 @@ describe('RedisWebhookEventStore', () => {
       } finally {
         Logger.overrideLogger(false);
         await server.restart();
-        client.disconnect();
+        // closed once it reconnected: a client disconnected mid-reconnect can leave the worker a socket
+        await waitFor('the client reconnected', () => client.status === 'ready');
+        await client.quit();
       }
     });
 
