@@ -188,6 +188,16 @@ export class PaymentInvalidStateError extends PaymentApiError {}
 export class PaymentPayoutError extends PaymentApiError {}
 
 /**
+ * Most fields a `PaymentValidationError`'s `errors` holds, and most messages per field: the
+ * service's answer and the client's own checks alike (an input of a million bad elements would
+ * make a message of megabytes, and scrubbing a service's answer of that size stalls the process).
+ * @internal
+ */
+export const MAX_FIELD_ERRORS = 100;
+/** @internal */
+export const MAX_MESSAGES_PER_FIELD = 10;
+
+/**
  * 4000: bad input. Also thrown before any request for input this client can check
  * itself; then `httpStatus` is undefined and nothing was sent.
  * @publicApi

@@ -1,5 +1,7 @@
 import { isRecord } from '../common/is-record.util.js';
 import {
+  MAX_FIELD_ERRORS,
+  MAX_MESSAGES_PER_FIELD,
   PaymentApiError,
   type PaymentApiErrorDetails,
   PaymentAuthenticationError,
@@ -106,10 +108,6 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     mayHaveReachedService: outcomeUnknown || ctx.httpStatus >= 500 || code === PaymentErrorCode.PAYMENT_CREATION_FAILED,
   });
 }
-
-/** Most fields of an answer's `errors` an error keeps, and most messages per field (see `readFieldErrors`). */
-export const MAX_FIELD_ERRORS = 100;
-export const MAX_MESSAGES_PER_FIELD = 10;
 
 /**
  * The answer's field errors, redacted; with `namesOnly`, the field names without their messages.

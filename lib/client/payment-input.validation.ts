@@ -1,6 +1,6 @@
 import { isRecord } from '../common/is-record.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
-import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
+import { MAX_FIELD_ERRORS, MAX_MESSAGES_PER_FIELD, PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
 import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './payment-iso-codes.js';
 
 /** Decimal places of every amount on the wire (numeric strings with 8 decimal places). */
@@ -16,12 +16,28 @@ const MAX_IDENTIFIER_LENGTH = 255;
 export class InputChecker {
   // no prototype: a misspelt field named `constructor` or `__proto__` is a field like any other
   private readonly problems: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  private fieldsWithProblems = 0;
 
   /** @param account named on the validation error, so a multi-account app knows which client refused */
   constructor(private readonly account?: string) {}
 
+  /** Records a problem; beyond `MAX_FIELD_ERRORS` fields (or `MAX_MESSAGES_PER_FIELD` of one), only that there were more. */
   add(field: string, message: string): void {
-    (this.problems[field] ??= []).push(message);
+    const messages = this.problems[field];
+    if (messages !== undefined) {
+      if (messages.length < MAX_MESSAGES_PER_FIELD) messages.push(message);
+    } else if (!this.full) {
+      this.problems[field] = [message];
+      this.fieldsWithProblems++;
+    }
+  }
+
+  /**
+   * No further field would be named: the call fails anyway, so a long input (an array of a
+   * million bad elements, or of length 2^32 - 1 with holes) need not be checked to its end.
+   */
+  get full(): boolean {
+    return this.fieldsWithProblems >= MAX_FIELD_ERRORS;
   }
 
   /** Returns the wire form of an amount, or records why it is bad. */
@@ -190,7 +206,8 @@ export class InputChecker {
   throwIfInvalid(operation: string): void {
     const fields = Object.keys(this.problems);
     if (fields.length === 0) return;
-    const summary = fields.map((f) => `${f} ${this.problems[f].join(', ')}`).join('; ');
+    let summary = fields.map((f) => `${f} ${this.problems[f].join(', ')}`).join('; ');
+    if (this.full) summary += `; (the first ${MAX_FIELD_ERRORS} fields with problems; there may be more)`;
     throw new PaymentValidationError({
       code: PaymentErrorCode.VALIDATION_FAILED,
       message: `Invalid ${operation} input (nothing was sent): ${summary}`,

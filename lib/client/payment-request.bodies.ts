@@ -48,7 +48,7 @@ export function paymentRequestBody(check: InputChecker, input: CreatePaymentInpu
     } else {
       // an index loop, not map(): map() skips holes, which JSON then sends as null
       const splits: NonNullable<WireCreatePaymentRequest['splits']> = [];
-      for (let i = 0; i < input.splits.length; i++) {
+      for (let i = 0; i < input.splits.length && !check.full; i++) {
         const split = check.inputObject(`splits[${i}]`, input.splits[i], SPLIT_INPUT_FIELDS);
         if (split === undefined) continue; // a hole or not an object: recorded, nothing is sent
         splits.push({

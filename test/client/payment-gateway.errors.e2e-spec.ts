@@ -207,6 +207,29 @@ describe('PaymentGatewayService errors (against the simulator)', () => {
     expect(h.sim.requests.find((r) => r.route === '/payment/create')?.body).toMatchObject({ toString: 'x', constructor: 'y' });
   });
 
+  it('an input with a million bad parts is refused at once, naming the first 100 fields; nothing sent', async () => {
+    h = await startClientHarness();
+    const holes: unknown[] = [];
+    holes.length = 2 ** 32 - 1; // costs nothing to make; checked to its end it ran the process out of memory
+    const started = performance.now();
+    const refusals = [
+      await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD', splits: holes as never })),
+      // made a validation message of 27 MB in 5 s
+      await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD', splits: Array.from({ length: 1_000_000 }, () => null) as never })),
+      await rejectionOf(h.client.createPayment({ amount: '1', currency: 'USD', ...Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`f${i}`, 1])) })),
+    ];
+    expect(performance.now() - started).toBeLessThan(3_000);
+    for (const error of refusals) {
+      expect(error).toBeInstanceOf(PaymentValidationError);
+      expect(error).toMatchObject({ clientSide: true });
+      expect(Object.keys((error as PaymentValidationError).errors ?? {})).toHaveLength(100);
+      expect(error.message.length).toBeLessThan(20_000);
+      expect(error.message).toMatch(/\(the first 100 fields with problems; there may be more\)$/);
+    }
+    expect(Object.keys((refusals[0] as PaymentValidationError).errors ?? {})).toEqual(Array.from({ length: 100 }, (_, i) => `splits[${i}]`));
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
   it('data JSON would not send as written (NaN, Infinity, functions, Maps, "__proto__" keys, holes) is refused, not sent as null or dropped', async () => {
     h = await startClientHarness();
     const protoKey = JSON.parse('{"__proto__":{"amount":"999"}}') as Record<string, unknown>;
