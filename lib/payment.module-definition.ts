@@ -1,4 +1,11 @@
-import { ConfigurableModuleBuilder, type ConfigurableModuleOptionsFactory, type ModuleMetadata, type Provider } from '@nestjs/common';
+import {
+  type ConfigurableModuleAsyncOptions,
+  ConfigurableModuleBuilder,
+  type ConfigurableModuleCls,
+  type ConfigurableModuleOptionsFactory,
+  type ModuleMetadata,
+  type Provider,
+} from '@nestjs/common';
 import { resolvePaymentAccountName } from './accounts/payment-account.name.js';
 import type { PaymentModuleOptions } from './config/payment-module-options.interface.js';
 import { withRedactedModuleOptions } from './config/payment-options.redaction.js';
@@ -53,11 +60,7 @@ export interface PaymentModuleExtras {
 /** The factory class of `forRootAsync({ useClass })`. @publicApi */
 export type PaymentOptionsFactory = ConfigurableModuleOptionsFactory<PaymentModuleOptions, 'createPaymentOptions'>;
 
-export const {
-  ConfigurableModuleClass: ConfigurablePaymentModule,
-  OPTIONS_TYPE: PAYMENT_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: PAYMENT_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<PaymentModuleOptions>({ optionsInjectionToken: PAYMENT_MODULE_OPTIONS })
+const built = new ConfigurableModuleBuilder<PaymentModuleOptions>({ optionsInjectionToken: PAYMENT_MODULE_OPTIONS })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createPaymentOptions')
   .setExtras<PaymentModuleExtras>(
@@ -75,6 +78,15 @@ export const {
     },
   )
   .build();
+
+// Typed by hand: an inferred type of ESM-only Nest 12 is written into the CommonJS typings as
+// `import("@nestjs/common", { with: { "resolution-mode": "import" } })`, which TypeScript < 5.3
+// cannot parse (a syntax error in our .d.ts that skipLibCheck does not hide).
+export const ConfigurablePaymentModule: ConfigurableModuleCls<PaymentModuleOptions, 'forRoot', 'createPaymentOptions', PaymentModuleExtras> =
+  built.ConfigurableModuleClass;
+export const PAYMENT_OPTIONS_TYPE: PaymentModuleOptions & Partial<PaymentModuleExtras> = built.OPTIONS_TYPE;
+export const PAYMENT_ASYNC_OPTIONS_TYPE: ConfigurableModuleAsyncOptions<PaymentModuleOptions, 'createPaymentOptions'> & Partial<PaymentModuleExtras> =
+  built.ASYNC_OPTIONS_TYPE;
 
 /**
  * The builder's class, typed without its static methods: `PaymentModule` declares its own

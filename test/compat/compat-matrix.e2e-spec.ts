@@ -5,7 +5,7 @@
 // Also: the host's own EventEmitterModule beside the package's, the Redis store from a packed
 // install (ioredis 5 and 6), and TypeScript users type-checked against the shipped .d.ts.
 import { createHmac, randomBytes } from 'node:crypto';
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -168,6 +168,19 @@ describe('the packed tarball', () => {
         !/^dist\/.+\.(js|d\.ts)$/.test(path),
     );
     expect(unexpected).toEqual([]);
+  });
+
+  // TypeScript before 5.3 cannot parse an import attribute, skipLibCheck or not, so one in our
+  // typings broke every user on 5.0-5.2 (an inferred type of ESM-only Nest 12 read from the CommonJS build)
+  it('typings every TypeScript 5.x parses: no import attributes (`resolution-mode`, TS 5.3 syntax)', async () => {
+    const installed = join(appDirs.get('nest12-esm')!, 'node_modules', 'nestjs-payment-gateway');
+    const typings = packedFiles.filter((path) => path.endsWith('.d.ts'));
+    expect(typings.length).toBeGreaterThan(50);
+    const withAttributes: string[] = [];
+    for (const path of typings) {
+      if (/resolution-mode|import\([^)]*\{\s*(with|assert)\s*:/.test(await readFile(join(installed, path), 'utf8'))) withAttributes.push(path);
+    }
+    expect(withAttributes).toEqual([]);
   });
 
   it('ships README.md, the package page on npm, and the two documents it links to', () => {
