@@ -597,6 +597,19 @@ describe('PaymentServiceSimulator API', () => {
       const subs = await simCall(sim, 'GET', '/subaccounts', { token });
       expect(subs.body.data).toEqual([{ subaccountId: 'sub-a', balance: '0.00000000' }]);
     });
+
+    it('a full refund of a split payment takes its whole amount out of the wallet; the splits stay where they went (as the README says)', async () => {
+      const token = await simToken(sim);
+      sim.scriptNextPayment('succeed');
+      const paid = await simCall(sim, 'POST', '/payment/create', {
+        token,
+        body: paymentBody({ amount: '10', splits: [{ subaccount_id: 'sub-a', amount: '4' }] }),
+      });
+      expect(sim.walletBalance(1)).toBe('106.00000000');
+      const refund = await simCall(sim, 'POST', `/payment/${paid.body.data.trxId}/refund`, { token, body: {} });
+      expect(refund.status).toBe(201);
+      expect(sim.walletBalance(1)).toBe('96.00000000');
+    });
   });
 
   describe('session expiry', () => {
