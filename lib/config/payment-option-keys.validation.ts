@@ -22,6 +22,17 @@ const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
 /** Every key of `PaymentModuleOptions`. */
 export const PAYMENT_OPTION_KEYS: readonly string[] = Object.keys(OPTION_KEYS);
 
+/**
+ * An object that is no options object: not a plain one (a `Map`, an injected `ConfigService`: a
+ * factory's slip) and without any option, own or inherited. Read as options, it would hold none,
+ * and the environment alone would configure the account.
+ */
+export function holdsNoOptions(value: object): boolean {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype === Object.prototype || prototype === null) return false;
+  return !PAYMENT_OPTION_KEYS.some((key) => key in value);
+}
+
 /** The module extras (`PaymentModuleExtras`): `forRoot()` takes them off before the options are read. */
 const MODULE_EXTRA_KEYS = new Set(['isGlobal', 'account', 'webhookDecorators', 'webhookClassDecorators', 'webhookImports', 'webhookRoute', 'readEnv']);
 

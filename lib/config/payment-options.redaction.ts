@@ -1,4 +1,4 @@
-import { givenOptionEntries, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
+import { givenOptionEntries, holdsNoOptions, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
 import { redactRedisUrl, redisUrlSecrets, URL_SCHEME } from './redact-url.js';
 
@@ -51,10 +51,11 @@ const SECRET_OPTION_KEYS: ReadonlySet<string> = new Set(['clientSecret', 'webhoo
  * carry. Nest keeps them as a provider, so whatever reaches its container (a JSON logger
  * serialising a service that holds `ModuleRef` or `DiscoveryService`) would print them. Each
  * option is read as the resolver reads it (a class's getters, a proxy's `get`); an unknown own
- * key is kept for the resolver to refuse. An array or anything but an object is returned as it is.
+ * key is kept for the resolver to refuse. An array, anything but an object, or an object holding no
+ * option (`holdsNoOptions`) is returned as it is, for the resolver to refuse.
  */
 export function withRedactedModuleOptions<T>(options: T): T {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
+  if (typeof options !== 'object' || options === null || Array.isArray(options) || holdsNoOptions(options)) return options;
   const copy: Record<string, unknown> = {};
   for (const [key, value] of givenOptionEntries(options, PAYMENT_OPTION_KEYS)) {
     Object.defineProperty(copy, key, { value, enumerable: !SECRET_OPTION_KEYS.has(key), writable: true, configurable: true });
@@ -76,16 +77,16 @@ const NOT_REPEATED = new Set(['baseUrl', 'clientId', 'clientSecret', 'webhookSec
 export function givenValue(key: string, options: Record<string, unknown>): string {
   const value = options[key];
   if (NOT_REPEATED.has(key) || !['string', 'number', 'boolean'].includes(typeof value)) return '';
-  if (typeof value === 'string') {
-    // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
-    if (URL_SCHEME.test(value.trimStart()) || value.includes('@')) return ' (given: a URL or credentials, not repeated)';
-    // the Redis URLs' passwords too: a short one is no part of the URL an 8-character value is looked for in
-    const given = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string');
-    const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k], 1) : []));
-    const secrets = [...given, ...passwords].filter((v) => v.length > 0);
-    const holds = (secret: string) => value === secret || (secret.length >= 4 && value.includes(secret)) || (value.length >= 8 && secret.includes(value));
-    if (secrets.some(holds)) return ' (given: a value of a secret option)';
-  }
-  const text = typeof value === 'number' ? String(value) : JSON.stringify(value);
+  // a URL (a Redis URL read into the wrong variable) or `user:password@host` may carry a password
+  if (typeof value === 'string' && (URL_SCHEME.test(value.trimStart()) || value.includes('@'))) return ' (given: a URL or credentials, not repeated)';
+  // as read, a number too: a numeric secret in a number's variable (`PAYMENT_MAX_RETRIES=73910466512`)
+  const read = String(value);
+  // the Redis URLs' passwords too: a short one is no part of the URL an 8-character value is looked for in
+  const given = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string');
+  const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k], 1) : []));
+  const secrets = [...given, ...passwords].filter((v) => v.length > 0);
+  const holds = (secret: string) => read === secret || (secret.length >= 4 && read.includes(secret)) || (read.length >= 8 && secret.includes(read));
+  if (secrets.some(holds)) return ' (given: a value of a secret option)';
+  const text = typeof value === 'string' ? JSON.stringify(value) : read;
   return ` (given: ${text.length > 40 ? `${text.slice(0, 37)}...` : text})`;
 }

@@ -18,6 +18,7 @@ import type {
   PaymentTokenResponseOptions,
   ResolvedPaymentOptions,
 } from './payment-module-options.interface.js';
+import { holdsNoOptions } from './payment-option-keys.validation.js';
 import { withRedactedSecrets } from './payment-options.redaction.js';
 import { PaymentOptionsSchema, type PaymentOptionsSchemaKey } from './payment-options.schema.js';
 import { validatePaymentOptions } from './payment-options.validation.js';
@@ -32,12 +33,21 @@ export function resolvePaymentOptions(
   account: string = DEFAULT_PAYMENT_ACCOUNT,
   { readEnv = true }: { readEnv?: boolean } = {},
 ): ResolvedPaymentOptions {
-  if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit)) {
+  if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit) || holdsNoOptions(explicit)) {
     // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...),
-    // or nothing at all (a missing `return`: the env alone would configure the account)
-    const what = explicit === null || explicit === undefined ? String(explicit) : Array.isArray(explicit) ? 'an array' : typeof explicit;
+    // or nothing at all (a missing `return`), or an object holding none (a Map, the ConfigService
+    // it was given): the env alone would configure the account
+    const holdsNone = explicit != null && typeof explicit === 'object';
+    const what =
+      explicit === null || explicit === undefined
+        ? String(explicit)
+        : Array.isArray(explicit)
+          ? 'an array'
+          : holdsNone
+            ? `a ${(Object.getPrototypeOf(explicit) as { constructor?: { name?: string } }).constructor?.name || 'class instance'} holding no option`
+            : typeof explicit;
     throw new PaymentConfigurationError(
-      [`the options must be an object, not ${what}${explicit == null ? ' (does the forRootAsync() factory return them?)' : ''}`],
+      [`the options must be an object, not ${what}${explicit == null || holdsNone ? ' (does the forRootAsync() factory return them?)' : ''}`],
       account,
     );
   }

@@ -33,6 +33,8 @@ export const WEBHOOK_LEASE_MS_RANGE = { min: 100, max: 86_400_000 } as const;
 export const WEBHOOK_RETENTION_MS_RANGE = { min: 1000, max: 31_622_400_000 } as const;
 /** @internal */
 export const WEBHOOK_SHUTDOWN_TIMEOUT_MS_RANGE = { min: 0, max: 600_000 } as const;
+/** Bounds of `webhookToleranceSeconds`; the retention rule is checked only within them (its message repeats the window). @internal */
+export const WEBHOOK_TOLERANCE_SECONDS_RANGE = { min: 1, max: 86_400 } as const;
 
 /** Flat, validated shape of the scalar options. Messages say what is expected, never the value. */
 export class PaymentOptionsSchema {
@@ -79,8 +81,8 @@ export class PaymentOptionsSchema {
   webhookPath!: string;
 
   @IsInt({ message: 'must be a whole number of seconds' })
-  @Min(1, { message: 'must be at least 1 second' })
-  @Max(86_400, { message: 'must be at most 86400 seconds' })
+  @Min(WEBHOOK_TOLERANCE_SECONDS_RANGE.min, { message: 'must be at least 1 second' })
+  @Max(WEBHOOK_TOLERANCE_SECONDS_RANGE.max, { message: `must be at most ${WEBHOOK_TOLERANCE_SECONDS_RANGE.max} seconds` })
   webhookToleranceSeconds!: number;
 
   @IsInt({ message: 'must be a whole number of bytes' })

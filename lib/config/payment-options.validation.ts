@@ -4,7 +4,7 @@ import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_ENV_VARIABLES, paymentEnvSources, type PaymentEnvOptionKey } from './payment-env.js';
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
-import { type PaymentOptionsSchema, REDIS_URL_PATTERN } from './payment-options.schema.js';
+import { type PaymentOptionsSchema, REDIS_URL_PATTERN, WEBHOOK_TOLERANCE_SECONDS_RANGE } from './payment-options.schema.js';
 import { checkUnknownKeys } from './payment-option-keys.validation.js';
 import { givenValue } from './payment-options.redaction.js';
 import { misplacedPasswordTail, undecodableRedisUrlPart, URL_SCHEME } from './redact-url.js';
@@ -162,7 +162,13 @@ const ENDPOINT_PLACEHOLDERS: Partial<Record<keyof PaymentEndpoints, string>> = {
  * the bearer token elsewhere), with their id placeholder where the call needs one.
  */
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
-  for (const [key, v] of Object.entries(endpoints ?? {})) {
+  if (endpoints === undefined || endpoints === null) return;
+  // 5, true or [] has no entries to check: it would boot on the default paths
+  if (!isRecord(endpoints)) {
+    problems.push(`option 'endpoints' must be an object of paths, e.g. { refund: '/payment/{trx_id}/refund' }`);
+    return;
+  }
+  for (const [key, v] of Object.entries(endpoints)) {
     if (v === undefined) continue;
     if (!(key in DEFAULT_PAYMENT_ENDPOINTS)) {
       problems.push(unknownKey('endpoints', key, DEFAULT_PAYMENT_ENDPOINTS));
@@ -233,8 +239,11 @@ export function validatePaymentOptions(
   if (Number.isInteger(schema.webhookRetentionMs) && Number.isInteger(schema.webhookLeaseMs) && schema.webhookRetentionMs < schema.webhookLeaseMs) {
     problems.push(`${describe('webhookRetentionMs')} must be at least webhookLeaseMs`);
   }
-  // computed once both are numbers: a BigInt or a Symbol given there is a schema error, not a TypeError here
-  const replayWindowMs = Number.isInteger(schema.webhookToleranceSeconds) ? signatureReplayWindowMs(schema.webhookToleranceSeconds) : Number.NaN;
+  // only for a tolerance that passed its own check: a BigInt or a Symbol there would throw here, and an
+  // out-of-range one (a secret read into its variable) would be repeated, times 2000, in this message
+  const tolerance = schema.webhookToleranceSeconds;
+  const toleranceInRange = Number.isInteger(tolerance) && tolerance >= WEBHOOK_TOLERANCE_SECONDS_RANGE.min && tolerance <= WEBHOOK_TOLERANCE_SECONDS_RANGE.max;
+  const replayWindowMs = toleranceInRange ? signatureReplayWindowMs(tolerance) : Number.NaN;
   if (Number.isInteger(schema.webhookRetentionMs) && schema.webhookRetentionMs < replayWindowMs) {
     problems.push(
       `${describe('webhookRetentionMs')} must be at least twice webhookToleranceSeconds (${replayWindowMs} ms): ` +

@@ -272,6 +272,31 @@ describe('resolvePaymentOptions', () => {
     expect(fromEnv.problems.filter((problem) => problem.includes('(given: a value of a secret option)'))).toHaveLength(2);
   });
 
+  it('never repeats a numeric secret read into a number\'s variable, nor a multiple of it in a rule that uses that number', () => {
+    // a shifted line of an env file: the client secret (digits only) in PAYMENT_MAX_RETRIES, the
+    // webhook secret in PAYMENT_WEBHOOK_TOLERANCE_SECONDS (whose replay window was then printed, times 2000)
+    const vars: Record<string, string> = {
+      PAYMENT_BASE_URL: 'https://pay.example.com',
+      PAYMENT_CLIENT_ID: 'client-1',
+      PAYMENT_CLIENT_SECRET: '73910466512',
+      PAYMENT_MAX_RETRIES: '73910466512',
+      PAYMENT_WEBHOOK_SECRET: '884213377001',
+      PAYMENT_WEBHOOK_TOLERANCE_SECONDS: '884213377001',
+    };
+    const error = captureError(() => resolvePaymentOptions({}, readPaymentEnv((name) => vars[name])));
+    expect(error.message).not.toMatch(/73910466512|884213377001|1768426754002000/);
+    expect(error.problems.filter((problem) => problem.endsWith('(given: a value of a secret option)'))).toHaveLength(2);
+    // the retention rule is about a tolerance in range: the user set no retention to blame
+    expect(error.problems.some((problem) => problem.includes('webhookRetentionMs'))).toBe(false);
+    // a number that is no secret is still shown
+    expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetries: 99 })).message).toContain('(given: 99)');
+  });
+
+  it.each([5, true, [], 'refund'])('refuses endpoints: %p (no object of paths), which booted on the default paths', (endpoints) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', endpoints: endpoints as never }));
+    expect(error.problems).toEqual([expect.stringMatching(/^option 'endpoints' must be an object of paths/)]);
+  });
+
   it("never repeats a Redis URL's password read into another key, however short (it is no 8-character part of the URL)", () => {
     for (const password of ['pw12345', 'pa5s', 'pw', 'q']) {
       const vars = { PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_REDIS_URL: `redis://:${password}@h:6379`, PAYMENT_REDIS_TIMEOUT_MS: password, PAYMENT_ENVIRONMENT: password };
