@@ -20,7 +20,7 @@ import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js'
 import { PaymentConfigurationError } from '../config/payment-configuration.errors.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_WEBHOOK_ROUTE } from '../payment.constants.js';
-import { installWebhookBodyErrorHandler } from './webhook-body-parser-refusals.js';
+import { installWebhookBodyErrorHandler, markWebhookRoute } from './webhook-body-parser-refusals.js';
 import { type WebhookRouteVersion, webhookRoutePaths } from './webhook-route-paths.js';
 import { type PaymentWebhookAck, PaymentWebhookProcessor } from './payment-webhook.processor.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -143,6 +143,7 @@ export function createPaymentWebhookRoute(
     accounts.registerWebhookPath(options.account, path, versionTexts(version)?.join(','));
     Reflect.defineMetadata(PATH_METADATA, path, handler);
     Reflect.defineMetadata(METHOD_METADATA, RequestMethod.POST, handler);
+    markWebhookRoute(handler, options.account);
     return { path, version };
   };
 
@@ -181,7 +182,7 @@ class PaymentWebhookBodyErrorsInstaller implements OnModuleInit {
         // a URI version is in the paths; header, media type and custom versioning tell routes of one path apart
         versions: versioning === undefined || versioning.type === VersioningType.URI ? undefined : versionTexts(version),
       });
-      installWebhookBodyErrorHandler(adapter, paths, {
+      installWebhookBodyErrorHandler(adapter, { account: this.options.account, paths, version, versioning }, {
         onRefused: (request, answer) => this.webhooks.refusedByBodyParser(request, answer),
         routeRefusal: (request) => this.webhooks.verificationRefusal(request),
       });

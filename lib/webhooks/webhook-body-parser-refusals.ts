@@ -1,4 +1,5 @@
-import { HttpException, type HttpServer } from '@nestjs/common';
+import { HttpException, type HttpServer, type VersioningOptions, VersioningType } from '@nestjs/common';
+import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_WEBHOOK_PARSER_REFUSED } from '../payment.constants.js';
 import {
   PaymentWebhookErrorCode,
@@ -8,6 +9,7 @@ import {
 } from './payment-webhook.errors.js';
 import { parseWebhookJson } from './payment-webhook-envelope.js';
 import { assertJsonContentType, type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import type { WebhookRouteVersion } from './webhook-route-paths.js';
 
 /*
  * Body parsing runs before Nest's routing: on Express the JSON parser is a middleware whose
@@ -114,8 +116,8 @@ function mediaTypeRefusal(req: PaymentWebhookRequest): PaymentWebhookErrorBody |
   }
 }
 
-/** The route's path test. */
-type WebhookPathTest = (urlPath: string) => boolean;
+/** Whether a request the parser refused is one the router sends to the route. */
+type WebhookRequestTest = (urlPath: string, request: unknown) => boolean;
 
 /** What the adapter-level hooks are told and asked about the route's requests. */
 export interface WebhookBodyRefusalHooks {
@@ -147,37 +149,80 @@ function routeAnswerOf(request: PaymentWebhookRequest, hooks: WebhookBodyRefusal
   return hooks.routeRefusal(request);
 }
 
+/** Where the router serves one account's webhook route, read at init (the host's prefix and versioning set, the routes mapped). */
+export interface ServedWebhookRoute {
+  account: string;
+  /** The paths Nest serves it at (`webhookRoutePaths`). */
+  paths: readonly string[];
+  /** The route's version metadata and the app's versioning, when any. */
+  version?: WebhookRouteVersion;
+  versioning?: VersioningOptions;
+}
+
+/** Nest's key of a Fastify route's `config` (`@RouteConfig()` of @nestjs/platform-fastify; the same on Nest 11 and 12). */
+const FASTIFY_ROUTE_CONFIG_METADATA = '__fastify_route_config__';
+/** The field of the module route's Fastify `config` that names its account. */
+const WEBHOOK_ROUTE_ACCOUNT_FIELD = 'paymentGatewayWebhookAccount';
+
+/**
+ * Marks `handler`'s Fastify route as `account`'s webhook route, beside a host's own
+ * `RouteConfig` (Express ignores it): a parser refusal then knows the router chose this route,
+ * whatever the path, version or constraint that chose it.
+ */
+export function markWebhookRoute(handler: object, account: string): void {
+  const config: unknown = Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler);
+  Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { ...(isRecord(config) ? config : {}), [WEBHOOK_ROUTE_ACCOUNT_FIELD]: account }, handler);
+}
+
 /**
  * Installs the adapter-level error shaping for the webhook route (Express or Fastify; others
- * untouched). `routePaths`: the paths Nest serves it at (`webhookRoutePaths`, read at init, once
- * the host's global prefix and versioning are set and the routes mapped).
+ * untouched).
  */
-export function installWebhookBodyErrorHandler(adapter: HttpServer, routePaths: readonly string[], hooks: WebhookBodyRefusalHooks = {}): void {
+export function installWebhookBodyErrorHandler(adapter: HttpServer, route: ServedWebhookRoute, hooks: WebhookBodyRefusalHooks = {}): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   if (type === 'express') {
     // The router's own flags (it took `case sensitive routing` and `strict routing` from the
     // app's settings when it was created), so paths are compared as the route itself is matched.
     const app = adapter.getInstance() as { router?: { caseSensitive?: boolean; strict?: boolean } };
-    const isWebhook: WebhookPathTest = (urlPath) =>
-      isWebhookPath(urlPath, routePaths, {
-        ignoreCase: app.router?.caseSensitive !== true,
-        trailingSlash: app.router?.strict !== true,
-      });
+    const matching = { ignoreCase: app.router?.caseSensitive !== true, trailingSlash: app.router?.strict !== true };
+    const routedByVersion = versionFilterOf(adapter, route);
+    const isWebhook: WebhookRequestTest = (urlPath, request) => isWebhookPath(urlPath, route.paths, matching) && routedByVersion(request);
     installExpress(adapter, isWebhook, hooks);
   } else if (type === 'fastify') {
-    const isWebhook: WebhookPathTest = (urlPath) => isWebhookPath(urlPath, routePaths);
-    installFastify(adapter, isWebhook, hooks);
+    installFastify(adapter, route.account, hooks);
   }
 }
 
-function installExpress(adapter: HttpServer, isWebhook: WebhookPathTest, hooks: WebhookBodyRefusalHooks): void {
+/**
+ * Whether Nest's version filter of the route lets a request through (header, media type or
+ * custom versioning: Express parses the body before it routes, so the router's choice is
+ * asked of Nest's own filter, not guessed). Always true without such versioning.
+ */
+function versionFilterOf(adapter: HttpServer, route: ServedWebhookRoute): (request: unknown) => boolean {
+  const { version, versioning } = route;
+  if (version === undefined || versioning === undefined || versioning.type === VersioningType.URI) return () => true;
+  let passed = false;
+  // the metadata as Nest read it when it mapped the route (VERSION_NEUTRAL is a symbol Nest passes on too)
+  const filter = adapter.applyVersionFilter(() => (passed = true), version as Parameters<HttpServer['applyVersionFilter']>[1], versioning) as (request: unknown, response: unknown, next: () => void) => unknown;
+  return (request) => {
+    passed = false;
+    try {
+      filter(request, undefined, () => undefined);
+    } catch {
+      return false; // a host's version extractor that throws: Nest answers that request itself
+    }
+    return passed;
+  };
+}
+
+function installExpress(adapter: HttpServer, isWebhook: WebhookRequestTest, hooks: WebhookBodyRefusalHooks): void {
   // A 4-argument function is an Express error handler. Installed in onModuleInit, i.e. before
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   // It passes them on as an HttpException with the webhook body: Nest's handler answers it
   // as it is, or the host's global exception filter gets it like any other rejection.
   // Only the route's own requests (POST): another method on the path is the host's.
   const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
-    const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.originalUrl ?? req.url));
+    const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.originalUrl ?? req.url), req);
     const parseFailed = ours && error.type === 'entity.parse.failed';
     const body = ours ? (mediaTypeRefusal(req) ?? (parseFailed ? routeAnswerOf(req, hooks, false) : undefined) ?? bodyParserErrorBody(error)) : undefined;
     if (body === undefined) {
@@ -231,7 +276,7 @@ function isFastifyParserError(error: { code?: unknown }): boolean {
   return typeof error.code === 'string' ? error.code.startsWith('FST_ERR_CTP_') : (error as { name?: unknown }).name === 'SyntaxError';
 }
 
-function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, hooks: WebhookBodyRefusalHooks): void {
+function installFastify(adapter: HttpServer, account: string, hooks: WebhookBodyRefusalHooks): void {
   const instance = adapter.getInstance();
   // Errors raised before the handler (content-type parser: 400/413/415) are answered by the
   // instance's error handler without a code; add it on the way out, for this path only. Only
@@ -239,16 +284,15 @@ function installFastify(adapter: HttpServer, isWebhook: WebhookPathTest, hooks: 
   // onError hook runs) is the host's and stays as it is.
   type FastifyRequest = PaymentWebhookRequest & {
     method?: string;
-    /** The route the router matched (Fastify 5): its own rules (case, decoding, slashes) already applied. */
-    routeOptions?: { url?: string };
+    /** The route the router matched (Fastify 5), with its `config` (see `markWebhookRoute`). */
+    routeOptions?: { config?: Record<string, unknown> };
     [PAYMENT_WEBHOOK_PARSER_REFUSED]?: { status: number; message: unknown; body: PaymentWebhookErrorBody };
   };
-  // The router's decision, not the URL's text: a path the router sends to the route under its
-  // options is the webhook's, and a path it does not (a 404) is not, however alike they look.
-  const isWebhookRoute = (request: FastifyRequest): boolean => {
-    const route = request.routeOptions?.url;
-    return request.method === 'POST' && route !== undefined && isWebhook(route);
-  };
+  // The router's decision, not the URL's text: the route it matched is the webhook's (its path
+  // under the router's options, its version), and a request it sends elsewhere (a 404, a host
+  // route of the same path and another version) is not, however alike they look.
+  const isWebhookRoute = (request: FastifyRequest): boolean =>
+    request.method === 'POST' && request.routeOptions?.config?.[WEBHOOK_ROUTE_ACCOUNT_FIELD] === account;
   instance.addHook('onError', (request: FastifyRequest, _reply: unknown, error: { statusCode?: unknown; message?: unknown; code?: unknown }, done: () => void) => {
     const status = error?.statusCode;
     if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error) && isWebhookRoute(request)) {

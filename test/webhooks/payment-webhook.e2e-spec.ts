@@ -596,6 +596,43 @@ describe.each(ADAPTERS)('webhook configuration on %s', (adapter) => {
       await excluded.close();
     }
   });
+
+  // The router picks a header- or media-type-versioned route by the request's version, not its path:
+  // a request it sends to a host route of the same path (or to nobody) keeps the host's parser answer.
+  it.each([
+    ['header', { type: VersioningType.HEADER, header: 'x-api-version' } as const, (v: string) => ({ 'x-api-version': v })],
+    ['media type', { type: VersioningType.MEDIA_TYPE, key: 'v=' } as const, (v: string) => ({ accept: `application/json;v=${v}` })],
+  ])("parser errors are the webhook's only for requests the router sends to it by version (%s versioning, a host route of another version on the path)", async (_, versioning, versionHeaders) => {
+    @Controller('payments')
+    class LegacyWebhookController {
+      @Post('webhook')
+      @HttpCode(200)
+      @Version('1')
+      legacy(): { legacy: boolean } {
+        return { legacy: true };
+      }
+    }
+    const app = await startWebhookApp({
+      adapter,
+      payment: { webhookDecorators: [Version('2')] },
+      controllers: [LegacyWebhookController],
+      configure: (nest) => nest.enableVersioning(versioning),
+    });
+    try {
+      const post = (body: unknown, version?: string) => postWebhook(app.url, body, { headers: version === undefined ? {} : versionHeaders(version) });
+      expect(await post(envelope(), '2')).toMatchObject({ status: 200, json: { received: true } });
+      expect(await post('{broken', '2')).toMatchObject({ status: 400, json: { code: 'WEBHOOK_INVALID_JSON' } });
+      expect(await post(envelope(), '1')).toMatchObject({ status: 200, json: { legacy: true } });
+      expect(await post(envelope())).toMatchObject({ status: 404 });
+      for (const version of ['1', undefined]) {
+        const broken = await post('{broken', version);
+        expect(broken.status).toBe(400);
+        expect(String(broken.json?.code)).not.toMatch(/^WEBHOOK_/);
+      }
+    } finally {
+      await app.close();
+    }
+  });
 });
 
 // A signed body with a "__proto__" key: JSON.parse keeps it as a plain own field (the module parses
