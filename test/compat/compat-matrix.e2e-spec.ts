@@ -334,6 +334,16 @@ describe.each(CASES)('$label', (matrixCase) => {
     expect(await getJson(target, '/handled')).toEqual(before);
   });
 
+  // the parser refuses it before the route: the module shapes that answer at the adapter, and on
+  // Fastify knows the route by the config Nest gives it (the same metadata key on Nest 11 and 12)
+  it("answers a body the JSON parser refuses with the route's code, and a path beside it with the host's", async () => {
+    const target = running();
+    expect(await postWebhook(target, '{broken', 'sig')).toMatchObject({ status: 400, body: { code: 'WEBHOOK_INVALID_JSON' } });
+    const elsewhere = await fetch(`${target.url}/payments/webhook-not`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{broken' });
+    expect(elsewhere.status).toBe(400);
+    expect(await elsewhere.text()).not.toContain('WEBHOOK_');
+  });
+
   it('calls the service through PaymentGatewayService (listGateways against the simulator)', async () => {
     const res = await getJson(running(), '/gateways');
     expect(res.status).toBe(200);
