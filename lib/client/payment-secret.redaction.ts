@@ -1,4 +1,4 @@
-const REDACTED = '[redacted]';
+import { REDACTED } from '../common/redaction.util.js';
 /** Secrets shorter than this are redacted only where they stand alone (see `redactWord`). */
 const SHORT_SECRET_LENGTH = 4;
 

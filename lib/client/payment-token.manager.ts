@@ -1,3 +1,4 @@
+import { REDACTED } from '../common/redaction.util.js';
 import { inspect, type InspectOptions } from 'node:util';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
 import { PaymentAbortedError, PaymentApiError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
@@ -181,7 +182,7 @@ export class PaymentTokenManager {
   /** State without the tokens themselves. */
   toJSON(): Record<string, unknown> {
     return {
-      cachedToken: this.#cached ? '[redacted]' : undefined,
+      cachedToken: this.#cached ? REDACTED : undefined,
       // the clock measures durations: shown as wall-clock time from how long is left
       reusableUntil: this.#cached ? new Date(Date.now() + (this.#cached.reuseUntil - this.clock.now())).toISOString() : undefined,
       requestInFlight: this.#inFlight !== undefined,

@@ -1,8 +1,8 @@
+import { REDACTED } from '../common/redaction.util.js';
 import { givenOptionEntries, holdsNoOptions, PAYMENT_OPTION_KEYS } from './payment-option-keys.validation.js';
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
 import { redactRedisUrl, redisUrlSecrets, URL_SCHEME } from './redact-url.js';
 
-const REDACTED = '[redacted]';
 
 /** The fields that hold a secret (a Redis URL may carry a password). */
 const SECRET_FIELDS = ['clientSecret', 'webhookSecrets', 'redisUrl', 'queueRedisUrl'] as const;

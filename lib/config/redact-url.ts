@@ -1,7 +1,7 @@
+import { REDACTED } from '../common/redaction.util.js';
 import { errorMessage } from '../common/error-message.util.js';
 
 /** What a secret part of a URL is replaced with. */
-const REDACTED_URL_PART = '[redacted]';
 
 /** Text that starts as a URL does (`scheme://`): one read into another key may carry a password. */
 export const URL_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
@@ -26,21 +26,21 @@ export function redactRedisUrl(url: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    return `${REDACTED_URL_PART} (unparsable URL)`;
+    return `${REDACTED} (unparsable URL)`;
   }
   switch (misplacedPasswordTail(parsed)) {
     case 'path':
-      return `${REDACTED_URL_PART} (URL with an unexpected path)`;
+      return `${REDACTED} (URL with an unexpected path)`;
     case 'query':
-      return `${REDACTED_URL_PART} (URL with user info in its query)`;
+      return `${REDACTED} (URL with user info in its query)`;
   }
   // Built by hand: assigning to URL.password would percent-encode the brackets. A user
   // name without a password may be a password written without the leading ':'.
   let userInfo = '';
-  if (parsed.password !== '') userInfo = `${parsed.username}:${REDACTED_URL_PART}@`;
-  else if (parsed.username !== '') userInfo = `${REDACTED_URL_PART}@`;
+  if (parsed.password !== '') userInfo = `${parsed.username}:${REDACTED}@`;
+  else if (parsed.username !== '') userInfo = `${REDACTED}@`;
   const query = [...parsed.searchParams]
-    .map(([key, value]) => `${encodeURIComponent(key)}=${SECRET_QUERY_PARAM.test(key) ? REDACTED_URL_PART : encodeURIComponent(value)}`)
+    .map(([key, value]) => `${encodeURIComponent(key)}=${SECRET_QUERY_PARAM.test(key) ? REDACTED : encodeURIComponent(value)}`)
     .join('&');
   const authority = parsed.host !== '' || userInfo !== '' ? `//${userInfo}${parsed.host}` : '';
   return `${parsed.protocol}${authority}${parsed.pathname}${query ? `?${query}` : ''}`;
@@ -94,7 +94,7 @@ function decodes(text: string): boolean {
 export function redactRedisUrlIn(text: string, url: string): string {
   if (!text || !url) return text;
   let out = text.split(url).join(redactRedisUrl(url));
-  for (const secret of redisUrlSecrets(url)) out = out.split(secret).join(REDACTED_URL_PART);
+  for (const secret of redisUrlSecrets(url)) out = out.split(secret).join(REDACTED);
   return out;
 }
 

@@ -54,8 +54,6 @@ export interface BullQueue<T> {
   readonly name: string;
   add(name: string, data: T, opts?: BullJobOptions): Promise<BullJob<T>>;
   getJob(jobId: string): Promise<BullJob<T> | undefined>;
-  /** Failed jobs, newest first; `end` inclusive. */
-  getFailed(start?: number, end?: number): Promise<Array<BullJob<T> | undefined>>;
   on(event: 'error', listener: (error: Error) => void): unknown;
   close(): Promise<void>;
 }

@@ -75,9 +75,8 @@ type RedisConstructor = new (url: string, options: Record<string, unknown>) => R
  * demoted to a replica (a failover behind one endpoint, as managed Redis does it); a new
  * connection reaches the new primary. The refused command is not sent again (`1`): it failed,
  * and its caller answers as for any Redis error (the service retries a 503).
- * @internal
  */
-export function reconnectOnReadOnly(error: Error): 1 | false {
+function reconnectOnReadOnly(error: Error): 1 | false {
   return typeof error?.message === 'string' && error.message.startsWith('READONLY') ? 1 : false;
 }
 

@@ -83,11 +83,6 @@ export class SimulatorWebhookDeliverer {
     return [...this.entries.values()].map((e) => ({ ...e.state }));
   }
 
-  state(eventId: string): SimulatorDeliveryState | undefined {
-    const e = this.entries.get(eventId);
-    return e && { ...e.state };
-  }
-
   /** Nothing queued, sending or waiting for a retry (held and paused events do not count). */
   get quiet(): boolean {
     return this.timers.size === 0 && this.busy.size === 0 && [...this.queues.values()].every((q) => q.length === 0);

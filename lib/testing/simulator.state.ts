@@ -41,7 +41,7 @@ export interface TokenRecord {
 const CUSTOM_OUTCOME_TAG = new RegExp(`\\bsim:(${[...PAYMENT_OUTCOMES].sort((a, b) => b.length - a.length).join('|')})(?![a-z])`);
 
 /** What tests queued up for the next payments, refunds and payouts. */
-export class SimulatorScripts {
+class SimulatorScripts {
   private readonly nextOutcomes: PaymentOutcome[] = [];
   private readonly outcomesByKey = new Map<string, PaymentOutcome>();
   private readonly refundFailures: string[] = [];

@@ -149,8 +149,8 @@ function routeAnswerOf(request: PaymentWebhookRequest, hooks: WebhookBodyRefusal
   return hooks.routeRefusal(request);
 }
 
-/** Where the router serves one account's webhook route, read at init (the host's prefix and versioning set, the routes mapped). */
-export interface ServedWebhookRoute {
+/** What tells one account's webhook route apart under the router, read at init (the host's prefix and versioning set, the routes mapped). */
+export interface WebhookRouteMatch {
   account: string;
   /** The paths Nest serves it at (`webhookRoutePaths`). */
   paths: readonly string[];
@@ -178,7 +178,7 @@ export function markWebhookRoute(handler: object, account: string): void {
  * Installs the adapter-level error shaping for the webhook route (Express or Fastify; others
  * untouched).
  */
-export function installWebhookBodyErrorHandler(adapter: HttpServer, route: ServedWebhookRoute, hooks: WebhookBodyRefusalHooks = {}): void {
+export function installWebhookBodyErrorHandler(adapter: HttpServer, route: WebhookRouteMatch, hooks: WebhookBodyRefusalHooks = {}): void {
   const type = (adapter as { getType?: () => string }).getType?.();
   if (type === 'express') {
     // The router's own flags (it took `case sensitive routing` and `strict routing` from the
@@ -198,7 +198,7 @@ export function installWebhookBodyErrorHandler(adapter: HttpServer, route: Serve
  * custom versioning: Express parses the body before it routes, so the router's choice is
  * asked of Nest's own filter, not guessed). Always true without such versioning.
  */
-function versionFilterOf(adapter: HttpServer, route: ServedWebhookRoute): (request: unknown) => boolean {
+function versionFilterOf(adapter: HttpServer, route: WebhookRouteMatch): (request: unknown) => boolean {
   const { version, versioning } = route;
   if (version === undefined || versioning === undefined || versioning.type === VersioningType.URI) return () => true;
   let passed = false;
