@@ -174,7 +174,18 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
     },
     restart: async () => {
       await stop();
-      await launch();
+      // the same port (clients reconnect to it): while it was free an outgoing socket may have
+      // been given it as its local port; such a socket is usually short-lived
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await launch();
+          return;
+        } catch (error) {
+          if (attempt === 10 || !output.includes('Address already in use')) throw error;
+          if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
+          await sleep(200);
+        }
+      }
     },
     pause: () => void child?.kill('SIGSTOP'),
     resume: () => void child?.kill('SIGCONT'),
