@@ -12,9 +12,11 @@ const WINDOW_MARGIN_MS = 50;
 /**
  * Call when the request's answer (or failure) arrived. Idempotent. `holdMs` keeps the
  * slot stamped that much later (a request given up on may still reach the service);
- * `pauseMs` holds every request of the bucket that long (the service asked for a pause).
+ * `pauseMs` holds every request of the bucket that long (the service asked for a pause);
+ * `sent: false` gives the slot back uncounted (the call ended before its request went out:
+ * aborted, or its token could not be had), since the window counts requests the service saw.
  */
-export type RateLimitRelease = (holdMs?: number, pauseMs?: number) => void;
+export type RateLimitRelease = (holdMs?: number, pauseMs?: number, sent?: boolean) => void;
 
 /**
  * The pause a 429's `Retry-After` asks of its whole bucket: the other calls counted in it would
@@ -138,16 +140,18 @@ export class SlidingWindowLimiter {
 
   private makeRelease(): RateLimitRelease {
     let released = false;
-    return (holdMs = 0, pauseMs = 0) => {
+    return (holdMs = 0, pauseMs = 0, sent = true) => {
       if (released) return;
       released = true;
       this.inFlight--;
       if (pauseMs > 0) this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + pauseMs);
-      const at = this.clock.now() + Math.max(0, holdMs);
-      // keep sorted even if the clock steps back
-      let i = this.finishedAt.length;
-      while (i > 0 && this.finishedAt[i - 1] > at) i--;
-      this.finishedAt.splice(i, 0, at);
+      if (sent) {
+        const at = this.clock.now() + Math.max(0, holdMs);
+        // keep sorted even if the clock steps back
+        let i = this.finishedAt.length;
+        while (i > 0 && this.finishedAt[i - 1] > at) i--;
+        this.finishedAt.splice(i, 0, at);
+      }
       const signal = this.releaseSignal;
       this.releaseSignal = undefined;
       signal?.();

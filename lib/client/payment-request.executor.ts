@@ -135,8 +135,9 @@ export class PaymentRequestExecutor {
         failure = this.scrub(error, call, [token, ...held]);
       } finally {
         // After a time-out or reset the request may still be read by the service a moment later: count it that late.
-        // a 429's Retry-After holds the bucket's other calls too (they would only meet the same 429)
-        release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0, rateLimitPauseMs(answer, this.options.maxRetryAfterMs));
+        // a 429's Retry-After holds the bucket's other calls too (they would only meet the same 429);
+        // a call that ended before sending (aborted, no token) gives its slot back uncounted
+        release(failure instanceof PaymentNetworkError && failure.mayHaveReachedService ? LATE_ARRIVAL_GRACE_MS : 0, rateLimitPauseMs(answer, this.options.maxRetryAfterMs), sending);
       }
       if (answer) {
         const success = answer.status >= 200 && answer.status < 300;

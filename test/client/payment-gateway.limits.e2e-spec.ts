@@ -134,6 +134,28 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     expect(h.sim.connectionCount).toBeLessThanOrEqual(2);
   });
 
+  // the window counts requests the service saw: a call given up before its request left holds no slot
+  it.each([
+    ['aborted while it waited for its token', true],
+    ['whose token could not be had', false],
+  ])('a call %s gives its slot back uncounted: the next call in its bucket does not wait a window', async (_, aborted) => {
+    h = await startClientHarness({ rateLimits: { readsPerMinute: 1 }, httpTimeoutMs: 800 });
+    const controller = new AbortController();
+    if (aborted) h.sim.injectFault({ kind: 'stall', path: TOKEN, times: 1 });
+    else h.sim.injectFault({ kind: 'status', path: TOKEN, status: 401, times: 1 });
+    const first = h.client.listGateways({ signal: controller.signal });
+    if (aborted) {
+      await new Promise((resolve) => setTimeout(resolve, 100)); // its slot granted, its token call stalled
+      controller.abort();
+    }
+    await expect(first).rejects.toThrow();
+    expect(h.calls('/payments/gateways')).toHaveLength(0);
+    const before = h.sim.now();
+    await h.client.listGateways();
+    // before, it waited the whole minute for the slot of a request that never went out
+    expect(h.sim.now() - before).toBeLessThan(60_000);
+  });
+
   it('a 429 that slips through (e.g. another process shares the IP) is waited out, not failed', async () => {
     h = await startClientHarness();
     h.sim.injectFault({ path: TOKEN, kind: 'status', status: 429, retryAfterSeconds: 30 });
