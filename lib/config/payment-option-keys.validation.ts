@@ -22,15 +22,18 @@ const OPTION_KEYS: Record<keyof PaymentModuleOptions, true> = {
 /** Every key of `PaymentModuleOptions`. */
 export const PAYMENT_OPTION_KEYS: readonly string[] = Object.keys(OPTION_KEYS);
 
+/** Built-in objects that keep their data where options are not read (a `Map`'s entries). */
+const CONTAINER_BRANDS = /^\[object (Map|Set|WeakMap|WeakSet|Promise|Date|RegExp|Error)\]$/;
+
 /**
- * An object that is no options object: not a plain one (a `Map`, an injected `ConfigService`: a
- * factory's slip) and without any option, own or inherited. Read as options, it would hold none,
- * and the environment alone would configure the account.
+ * A built-in container given as options (a `Map` of them: a factory's slip) with no option read
+ * from it as the resolver reads them (`get`, a proxy's trap included): the environment alone
+ * would configure the account. A class instance is options like any object (its fields may all
+ * be unset, the environment then filling them).
  */
 export function holdsNoOptions(value: object): boolean {
-  const prototype: unknown = Object.getPrototypeOf(value);
-  if (prototype === Object.prototype || prototype === null) return false;
-  return !PAYMENT_OPTION_KEYS.some((key) => key in value);
+  if (!CONTAINER_BRANDS.test(Object.prototype.toString.call(value))) return false;
+  return PAYMENT_OPTION_KEYS.every((key) => (value as Record<string, unknown>)[key] === undefined);
 }
 
 /** The module extras (`PaymentModuleExtras`): `forRoot()` takes them off before the options are read. */

@@ -84,7 +84,9 @@ export function givenValue(key: string, options: Record<string, unknown>): strin
   // the Redis URLs' passwords too: a short one is no part of the URL an 8-character value is looked for in
   const given = [...NOT_REPEATED].flatMap((k) => options[k]).filter((v): v is string => typeof v === 'string');
   const passwords = (['redisUrl', 'queueRedisUrl'] as const).flatMap((k) => (typeof options[k] === 'string' ? redisUrlSecrets(options[k], 1) : []));
-  const secrets = [...given, ...passwords].filter((v) => v.length > 0);
+  // a secret of digits as a number variable reads it: rounded when it has more than 15
+  const asNumbers = given.filter((v) => /^\d{16,}$/.test(v.trim())).map((v) => String(Number(v)));
+  const secrets = [...given, ...passwords, ...asNumbers].filter((v) => v.length > 0);
   const holds = (secret: string) => read === secret || (secret.length >= 4 && read.includes(secret)) || (read.length >= 8 && secret.includes(read));
   if (secrets.some(holds)) return ' (given: a value of a secret option)';
   const text = typeof value === 'string' ? JSON.stringify(value) : read;

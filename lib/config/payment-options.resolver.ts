@@ -35,8 +35,8 @@ export function resolvePaymentOptions(
 ): ResolvedPaymentOptions {
   if (typeof explicit !== 'object' || explicit === null || Array.isArray(explicit) || holdsNoOptions(explicit)) {
     // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...),
-    // or nothing at all (a missing `return`), or an object holding none (a Map, the ConfigService
-    // it was given): the env alone would configure the account
+    // or nothing at all (a missing `return`), or a built-in container holding none (a Map of
+    // them): the env alone would configure the account
     const holdsNone = explicit != null && typeof explicit === 'object';
     const what =
       explicit === null || explicit === undefined

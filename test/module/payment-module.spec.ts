@@ -340,30 +340,30 @@ describe('PaymentModule configuration', () => {
     }
   });
 
-  it('a factory that returns an object holding no option (a Map, a service it was given) is a boot error, never "the environment alone"', async () => {
+  it('a factory that returns a built-in container of options (a Map) is a boot error, never "the environment alone"', async () => {
     // before, the Map's baseUrl was dropped and the account booted on PAYMENT_BASE_URL
     restore = withEnv({ PAYMENT_BASE_URL: 'https://env.example.com' });
-    class SettingsService {
-      get(key: string): string | undefined {
-        return key === 'PAYMENT_BASE_URL' ? 'https://factory.example.com' : undefined;
-      }
-    }
-    const cases: Array<[unknown, string]> = [
+    for (const [result, what] of [
       [new Map([['baseUrl', 'https://factory.example.com']]), 'a Map holding no option'],
-      [new SettingsService(), 'a SettingsService holding no option'],
-    ];
-    for (const [result, what] of cases) {
+      [new Set(['https://factory.example.com']), 'a Set holding no option'],
+    ] as const) {
       await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => result as never })] })).rejects.toThrow(
         `the options must be an object, not ${what} (does the forRootAsync() factory return them?)`,
       );
     }
-    // a class instance holding options is options
+    // a class instance is options, its fields read as given (a proxy's get trap too), or all left to the env
     class PaymentSettings {
       readonly baseUrl = 'https://factory.example.com';
     }
-    await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => new PaymentSettings() })] })).resolves.toMatchObject({
-      baseUrl: 'https://factory.example.com',
-    });
+    class LazySettings {}
+    const proxied = new Proxy(new LazySettings(), { get: (target, key) => (key === 'baseUrl' ? 'https://proxy.example.com' : Reflect.get(target, key)) });
+    for (const [result, baseUrl] of [
+      [new PaymentSettings(), 'https://factory.example.com'],
+      [proxied, 'https://proxy.example.com'],
+      [new LazySettings(), 'https://env.example.com'],
+    ] as const) {
+      await expect(resolvedFrom({ imports: [PaymentModule.forRootAsync({ useFactory: () => result as never })] })).resolves.toMatchObject({ baseUrl });
+    }
   });
 
   it('useClass and useExisting take any factory whose instance has createPaymentOptions(): an abstract token, an arrow field; others fail at boot', async () => {

@@ -290,6 +290,11 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems.some((problem) => problem.includes('webhookRetentionMs'))).toBe(false);
     // a number that is no secret is still shown
     expect(captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', maxRetries: 99 })).message).toContain('(given: 99)');
+    // 20 digits read as a number are rounded (73910466512345680000): not repeated either
+    const long: Record<string, string> = { PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_CLIENT_ID: 'c', PAYMENT_CLIENT_SECRET: '73910466512345678901', PAYMENT_MAX_RETRIES: '73910466512345678901' };
+    const rounded = captureError(() => resolvePaymentOptions({}, readPaymentEnv((name) => long[name])));
+    expect(rounded.message).not.toMatch(/7391046651234/);
+    expect(rounded.problems.filter((problem) => problem.endsWith('(given: a value of a secret option)'))).toHaveLength(1);
   });
 
   it.each([5, true, [], 'refund'])('refuses endpoints: %p (no object of paths), which booted on the default paths', (endpoints) => {
