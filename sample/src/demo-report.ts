@@ -8,7 +8,7 @@ import type { ProcessedEvent } from './orders/order.types.js';
  */
 
 export interface DemoSummary {
-  /** Distinct events a handler ran for. */
+  /** Distinct events a shop handler ran for (acknowledged 2xx, and in the shop's audit). */
   handled: number;
   /** Deliveries the module answered `duplicate: true`. */
   duplicatesIgnored: number;
@@ -75,8 +75,11 @@ export function reviewDemoRun(
   });
 
   for (const [eventId, event] of events) {
-    if (event.handled > 0) summary.handled++;
+    // the module's 2xx says it dispatched the event; the audit row, that a shop handler took it
+    const audited = outcomeOf.has(eventId);
+    if (event.handled > 0 && audited) summary.handled++;
     if (event.handled !== 1) problems.push(`event ${eventId} (${event.type}) was handled ${event.handled} times, expected exactly once`);
+    else if (!audited) problems.push(`event ${eventId} (${event.type}) was acknowledged but no shop handler recorded it`);
   }
   summary.lateIgnored = lateEvents.size;
 
