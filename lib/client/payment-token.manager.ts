@@ -56,6 +56,8 @@ export class PaymentTokenManager {
   // True private fields: tokens are reachable by no property walk, inspect or JSON.
   #cached: CachedToken | undefined;
   #inFlight: Promise<string> | undefined;
+  /** Settles the shared request's callers with a token another request cached meanwhile (see `fetchShared`). */
+  #whenCached: ((token: string) => void) | undefined;
   /** A health check's own token request (one attempt), which `getToken` waits for before asking itself. */
   #check: SharedCheck | undefined;
   /** The last failed check and until when it is answered again without a new request. */
@@ -72,12 +74,35 @@ export class PaymentTokenManager {
   getToken(): Promise<string> {
     const cached = this.usableToken();
     if (cached !== undefined) return Promise.resolve(cached);
-    this.#inFlight ??= this.fetchAfterCheck().finally(() => (this.#inFlight = undefined));
+    this.#inFlight ??= this.fetchShared().finally(() => (this.#inFlight = undefined));
     return this.#inFlight;
   }
 
+  /**
+   * The shared request, answered early by a token another request caches while this one still
+   * waits for its slot (a payment creation's, which gets its own: 20 of them queued on the token
+   * line ahead would hold every read for two minutes); given up then if not yet sent.
+   */
+  private fetchShared(): Promise<string> {
+    const giveUp = new AbortController();
+    let settleEarly!: (token: string) => void;
+    const early = new Promise<string>((resolve) => (settleEarly = resolve));
+    const whenCached = (token: string): void => {
+      settleEarly(token);
+      giveUp.abort(); // only while it waits for its slot: a token request is never cut on the wire
+    };
+    this.#whenCached = whenCached;
+    const own = this.fetchAfterCheck(giveUp.signal).catch((error: unknown) => {
+      if (giveUp.signal.aborted) return early;
+      throw error;
+    });
+    return Promise.race([own, early]).finally(() => {
+      if (this.#whenCached === whenCached) this.#whenCached = undefined;
+    });
+  }
+
   /** The check's request when one is under way (one token call, not two); the call's own, with retries, if it failed. */
-  private async fetchAfterCheck(): Promise<string> {
+  private async fetchAfterCheck(signal?: AbortSignal): Promise<string> {
     const checking = this.#check;
     if (checking !== undefined) {
       try {
@@ -86,7 +111,7 @@ export class PaymentTokenManager {
         // a single attempt, or given up by the check's time-out: this caller asks with its retries
       }
     }
-    return this.fetch();
+    return this.fetch(signal);
   }
 
   /**
@@ -204,6 +229,8 @@ export class PaymentTokenManager {
     const marginMs = Math.min(this.options.refreshMarginSeconds * 1000, lifetimeMs / 2);
     const reuseUntil = requestedAt + lifetimeMs - marginMs;
     if (!this.#cached || reuseUntil >= this.#cached.reuseUntil) this.#cached = { token: issued.token, reuseUntil };
+    const usable = this.usableToken();
+    if (usable !== undefined) this.#whenCached?.(usable);
     // the service gives tokens again: a held check failure is over (not only while this one is reused)
     this.#checkFailed = undefined;
     this.#recent.push(issued.token);

@@ -46,6 +46,20 @@ describe('PaymentGatewayService client-side rate limits (against the simulator)'
     expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('a read queued behind 20 payment creations on the token line takes the first token one of them caches, asking none of its own', async () => {
+    h = await startClientHarness();
+    const creations = Promise.all(Array.from({ length: 20 }, (_, i) => h.client.createPayment({ amount: String(i + 1), currency: 'USD' })));
+    // the service's clock jumps a window whenever the line waits: count the token calls instead
+    let tokenCallsBeforeRead = -1;
+    const read = h.client.listGateways().then(() => (tokenCallsBeforeRead = h.calls(TOKEN).length));
+    await Promise.all([creations, read]);
+    // before, it waited for a 21st token call of its own at the back of the line, two windows later
+    expect(h.calls(TOKEN)).toHaveLength(20);
+    expect(tokenCallsBeforeRead).toBeGreaterThan(0);
+    expect(tokenCallsBeforeRead).toBeLessThan(20);
+    expect(h.sim.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
   it('more than 30 payouts a minute queue on the per-client money-movement limit', async () => {
     h = await startClientHarness();
     const payouts = await Promise.all(
