@@ -34,7 +34,7 @@ import {
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
-import { isTimeoutError, RESPONSE_HANDLED_FIX, routeAnswersByItself, runsInterceptorsInside, TIMEOUT_INSIDE_FIX } from './webhook-idempotency-route.js';
+import { isTimeoutError, mayLeaveHandlerRunning, RESPONSE_HANDLED_FIX, routeAnswersByItself, runsInterceptorsInside, TIMEOUT_INSIDE_FIX } from './webhook-idempotency-route.js';
 
 interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
@@ -273,9 +273,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       return await lastValueFrom(next.handle(), { defaultValue: undefined });
     } catch (error) {
       // an interceptor inside this one may have given up on a handler still running: released, a copy would
-      // run it beside it (innermost, a timeout is the handler's own, its upstream call's: released as any failure)
-      if (wrapsInterceptors && isTimeoutError(error)) {
-        this.logger.error(`${route} timed out for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
+      // run it beside it (innermost, a timeout is the handler's own, its upstream call's: released as any failure).
+      // Which failure it was cannot be seen from here, so any that may be a timeout keeps the claim
+      if (wrapsInterceptors && mayLeaveHandlerRunning(error)) {
+        const what = isTimeoutError(error) ? 'timed out' : `failed (${describeError(error)}) behind another interceptor, maybe a timeout,`;
+        this.logger.error(`${route} ${what} for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
         throw new WorkOutcomeUnknown(error instanceof HttpException ? error : new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error })));
       }
       if (error instanceof HttpException) {

@@ -34,6 +34,17 @@ export function isTimeoutError(error: unknown): boolean {
   return error instanceof Error && error.name === 'TimeoutError';
 }
 
+/**
+ * Whether an error from behind another interceptor may have left the handler running: a timeout,
+ * or what a timeout may be mapped to (any 5xx: a 503 `ServiceUnavailableException` is common; an
+ * error that is no `HttpException`, a renamed `TimeoutError`). A 4xx other than 408 is an answer
+ * (a pipe's 400 before the handler ran, the handler's own refusal).
+ */
+export function mayLeaveHandlerRunning(error: unknown): boolean {
+  if (isTimeoutError(error)) return true;
+  return !(error instanceof HttpException) || error.getStatus() >= 500;
+}
+
 export const TIMEOUT_INSIDE_FIX =
   'the handler may still be running, so its claim is kept until its lease lapses (a copy meanwhile gets 409; one after it runs the handler again). ' +
   'List PaymentWebhookIdempotencyInterceptor inside your timeout (after it in @UseInterceptors, or on the method when the timeout is on the class) so the timeout ends the request and the claim follows the handler';

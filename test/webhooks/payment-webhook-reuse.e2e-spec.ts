@@ -12,6 +12,7 @@ import {
   Post,
   Req,
   RequestTimeoutException,
+  ServiceUnavailableException,
   Res,
   UseGuards,
   UseInterceptors,
@@ -139,6 +140,17 @@ class TimeoutInterceptor implements NestInterceptor {
   }
 }
 
+/** The same timeout mapped to a 503, as hosts also write it: no status tells it from the handler's own failure. */
+@Injectable()
+class ServiceUnavailableTimeoutInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      timeout(150),
+      catchError((error: unknown) => throwError(() => (error instanceof Error && error.name === 'TimeoutError' ? new ServiceUnavailableException() : error))),
+    );
+  }
+}
+
 let releaseSlow: () => void = () => undefined;
 let slowRuns = 0;
 
@@ -151,6 +163,17 @@ class SlowCallbackController {
   @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor, TimeoutInterceptor)
   async callback(): Promise<{ ok: true }> {
+    slowRuns++;
+    await new Promise<void>((resolve) => (releaseSlow = resolve));
+    return { ok: true };
+  }
+
+  @Post('callback-503')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor, ServiceUnavailableTimeoutInterceptor)
+  async callback503(): Promise<{ ok: true }> {
     slowRuns++;
     await new Promise<void>((resolve) => (releaseSlow = resolve));
     return { ok: true };
@@ -258,6 +281,18 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(slowRuns).toBe(1);
     releaseSlow();
     expect(logger.messages('error')).toContainEqual(expect.stringContaining('SlowCallbackController.callback timed out for key'));
+  });
+
+  it('a timeout inside it mapped to 503 keeps the claim too: no status tells it from a failure, so any 5xx from behind another interceptor does', async () => {
+    slowRuns = 0;
+    const id = `slow-503-${adapter}`;
+    const path = 'slow/callback-503';
+    expect(await postWebhook(w.url, { id }, { path })).toMatchObject({ status: 503 });
+    // before, the 503 released the claim and this copy ran the handler a second time beside the first
+    expect(await postWebhook(w.url, { id }, { path })).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    expect(slowRuns).toBe(1);
+    releaseSlow();
+    expect(logger.messages('error')).toContainEqual(expect.stringContaining('SlowCallbackController.callback503 failed (ServiceUnavailableException'));
   });
 
   it("a handler's own 504 (its upstream call timed out) releases the key, the interceptor being innermost: the retry runs it", async () => {
