@@ -1,5 +1,6 @@
 import { REDACTED } from '../common/redaction.util.js';
-/** Secrets shorter than this are redacted only where they stand alone (see `redactWord`). */
+
+/** Secrets shorter than this are redacted only where they stand alone (see `wordPattern`). */
 const SHORT_SECRET_LENGTH = 4;
 
 /**

@@ -1,5 +1,5 @@
-import { REDACTED } from '../common/redaction.util.js';
 import { inspect, type InspectOptions } from 'node:util';
+import { REDACTED } from '../common/redaction.util.js';
 import type { PaymentTokenResponseOptions } from '../config/payment-module-options.interface.js';
 import { PaymentAbortedError, PaymentApiError, PaymentClientErrorCode, PaymentServerError } from './payment-api.errors.js';
 import type { PaymentClock } from './payment-client.clock.js';

@@ -1,3 +1,5 @@
+import { REDACTED } from './redaction.util.js';
+
 /** The message of anything thrown: `error.message` for an `Error`, else its text; without URL credentials. */
 export function errorMessage(error: unknown): string {
   return withoutUrlCredentials(error instanceof Error ? error.message : textOf(error));
@@ -20,7 +22,7 @@ const URL_CREDENTIALS = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#]{0
  * store's, a Redis client's) may quote the URL it was given, which the module cannot know.
  */
 export function withoutUrlCredentials(text: string): string {
-  return text.includes('://') ? text.replace(URL_CREDENTIALS, '$1[redacted]@') : text;
+  return text.includes('://') ? text.replace(URL_CREDENTIALS, `$1${REDACTED}@`) : text;
 }
 
 /**

@@ -3,7 +3,6 @@ import { givenOptionEntries, holdsNoOptions, PAYMENT_OPTION_KEYS } from './payme
 import type { ResolvedPaymentOptions } from './payment-module-options.interface.js';
 import { redactRedisUrl, redisUrlSecrets, URL_SCHEME } from './redact-url.js';
 
-
 /** The fields that hold a secret (a Redis URL may carry a password). */
 const SECRET_FIELDS = ['clientSecret', 'webhookSecrets', 'redisUrl', 'queueRedisUrl'] as const;
 

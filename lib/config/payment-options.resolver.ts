@@ -37,17 +37,17 @@ export function resolvePaymentOptions(
     // a forRootAsync factory that returned something else (its keys would read as '0', '1', ...),
     // or nothing at all (a missing `return`), or a built-in container holding none (a Map of
     // them): the env alone would configure the account
-    const holdsNone = explicit != null && typeof explicit === 'object';
+    const isObject = explicit != null && typeof explicit === 'object';
     const what =
       explicit === null || explicit === undefined
         ? String(explicit)
         : Array.isArray(explicit)
           ? 'an array'
-          : holdsNone
+          : isObject
             ? `a ${(Object.getPrototypeOf(explicit) as { constructor?: { name?: string } }).constructor?.name || 'class instance'} holding no option`
             : typeof explicit;
     throw new PaymentConfigurationError(
-      [`the options must be an object, not ${what}${explicit == null || holdsNone ? ' (does the forRootAsync() factory return them?)' : ''}`],
+      [`the options must be an object, not ${what}${explicit == null || isObject ? ' (does the forRootAsync() factory return them?)' : ''}`],
       account,
     );
   }

@@ -1,7 +1,5 @@
-import { REDACTED } from '../common/redaction.util.js';
 import { errorMessage } from '../common/error-message.util.js';
-
-/** What a secret part of a URL is replaced with. */
+import { REDACTED } from '../common/redaction.util.js';
 
 /** Text that starts as a URL does (`scheme://`): one read into another key may carry a password. */
 export const URL_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
