@@ -155,17 +155,22 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
     dir = undefined;
   };
 
-  // the port was free when picked; another socket may take it before redis-server binds it
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await launch();
-      break;
-    } catch (error) {
-      if (attempt === 3 || !output.includes('Address already in use')) throw error;
-      if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
-      port = await unusedLoopbackPort();
+  /** `launch`, tried again (after `beforeRetry`) while another socket holds the port. */
+  const launchWhilePortTaken = async (attempts: number, beforeRetry: () => Promise<unknown>): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await launch();
+        return;
+      } catch (error) {
+        if (attempt === attempts || !output.includes('Address already in use')) throw error;
+        if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
+        await beforeRetry();
+      }
     }
-  }
+  };
+
+  // the port was free when picked; another socket may take it before redis-server binds it
+  await launchWhilePortTaken(3, async () => (port = await unusedLoopbackPort()));
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -176,16 +181,7 @@ export async function startRedisServer(options: TestRedisServerOptions = {}): Pr
       await stop();
       // the same port (clients reconnect to it): while it was free an outgoing socket may have
       // been given it as its local port; such a socket is usually short-lived
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await launch();
-          return;
-        } catch (error) {
-          if (attempt === 10 || !output.includes('Address already in use')) throw error;
-          if (dir && dir !== persistentDir) rmSync(dir, { recursive: true, force: true });
-          await sleep(200);
-        }
-      }
+      await launchWhilePortTaken(10, () => sleep(200));
     },
     pause: () => void child?.kill('SIGSTOP'),
     resume: () => void child?.kill('SIGCONT'),

@@ -154,6 +154,13 @@ class ServiceUnavailableTimeoutInterceptor implements NestInterceptor {
 let releaseSlow: () => void = () => undefined;
 let slowRuns = 0;
 
+/** A handler that runs until the test releases it. */
+async function slowHandler(): Promise<{ ok: true }> {
+  slowRuns++;
+  await new Promise<void>((resolve) => (releaseSlow = resolve));
+  return { ok: true };
+}
+
 // The timeout inside the idempotency interceptor (listed after it): it ends the request while the handler still runs.
 @Controller('slow')
 class SlowCallbackController {
@@ -162,10 +169,8 @@ class SlowCallbackController {
   @UseGuards(PaymentWebhookSignatureGuard)
   @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor, TimeoutInterceptor)
-  async callback(): Promise<{ ok: true }> {
-    slowRuns++;
-    await new Promise<void>((resolve) => (releaseSlow = resolve));
-    return { ok: true };
+  callback(): Promise<{ ok: true }> {
+    return slowHandler();
   }
 
   @Post('callback-503')
@@ -173,10 +178,8 @@ class SlowCallbackController {
   @UseGuards(PaymentWebhookSignatureGuard)
   @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor, ServiceUnavailableTimeoutInterceptor)
-  async callback503(): Promise<{ ok: true }> {
-    slowRuns++;
-    await new Promise<void>((resolve) => (releaseSlow = resolve));
-    return { ok: true };
+  callback503(): Promise<{ ok: true }> {
+    return slowHandler();
   }
 }
 
