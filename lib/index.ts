@@ -112,6 +112,7 @@ export type {
   DisputeCreatedEventData,
   PaymentEvent,
   PaymentEventData,
+  PaymentEventDataMap,
   PaymentEventEnvelope,
   PaymentEventForPattern,
   PaymentEventPattern,

@@ -145,7 +145,7 @@ export interface DisputeCreatedEventData {
   [field: string]: unknown;
 }
 
-/** `data` type of each event type. */
+/** `data` type of each documented event type (`PaymentEventDataMap['refund.failed']`). @publicApi */
 export interface PaymentEventDataMap {
   'payment.created': PaymentEventData;
   'payment.pending': PaymentEventData;

@@ -3,7 +3,7 @@
  * and that `buildEvent` claims typed `data` only when it was given that shape. Checked by
  * `npm run typecheck`; each `@ts-expect-error` fails it if the line below starts compiling.
  */
-import type { WebhookEnvelopeAnomaly } from '../../lib/index.js';
+import type { PaymentEventDataMap, RefundFailedEventData, WebhookEnvelopeAnomaly } from '../../lib/index.js';
 import { buildEvent, type BuiltEvent, type EventEnvelopeOverrides } from '../../lib/testing/index.js';
 
 type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -13,6 +13,9 @@ const expectType = <T extends true>(_proof?: T): void => undefined;
 const onAnomaly = (anomaly: WebhookEnvelopeAnomaly): string => `${anomaly.field} ${anomaly.kind}`;
 const overrides: EventEnvelopeOverrides = { eventId: 'evt_1', environment: 'production' };
 void onAnomaly;
+
+// the data map the builders' signatures use, nameable to type a builder's data up front
+expectType<Equal<PaymentEventDataMap['refund.failed'], RefundFailedEventData>>();
 
 // a known type with its data: typed data
 const succeeded = buildEvent(
