@@ -135,29 +135,6 @@ export class PaymentApiError extends Error {
     this.mayHaveReachedService = details.mayHaveReachedService ?? false;
   }
 
-  /**
-   * A copy saying an earlier attempt of the call may have reached the service (same class,
-   * code and fields), for a call that ends on an error of a later attempt.
-   * @internal
-   */
-  withEarlierAttemptMayHaveActed(): this {
-    if (this.mayHaveReachedService) return this;
-    const message = `${this.message}; an earlier attempt may have reached the service`;
-    const hidden = { enumerable: false, writable: true, configurable: true };
-    return this.copyWith({
-      message: { value: message, ...hidden },
-      mayHaveReachedService: { value: true, enumerable: true, configurable: true },
-      ...(typeof this.stack === 'string' ? { stack: { value: this.stack.replace(this.message, () => message), ...hidden } } : {}),
-    });
-  }
-
-  /** A copy of this error (same class and fields, stack included) with `changes` applied. */
-  private copyWith(changes: PropertyDescriptorMap): this {
-    const copy = Object.create(Object.getPrototypeOf(this)) as this;
-    Object.defineProperties(copy, { ...Object.getOwnPropertyDescriptors(this), ...changes });
-    return copy;
-  }
-
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
@@ -173,6 +150,24 @@ export class PaymentApiError extends Error {
       mayHaveReachedService: this.mayHaveReachedService,
     };
   }
+}
+
+/**
+ * A copy of `error` saying an earlier attempt of the call may have reached the service (same
+ * class, code, fields and stack), for a call that ends on an error of a later attempt.
+ */
+export function withEarlierAttemptMayHaveActed<E extends PaymentApiError>(error: E): E {
+  if (error.mayHaveReachedService) return error;
+  const message = `${error.message}; an earlier attempt may have reached the service`;
+  const hidden = { enumerable: false, writable: true, configurable: true };
+  const copy = Object.create(Object.getPrototypeOf(error)) as E;
+  Object.defineProperties(copy, {
+    ...Object.getOwnPropertyDescriptors(error),
+    message: { value: message, ...hidden },
+    mayHaveReachedService: { value: true, enumerable: true, configurable: true },
+    ...(typeof error.stack === 'string' ? { stack: { value: error.stack.replace(error.message, () => message), ...hidden } } : {}),
+  });
+  return copy;
 }
 
 /** 1001–1005, 2003, 6001: credentials, token or mode are wrong. Fix configuration; retrying does not help. @publicApi */

@@ -12,6 +12,7 @@ import {
   PaymentRateLimitError,
   PaymentServerError,
   unreadSuccessError,
+  withEarlierAttemptMayHaveActed,
 } from './payment-api.errors.js';
 import { paymentErrorFromResponse } from './payment-error-response.reader.js';
 import { abortedCallError, abortedCheckError, eitherSignal } from './payment-call-abort.js';
@@ -206,7 +207,7 @@ export class PaymentRequestExecutor {
    * 429, a token failure) does not undo an earlier one that may have: it says so (`mayHaveReachedService`).
    */
   private finalFailure<E extends PaymentApiError>(failure: E, mayHaveActed: boolean): E {
-    return mayHaveActed ? failure.withEarlierAttemptMayHaveActed() : failure;
+    return mayHaveActed ? withEarlierAttemptMayHaveActed(failure) : failure;
   }
 
   /** The call's abort when its signal fired (the wait was given up), else nothing. */

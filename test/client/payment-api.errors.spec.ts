@@ -10,6 +10,7 @@ import {
   PaymentRateLimitError,
   PaymentServerError,
   PaymentValidationError,
+  withEarlierAttemptMayHaveActed,
 } from '../../lib/client/payment-api.errors.js';
 import { paymentErrorFromResponse } from '../../lib/client/payment-error-response.reader.js';
 
@@ -155,7 +156,7 @@ describe('paymentErrorFromResponse', () => {
 describe('withEarlierAttemptMayHaveActed', () => {
   it("keeps the stack's first line whole when the service's message holds $ patterns", () => {
     const error = new PaymentServerError({ code: 'HTTP_502', httpStatus: 502, message: "upstream said $' and $` and $&" });
-    const marked = error.withEarlierAttemptMayHaveActed();
+    const marked = withEarlierAttemptMayHaveActed(error);
     expect(marked.message).toBe("upstream said $' and $` and $&; an earlier attempt may have reached the service");
     expect(marked.stack!.split('\n')[0]).toBe(`PaymentServerError: ${marked.message}`);
     expect(marked.mayHaveReachedService).toBe(true);
