@@ -68,6 +68,13 @@ export const PaymentClientErrorCode = {
 /** @publicApi */
 export type PaymentClientErrorCode = (typeof PaymentClientErrorCode)[keyof typeof PaymentClientErrorCode];
 
+const NAMED_CODES: ReadonlySet<string> = new Set<string>([...Object.values(PaymentErrorCode), ...Object.values(PaymentClientErrorCode)]);
+
+/** Whether the spec's error list or this client names `code` (any other code is text of an answer). */
+export function isNamedPaymentErrorCode(code: string): boolean {
+  return NAMED_CODES.has(code);
+}
+
 /** @publicApi */
 export interface PaymentApiErrorDetails {
   code: string;

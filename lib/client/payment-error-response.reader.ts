@@ -1,5 +1,6 @@
 import { isRecord } from '../common/is-record.util.js';
 import {
+  isNamedPaymentErrorCode,
   MAX_FIELD_ERRORS,
   MAX_MESSAGES_PER_FIELD,
   PaymentApiError,
@@ -64,14 +65,24 @@ export interface ErrorResponseContext {
   /** Strings that must never appear in the error (token, secrets). */
   redact?: (text: string) => string;
   /**
-   * Leave out the answer's message and field messages (the token call's: its request carried the
-   * client secret, and an echo of it may be encoded past any redaction, e.g. base64).
+   * The token call's: its request carried the client secret, and an echo of it may be encoded past
+   * any redaction (base64, hex), as an identifier too. Nothing of the answer's own text is kept
+   * but plain words: no message, no field messages, a code the spec or the client names or of
+   * `PLAIN_WORDS`, field names the request sent (`requestFields`) or of `PLAIN_WORDS`.
    */
-  withholdText?: boolean;
+  withholdText?: { requestFields: readonly string[] };
 }
 
 /** What a service error code looks like: a short identifier. */
 const SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * A code or field name the token call's error keeps although nothing names it: words of letters
+ * of one case and `_` (`SERVICE_UNAVAILABLE`, `body`), at most 32 characters. An encoded echo of a
+ * secret is not one: hex of text holds digits, base64 of 16 characters or more (22 letters) mixes
+ * cases or holds a digit, `+` or `/` but for about one secret in ten million.
+ */
+const PLAIN_WORDS = /^(?:[A-Z_]{1,32}|[a-z_]{1,32})$/;
 
 /** Builds the typed error for an answer that is not a success from the service's error envelope (or whatever came back). */
 export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiError {
@@ -80,7 +91,12 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
   // A code is an identifier (PAY_1001, RATE_LIMITED): anything else is not used as one. It
   // becomes a metric attribute and a log word, so it must never carry what the service echoed.
   const rawCode =
-    typeof envelope?.code === 'string' && SERVICE_CODE.test(envelope.code) && redact(envelope.code) === envelope.code ? envelope.code : undefined;
+    typeof envelope?.code === 'string' &&
+    SERVICE_CODE.test(envelope.code) &&
+    redact(envelope.code) === envelope.code &&
+    (ctx.withholdText === undefined || isNamedPaymentErrorCode(envelope.code) || PLAIN_WORDS.test(envelope.code))
+      ? envelope.code
+      : undefined;
   const code = rawCode ?? (ctx.httpStatus === 429 ? PaymentClientErrorCode.RATE_LIMITED : `HTTP_${ctx.httpStatus}`);
   const serviceMessage = ctx.withholdText
     ? 'the answer\'s message is not quoted (the request carried the client secret)'
@@ -97,7 +113,7 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
     code,
     message,
     httpStatus: ctx.httpStatus,
-    errors: readFieldErrors(envelope?.errors, redact, ctx.withholdText === true),
+    errors: readFieldErrors(envelope?.errors, redact, ctx.withholdText?.requestFields),
     retryAfterSeconds: ctx.retryAfterSeconds,
     method: ctx.method,
     path: ctx.path,
@@ -110,19 +126,19 @@ export function paymentErrorFromResponse(ctx: ErrorResponseContext): PaymentApiE
 }
 
 /**
- * The answer's field errors, redacted; with `namesOnly`, the field names without their messages.
+ * The answer's field errors, redacted; with `onlyNames`, those of these names or of plain words, without their messages.
  * The first `MAX_FIELD_ERRORS` fields with their first `MAX_MESSAGES_PER_FIELD` messages: each is
  * scrubbed of every secret synchronously, and an answer of a misbehaving server or proxy holding
  * hundreds of thousands of them (within the 10 MB body limit) would stall the process for minutes.
  */
-function readFieldErrors(value: unknown, redact: (text: string) => string, namesOnly: boolean): Record<string, string[]> {
+function readFieldErrors(value: unknown, redact: (text: string) => string, onlyNames: readonly string[] | undefined): Record<string, string[]> {
   if (!isRecord(value)) return {};
   const fields: Array<[string, string[]]> = [];
   for (const field in value) {
-    if (!Object.hasOwn(value, field)) continue;
+    if (!Object.hasOwn(value, field) || (onlyNames !== undefined && !onlyNames.includes(field) && !PLAIN_WORDS.test(field))) continue;
     if (fields.length === MAX_FIELD_ERRORS) break;
     const messages = value[field];
-    const list = namesOnly ? [] : Array.isArray(messages) ? messages.slice(0, MAX_MESSAGES_PER_FIELD) : [messages];
+    const list = onlyNames ? [] : Array.isArray(messages) ? messages.slice(0, MAX_MESSAGES_PER_FIELD) : [messages];
     fields.push([redact(field), list.filter((m) => m !== undefined && m !== null).map((m) => redact(String(m)))]);
   }
   // fromEntries defines each field as an own property: a "__proto__" field stays a field

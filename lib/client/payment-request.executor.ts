@@ -157,7 +157,7 @@ export class PaymentRequestExecutor {
           idempotencyKey: call.idempotencyKey,
           account: this.options.account,
           redact: this.redactor(token, ...held),
-          withholdText: call.operation === 'token',
+          withholdText: call.operation === 'token' ? { requestFields: this.tokenRequestFields() } : undefined,
         });
       }
       if (!failure) throw new Error('unreachable: no answer and no failure');
@@ -239,6 +239,12 @@ export class PaymentRequestExecutor {
   private async tokenFor(mode: TokenMode, signal: AbortSignal | undefined): Promise<string | undefined> {
     if (mode === 'none') return undefined;
     return mode === 'fresh' ? this.tokens.getFreshToken(signal) : this.tokens.getToken();
+  }
+
+  /** The names of the token call's body fields. */
+  private tokenRequestFields(): string[] {
+    const { tokenRequest } = this.options;
+    return [tokenRequest.clientIdField, tokenRequest.clientSecretField];
   }
 
   private async requestToken(signal?: AbortSignal, once = false) {

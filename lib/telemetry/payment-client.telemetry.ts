@@ -1,5 +1,5 @@
 import { type Attributes, context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { PaymentAbortedError, PaymentClientErrorCode, PaymentErrorCode } from '../client/payment-api.errors.js';
+import { isNamedPaymentErrorCode, PaymentAbortedError } from '../client/payment-api.errors.js';
 import { isTokenFailureOfCall } from '../client/payment-token-failure.js';
 import { endSpan } from './payment-handler.tracing.js';
 import { telemetryFailed } from './telemetry-fault.js';
@@ -161,9 +161,6 @@ export class PaymentClientCallTelemetry {
   }
 }
 
-/** Codes kept as they are in metrics; any other (a proxy's per-request code, say) counts by status (see `metricCode`), so series stay few. */
-const KNOWN_CODES: ReadonlySet<string> = new Set([...Object.values(PaymentErrorCode), ...Object.values(PaymentClientErrorCode)]);
-
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || code === '') return UNEXPECTED_ERROR_CODE;
@@ -177,7 +174,7 @@ function codeOf(error: unknown): string {
  */
 function metricCode(code: string, httpStatus?: number): string {
   const statusCode = httpStatus !== undefined && Number.isInteger(httpStatus) && httpStatus >= 100 && httpStatus <= 599 ? `HTTP_${httpStatus}` : undefined;
-  if (KNOWN_CODES.has(code) || code === statusCode) return code;
+  if (isNamedPaymentErrorCode(code) || code === statusCode) return code;
   return statusCode ?? 'other';
 }
 

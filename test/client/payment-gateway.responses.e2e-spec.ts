@@ -84,6 +84,28 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error.message).toContain('not quoted');
     });
 
+    it("a failed token call keeps a code or field name only when it is named (the spec's codes, the request's fields) or plain words: an encoded echo of the secret passes for an identifier", async () => {
+      const clientSecret = 'cs_live_TopSecretValue_9931';
+      await start({ clientSecret, maxRetries: 0, tokenRequest: { clientSecretField: 'secret' } });
+      const encoded = Buffer.from(clientSecret).toString('base64').replace(/=+$/, ''); // letters and digits only
+      stub.answer('POST', '/authentication/token', {
+        status: 400,
+        body: { status: 'error', code: `X${encoded}`, message: 'x', errors: { [`F${encoded}`]: ['x'], secret: ['x'], client_id: ['x'], 'x-1': ['x'], body: ['x'] }, data: [] },
+      });
+      const error = await rejectionOf(client.listGateways());
+      const rendered = `${error.message} ${JSON.stringify(error)} ${String(error.stack)} ${inspect(error, { depth: 10 })}`;
+      expect(rendered).not.toContain(encoded);
+      // the request's fields (client_id, and clientSecretField's name) and plain words stay; other names go
+      expect(error).toMatchObject({ code: 'HTTP_400', httpStatus: 400 });
+      expect(Object.keys(error.errors)).toEqual(['secret', 'client_id', 'body']);
+
+      // a code of the spec's list, or of plain words, stays as before
+      stub.answer('POST', '/authentication/token', { status: 401, body: { status: 'error', code: 'PAY_1004', message: 'x', errors: {}, data: [] } });
+      expect(await rejectionOf(client.listGateways())).toMatchObject({ code: 'PAY_1004', httpStatus: 401 });
+      stub.answer('POST', '/authentication/token', { status: 400, body: { status: 'error', code: 'INVALID_CLIENT', message: 'x', errors: {}, data: [] } });
+      expect(await rejectionOf(client.listGateways())).toMatchObject({ code: 'INVALID_CLIENT', httpStatus: 400 });
+    });
+
     it('a client secret of three characters echoed by the service is redacted too', async () => {
       await start({ clientSecret: 'k9Z', maxRetries: 0 });
       stub.answer('POST', '/authentication/token', {
