@@ -25,6 +25,11 @@ export const PAYMENT_OPTION_KEYS: readonly string[] = Object.keys(OPTION_KEYS);
 /** Built-in objects that keep their data where options are not read (a `Map`'s entries). */
 const CONTAINER_BRANDS = /^\[object (Map|Set|WeakMap|WeakSet|Promise|Date|RegExp|Error)\]$/;
 
+/** A `Map`, `Set`, `Date`...: an object whose data is not in fields, so not a group of options. */
+export function isBuiltInContainer(value: object): boolean {
+  return CONTAINER_BRANDS.test(Object.prototype.toString.call(value));
+}
+
 /**
  * A built-in container given as options (a `Map` of them: a factory's slip) with no option read
  * from it as the resolver reads them (`get`, a proxy's trap included): the environment alone
@@ -32,7 +37,7 @@ const CONTAINER_BRANDS = /^\[object (Map|Set|WeakMap|WeakSet|Promise|Date|RegExp
  * be unset, the environment then filling them).
  */
 export function holdsNoOptions(value: object): boolean {
-  if (!CONTAINER_BRANDS.test(Object.prototype.toString.call(value))) return false;
+  if (!isBuiltInContainer(value)) return false;
   return PAYMENT_OPTION_KEYS.every((key) => (value as Record<string, unknown>)[key] === undefined);
 }
 

@@ -5,7 +5,7 @@ import { PAYMENT_ENV_VARIABLES, paymentEnvSources, type PaymentEnvOptionKey } fr
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN, WEBHOOK_TOLERANCE_SECONDS_RANGE } from './payment-options.schema.js';
-import { checkUnknownKeys } from './payment-option-keys.validation.js';
+import { checkUnknownKeys, isBuiltInContainer } from './payment-option-keys.validation.js';
 import { givenValue } from './payment-options.redaction.js';
 import { misplacedPasswordTail, undecodableRedisUrlPart, URL_SCHEME } from './redact-url.js';
 import { isQuoted, looksLikeJsonOrQuoted } from './quoted-values.js';
@@ -44,13 +44,18 @@ const isFieldNameList = (v: unknown): v is string[] => Array.isArray(v) && v.len
 const unknownKey = (group: string, key: string, known: object): string =>
   `option '${group}.${key}' is unknown; known: ${Object.keys(known).join(', ')}`;
 
+/** An object of options: a `Map` (or another built-in container) keeps its entries where none is read. */
+function isOptionGroup(value: unknown): value is Record<string, unknown> {
+  return isRecord(value) && !isBuiltInContainer(value);
+}
+
 /**
  * How token answers are read: a lifetime of 0 would make every call fetch a token (and meet
  * the token rate limit), an empty field list would fail every call, so both stop the boot.
  */
 function checkTokenResponse(value: unknown, problems: string[]): void {
   if (value === undefined) return;
-  if (!isRecord(value)) {
+  if (!isOptionGroup(value)) {
     problems.push(`option 'tokenResponse' must be an object`);
     return;
   }
@@ -80,7 +85,7 @@ function checkTokenResponse(value: unknown, problems: string[]): void {
 /** How the token call's body is written: field names and one of the two encodings. */
 function checkTokenRequest(value: unknown, problems: string[]): void {
   if (value === undefined) return;
-  if (!isRecord(value)) {
+  if (!isOptionGroup(value)) {
     problems.push(`option 'tokenRequest' must be an object`);
     return;
   }
@@ -121,7 +126,7 @@ function checkRedisUrl(key: 'redisUrl' | 'queueRedisUrl', url: unknown, describe
 /** Each limit is a whole number of requests per minute, at least 1: a limit of 0 would queue calls forever. */
 function checkRateLimits(limits: unknown, problems: string[]): void {
   if (limits === undefined || limits === false) return;
-  if (!isRecord(limits)) {
+  if (!isOptionGroup(limits)) {
     problems.push(`option 'rateLimits' must be an object of per-minute limits, or false`);
     return;
   }
@@ -137,7 +142,7 @@ function checkRateLimits(limits: unknown, problems: string[]): void {
 /** Each list names at least one field; a list replaces the default. */
 function checkResponseFields(fields: unknown, problems: string[]): void {
   if (fields === undefined) return;
-  if (!isRecord(fields)) {
+  if (!isOptionGroup(fields)) {
     problems.push(`option 'responseFields' must be an object of field-name lists`);
     return;
   }
@@ -164,7 +169,7 @@ const ENDPOINT_PLACEHOLDERS: Partial<Record<keyof PaymentEndpoints, string>> = {
 function checkEndpoints(endpoints: Partial<PaymentEndpoints> | undefined, problems: string[]): void {
   if (endpoints === undefined || endpoints === null) return;
   // 5, true or [] has no entries to check: it would boot on the default paths
-  if (!isRecord(endpoints)) {
+  if (!isOptionGroup(endpoints)) {
     problems.push(`option 'endpoints' must be an object of paths, e.g. { refund: '/payment/{trx_id}/refund' }`);
     return;
   }

@@ -302,6 +302,17 @@ describe('resolvePaymentOptions', () => {
     expect(error.problems).toEqual([expect.stringMatching(/^option 'endpoints' must be an object of paths/)]);
   });
 
+  it.each([
+    ['endpoints', new Map([['refund', '/x/{trx_id}/refund']]), /^option 'endpoints' must be an object of paths/],
+    ['tokenRequest', new Map([['encoding', 'form']]), /^option 'tokenRequest' must be an object/],
+    ['tokenResponse', new Map([['tokenFields', ['t']]]), /^option 'tokenResponse' must be an object/],
+    ['rateLimits', new Map([['default', 10]]), /^option 'rateLimits' must be an object/],
+    ['responseFields', new Map([['trxId', ['id']]]), /^option 'responseFields' must be an object/],
+  ])('refuses a Map as %s: its entries are no fields, and the defaults would apply without a word', (option, value, problem) => {
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', [option]: value as never }));
+    expect(error.problems).toEqual([expect.stringMatching(problem)]);
+  });
+
   it("never repeats a Redis URL's password read into another key, however short (it is no 8-character part of the URL)", () => {
     for (const password of ['pw12345', 'pa5s', 'pw', 'q']) {
       const vars = { PAYMENT_BASE_URL: 'https://pay.example.com', PAYMENT_REDIS_URL: `redis://:${password}@h:6379`, PAYMENT_REDIS_TIMEOUT_MS: password, PAYMENT_ENVIRONMENT: password };
