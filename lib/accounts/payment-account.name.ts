@@ -34,6 +34,10 @@ export function paymentAccountNameProblems(account: unknown, where: string): str
   if (account === undefined || account === DEFAULT_PAYMENT_ACCOUNT) return [];
   const problem = accountNameProblem(account, where);
   if (problem !== undefined) return [problem];
+  // a second account beside the unnamed one, told apart from it by case alone (event.account, handlers' filters, logs)
+  if ((account as string).toLowerCase() === DEFAULT_PAYMENT_ACCOUNT) {
+    return [`${where}: account '${account as string}' is the default account's name in other letters: name it '${DEFAULT_PAYMENT_ACCOUNT}' (or leave it unnamed), or choose another name`];
+  }
   return ownEnvPrefixProblems(account as string, where);
 }
 

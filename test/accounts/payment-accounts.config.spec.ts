@@ -308,6 +308,16 @@ describe('named account configuration', () => {
     ]);
   });
 
+  it("refuses a name that is 'default' in another letter case: beside the unnamed account it would be a second account that events, handlers and logs tell apart by case alone", () => {
+    for (const account of ['DEFAULT', 'Default']) {
+      expect(() => PaymentModule.forRoot({ account, baseUrl: 'https://pay.example.com' })).toThrow(
+        new RegExp(`account '${account}' is the default account's name in other letters: name it 'default' \\(or leave it unnamed\\), or choose another name`),
+      );
+    }
+    // the exact name is the unnamed account
+    expect(() => PaymentModule.forRoot({ account: 'default', baseUrl: 'https://pay.example.com' })).not.toThrow();
+  });
+
   it('forRootAsync() reads an account given by a getter (a class instance), as forRoot() does', async () => {
     restore = withEnv({});
     class EuOptions {
