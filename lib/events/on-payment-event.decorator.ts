@@ -17,8 +17,12 @@ import type { PaymentEventForPattern, PaymentEventPattern } from './payment-even
 export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <H extends (...args: never[]) => unknown>(
   target: object,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<H> & (TakesEventOf<P, H> extends true ? unknown : never),
+  descriptor: TypedPropertyDescriptor<H> & (TakesEventOf<P, H> extends true ? unknown : never) & (ReturnsGenerator<H> extends true ? never : unknown),
 ) => void;
+
+/** `true` when `H` is a generator method: calling it returns a generator without running its body (refused). */
+type ReturnsGenerator<H extends (...args: never[]) => unknown> =
+  0 extends 1 & ReturnType<H> ? false : ReturnType<H> extends Generator<unknown, unknown, never> | AsyncGenerator<unknown, unknown, never> ? true : false;
 
 /**
  * `true` when `H` takes no parameter, or can be called with the event of `P` alone: its first
@@ -73,6 +77,13 @@ export function OnPaymentEvent<const P extends PaymentEventPattern>(
     // Handlers are found on provider instances; a static method would silently never run.
     if (typeof target === 'function') {
       throw new TypeError(`@OnPaymentEvent cannot decorate static methods (got ${target.name}.${String(propertyKey)})`);
+    }
+    // calling one returns a generator without running its body: the event would pass for handled
+    const kind = Object.prototype.toString.call(descriptor.value);
+    if (kind === '[object GeneratorFunction]' || kind === '[object AsyncGeneratorFunction]') {
+      throw new TypeError(
+        `@OnPaymentEvent cannot decorate a generator method (got ${target.constructor.name}.${String(propertyKey)}): calling it would not run its body; make it a plain or async method`,
+      );
     }
     // Nest's method scan (as for @OnEvent) lists string names only: a symbol-named one would never run.
     if (typeof propertyKey === 'symbol') {

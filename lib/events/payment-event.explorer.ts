@@ -185,10 +185,24 @@ export class PaymentEventExplorer implements OnModuleInit {
 function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): unknown {
   const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
   if (isObservable(result)) return untilComplete(result);
+  // the decorator refuses generator methods; one a wrapper hides must not pass for handled
+  if (isGenerator(result)) {
+    const className = (instance.constructor as { name?: string } | undefined)?.name ?? 'handler';
+    throw new TypeError(`${className}.${methodName} returned a generator: its body did not run. Make the handler a plain or async method`);
+  }
   if (isThenable(result)) {
     return Promise.resolve(result).then((value) => (isObservable(value) ? untilComplete(value) : value));
   }
   return result;
+}
+
+/** What calling a generator method returns, its body not yet run (a native generator or a compiled one). */
+function isGenerator(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const tag = Object.prototype.toString.call(value);
+  if (tag === '[object Generator]' || tag === '[object AsyncGenerator]') return true;
+  const iterator = value as { next?: unknown; throw?: unknown; [Symbol.iterator]?: unknown; [Symbol.asyncIterator]?: unknown };
+  return typeof iterator.next === 'function' && typeof iterator.throw === 'function' && (Symbol.asyncIterator in iterator || Symbol.iterator in iterator);
 }
 
 function untilComplete(observable: Observable<unknown>): Promise<unknown> {

@@ -109,3 +109,58 @@ describe('handlers whose method another decorator wrapped', () => {
     expect(log).toEqual([]);
   });
 });
+
+describe('generator handlers, whose body a call never runs', () => {
+  it('are refused when the class is defined', () => {
+    for (const define of [
+      () => {
+        class Handlers {
+          // @ts-expect-error refused by the types too (this is what plain JavaScript gets)
+          @OnPaymentEvent('payment.succeeded')
+          *fulfil(): Generator<number> {
+            yield 1;
+          }
+        }
+        return Handlers;
+      },
+      () => {
+        class Handlers {
+          // @ts-expect-error refused by the types too (this is what plain JavaScript gets)
+          @OnPaymentEvent('payment.succeeded')
+          async *fulfil(): AsyncGenerator<number> {
+            yield 1;
+          }
+        }
+        return Handlers;
+      },
+    ]) {
+      expect(define).toThrow(/@OnPaymentEvent cannot decorate a generator method \(got Handlers\.fulfil\): calling it would not run its body/);
+    }
+  });
+
+  it('fail the delivery when a wrapper hides one (answered non-2xx and retried, never recorded as handled)', async () => {
+    const ran: string[] = [];
+    @Injectable()
+    class HiddenGenerator {
+      // @ts-expect-error refused by the types (plain JavaScript, or a wrapper typed loosely, gets past them)
+      @OnPaymentEvent('payment.succeeded')
+      @Audited(ran)
+      async *fulfil(event: PaymentEvent<'payment.succeeded'>): AsyncGenerator<void> {
+        ran.push(event.eventId);
+        yield;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, HiddenGenerator] }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    try {
+      const failure = await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', 'evt_g1')).then(() => undefined, (error: unknown) => error);
+      expect(String((failure as { failures?: Array<{ error: unknown }> })?.failures?.[0]?.error)).toMatch(
+        /HiddenGenerator\.fulfil returned a generator: its body did not run\. Make the handler a plain or async method/,
+      );
+      expect(ran).toEqual(['audit:fulfil']);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+});

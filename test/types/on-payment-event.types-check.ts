@@ -117,6 +117,18 @@ export class CompilingHandlers {
 }
 
 export class RejectedHandlers {
+  // @ts-expect-error a generator method: calling it would not run its body
+  @OnPaymentEvent('payment.succeeded')
+  *generator(event: PaymentEvent<'payment.succeeded'>): Generator<string> {
+    yield event.eventId;
+  }
+
+  // @ts-expect-error an async generator method likewise
+  @OnPaymentEvent('payment.succeeded')
+  async *asyncGenerator(event: PaymentEvent<'payment.succeeded'>): AsyncGenerator<string> {
+    yield event.eventId;
+  }
+
   // @ts-expect-error a payment.succeeded handler cannot take a refund.failed event
   @OnPaymentEvent('payment.succeeded')
   wrongType(event: PaymentEvent<'refund.failed'>): void {
