@@ -81,6 +81,32 @@ describe('PaymentModule configuration', () => {
     expect(options.baseUrl).toBe('http://127.0.0.1:1');
   });
 
+  it("keeps the host's skipProcessEnv: the process's PAYMENT_* variables are not read, its ConfigService's values are", async () => {
+    restore = withEnv({ PAYMENT_CLIENT_ID: 'from-process-env' });
+    const options = await resolvedFrom({
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, skipProcessEnv: true, load: [() => ({ PAYMENT_BASE_URL: 'https://loaded.example.com' })] }),
+        PaymentModule.forRoot(),
+      ],
+    });
+    expect(options.baseUrl).toBe('https://loaded.example.com');
+    expect(options.clientId).toBeUndefined();
+  });
+
+  it("forRootAsync() reads what an async load of the host's global ConfigModule gives, through the global ConfigService (as the README says: no ConfigModule in its imports)", async () => {
+    restore = withEnv({});
+    const options = await resolvedFrom({
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [async () => ({ payments: { url: 'https://async-load.example.com' } })] }),
+        PaymentModule.forRootAsync({
+          inject: [ConfigService],
+          useFactory: (config: ConfigService): PaymentModuleOptions => ({ baseUrl: config.getOrThrow<string>('payments.url') }),
+        }),
+      ],
+    });
+    expect(options.baseUrl).toBe('https://async-load.example.com');
+  });
+
   it("values of the host's ConfigService that are neither text, numbers nor booleans are refused naming their key, never read as text", async () => {
     restore = withEnv({});
     const boot = Test.createTestingModule({
