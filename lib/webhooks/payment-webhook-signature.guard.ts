@@ -104,7 +104,6 @@ export class PaymentWebhookSignatureGuard implements CanActivate {
     this.logRawBodyMissing();
   }
 
-  protected onVerified(request: PaymentWebhookRequest, verification: WebhookSignatureVerification): void {
-    getPaymentWebhookState(request).verification = verification;
-  }
+  /** Called once a signature matched, with what it learned (`secretIndex`: watch a rotation). Does nothing by default. */
+  protected onVerified(_request: PaymentWebhookRequest, _verification: WebhookSignatureVerification): void {}
 }

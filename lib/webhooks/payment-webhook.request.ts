@@ -2,7 +2,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
 import { WebhookBodyTooLargeError, WebhookRawBodyMissingError, WebhookUnsupportedMediaTypeError } from './payment-webhook.errors.js';
-import type { WebhookSignatureVerification } from './webhook-signature.js';
 
 /**
  * What the webhook receiver needs from a request. Express and Fastify requests both fit:
@@ -21,7 +20,6 @@ export interface PaymentWebhookRequest {
 export interface PaymentWebhookRequestState {
   /** The bytes the signature was verified over. */
   rawBody?: Buffer;
-  verification?: WebhookSignatureVerification;
   event?: AnyPaymentEvent;
   /** The route (`Controller.method`) whose `PaymentWebhookIdempotencyInterceptor` holds the request's key. */
   claimedByInterceptor?: string;

@@ -9,7 +9,7 @@ import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-
 import { PaymentWebhookHttpException } from '../../lib/webhooks/payment-webhook-http.exception.js';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.request.js';
-import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
+import { createWebhookSignatureHeader, type WebhookSignatureVerification } from '../../lib/webhooks/webhook-signature.js';
 import { envelope } from '../support/webhooks-app.js';
 
 const SECRET = 'whsec_unit_guard';
@@ -70,6 +70,18 @@ describe('PaymentWebhookSignatureGuard', () => {
   ])('refuses %s', (_label, headers, status, code) => {
     const request = signedRequest(envelope(), headers);
     expect(rejection(() => new PaymentWebhookSignatureGuard(options).canActivate(context(request)))).toEqual({ status, code });
+  });
+
+  it('tells a subclass which secret matched (onVerified), to watch a rotation', () => {
+    const seen: number[] = [];
+    class RotationWatchingGuard extends PaymentWebhookSignatureGuard {
+      protected override onVerified(_request: PaymentWebhookRequest, verification: WebhookSignatureVerification): void {
+        seen.push(verification.secretIndex);
+      }
+    }
+    const rotating = resolvePaymentOptions({ baseUrl: 'http://127.0.0.1:9', webhookSecret: ['whsec_new', SECRET] });
+    expect(new RotationWatchingGuard(rotating).canActivate(context(signedRequest()))).toBe(true);
+    expect(seen).toEqual([1]);
   });
 
   it('refuses a signature outside the tolerance, by its own clock', () => {
