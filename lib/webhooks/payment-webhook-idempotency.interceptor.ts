@@ -169,7 +169,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
    * Module defaults overridden by the route's `@WebhookIdempotencyKey`. Route metadata is
    * fixed once the app is initialised, so the merge is computed once per handler and class.
    */
-  protected settingsFor(context: ExecutionContext): RouteSettings {
+  private settingsFor(context: ExecutionContext): RouteSettings {
     const handler = context.getHandler();
     const controller = context.getClass();
     let byClass = this.settingsCache.get(handler);
