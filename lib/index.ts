@@ -105,7 +105,7 @@ export { getVerifiedPaymentWebhookEvent } from './webhooks/payment-webhook.reque
 
 // events
 export { OnPaymentEvent } from './events/on-payment-event.decorator.js';
-export type { OnPaymentEventOptions } from './events/on-payment-event.decorator.js';
+export type { OnPaymentEventOptions, PaymentEventHandlerDecorator } from './events/on-payment-event.decorator.js';
 export { PAYMENT_EVENT_TYPES, isKnownPaymentEventType, isPaymentEventOfType } from './events/payment-event.types.js';
 export type {
   AnyPaymentEvent,
@@ -114,6 +114,7 @@ export type {
   PaymentEventData,
   PaymentEventDataMap,
   PaymentEventEnvelope,
+  PaymentEventExtras,
   PaymentEventForPattern,
   PaymentEventPattern,
   PaymentEventType,

@@ -11,8 +11,10 @@ import type { PaymentEventForPattern, PaymentEventPattern } from './payment-even
  * as a conditional type, not as `H extends (event: ...) => unknown`: without
  * `strictFunctionTypes` (the tsconfig `nest new` writes has no `strict`) parameters compare
  * both ways, and a too-narrow one (`'payment.*'` into `PaymentEvent<'payment.succeeded'>`)
- * would compile. The return type of `OnPaymentEvent`, not re-exported by the package's entry
- * point: nothing needs to name it.
+ * would compile. The return type of `OnPaymentEvent`: exported so the declarations of a
+ * decorator composed over it (`export const OnPaid = () => OnPaymentEvent('payment.succeeded')`)
+ * can name it.
+ * @publicApi
  */
 export type PaymentEventHandlerDecorator<P extends PaymentEventPattern> = <H extends (...args: never[]) => unknown>(
   target: object,

@@ -173,6 +173,7 @@ export type PaymentEventDataOf<T extends string> = T extends PaymentEventType
 /**
  * What the module sets on an envelope before handlers see it. Fields of these names that
  * arrive in the body are dropped first: only the module writes them.
+ * @publicApi
  */
 export interface PaymentEventExtras {
   /** The merchant account the delivery was received for: `'default'` for `forRoot()` without `account`. */

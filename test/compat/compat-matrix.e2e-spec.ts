@@ -498,6 +498,8 @@ describe('TypeScript consumers against the installed typings', () => {
     moduleResolution?: 'node10';
     skipLibCheck: boolean;
     files: string[];
+    /** Emit the files' declarations (a library on the package), and check what they import. */
+    declaration?: true;
   }
   const BOTH = ['consumer.mts', 'consumer.cts'];
   const ESM = ['consumer.mts'];
@@ -511,18 +513,22 @@ describe('TypeScript consumers against the installed typings', () => {
     // the classic CommonJS setting of older Nest CLI apps (skipLibCheck on): no `exports`
     // support, so ./testing resolves through typesVersions
     { label: 'Nest 11, commonjs + node10 resolution', install: 'nest11-cjs', module: 'commonjs', moduleResolution: 'node10', skipLibCheck: true, files: ['consumer.ts'] },
+    // a library's declarations name every inferred type through the entry points (Nest CLI defaults: declaration on)
+    { label: 'library on Nest 12, nodenext, declarations', install: 'nest12-esm', module: 'nodenext', skipLibCheck: true, files: ['library.mts', 'library.cts'], declaration: true },
+    { label: 'library on Nest 11, node10, declarations', install: 'nest11-cjs', module: 'commonjs', moduleResolution: 'node10', skipLibCheck: true, files: ['library.ts'], declaration: true },
   ];
   const results = new Map<string, Promise<string>>();
 
   beforeAll(async () => {
     if (appDirs.size === 0) throw new Error('matrix setup failed (see the first error of this file)');
     const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-    const consumer = join(repoRoot, 'test', 'compat', 'fixtures', 'compat-consumer.ts');
+    const fixtures = join(repoRoot, 'test', 'compat', 'fixtures');
     for (const [index, check] of typeChecks.entries()) {
       const dir = appDirs.get(check.install)!;
-      await copyFile(consumer, join(dir, 'consumer.mts'));
-      await copyFile(consumer, join(dir, 'consumer.cts'));
-      await copyFile(consumer, join(dir, 'consumer.ts'));
+      for (const name of ['consumer', 'library']) {
+        for (const extension of ['mts', 'cts', 'ts']) await copyFile(join(fixtures, `compat-${name}.ts`), join(dir, `${name}.${extension}`));
+      }
+      const outDir = `declarations-${index}`;
       const tsconfig = {
         compilerOptions: {
           target: 'ES2022',
@@ -534,7 +540,7 @@ describe('TypeScript consumers against the installed typings', () => {
           experimentalDecorators: true,
           emitDecoratorMetadata: true,
           skipLibCheck: check.skipLibCheck,
-          noEmit: true,
+          ...(check.declaration ? { declaration: true, emitDeclarationOnly: true, outDir } : { noEmit: true }),
           // the temp apps do not install @types/node; borrow the repo's
           typeRoots: [join(repoRoot, 'node_modules', '@types')],
           types: ['node'],
@@ -547,12 +553,20 @@ describe('TypeScript consumers against the installed typings', () => {
       results.set(
         check.label,
         run(process.execPath, [tsc, '-p', file], dir).then(
-          () => 'ok',
+          async () => (check.declaration ? deepImportsIn(join(dir, outDir), check.files) : 'ok'),
           (error: Error) => error.message,
         ),
       );
     }
   });
+
+  /** 'ok', or the lines of the emitted declarations that import the package's files past its entry points. */
+  async function deepImportsIn(outDir: string, files: string[]): Promise<string> {
+    const emitted = files.map((file) => file.replace(/\.(m|c)?ts$/, (_, kind: string | undefined) => `.d.${kind ?? ''}ts`));
+    const texts = await Promise.all(emitted.map((file) => readFile(join(outDir, file), 'utf8')));
+    const deep = texts.flatMap((text) => text.split('\n')).filter((line) => /nestjs-payment-gateway\/(dist|lib)\//.test(line));
+    return deep.length === 0 ? 'ok' : `declarations import past the entry points:\n${deep.join('\n')}`;
+  }
 
   it.each(typeChecks.map((check) => [check.label, check.files.join(' + ')]))(
     '%s: %s type-check, and the typed @OnPaymentEvent still rejects wrong handlers',
