@@ -84,9 +84,6 @@ const built = new ConfigurableModuleBuilder<PaymentModuleOptions>({ optionsInjec
 // cannot parse (a syntax error in our .d.ts that skipLibCheck does not hide).
 export const ConfigurablePaymentModule: ConfigurableModuleCls<PaymentModuleOptions, 'forRoot', 'createPaymentOptions', PaymentModuleExtras> =
   built.ConfigurableModuleClass;
-export const PAYMENT_OPTIONS_TYPE: PaymentModuleOptions & Partial<PaymentModuleExtras> = built.OPTIONS_TYPE;
-export const PAYMENT_ASYNC_OPTIONS_TYPE: ConfigurableModuleAsyncOptions<PaymentModuleOptions, 'createPaymentOptions'> & Partial<PaymentModuleExtras> =
-  built.ASYNC_OPTIONS_TYPE;
 
 /**
  * The builder's class, typed without its static methods: `PaymentModule` declares its own
@@ -96,10 +93,12 @@ export const PAYMENT_ASYNC_OPTIONS_TYPE: ConfigurableModuleAsyncOptions<PaymentM
 export const PaymentModuleBase: new () => object = ConfigurablePaymentModule;
 
 /** What `PaymentModule.forRoot()` takes: the account's settings plus the module extras. @publicApi */
-export type PaymentModuleRootOptions = typeof PAYMENT_OPTIONS_TYPE;
+export type PaymentModuleRootOptions = PaymentModuleOptions & Partial<PaymentModuleExtras>;
+/** Nest's async options for this module, with the extras: what `forRootAsync()` is built from. */
+type PaymentModuleAsyncOptionsOfNest = ConfigurableModuleAsyncOptions<PaymentModuleOptions, 'createPaymentOptions'> & Partial<PaymentModuleExtras>;
 /** Nest's async options without their sources: `imports`, `provideInjectionTokensFrom` and the extras. */
-type AsyncOptionsBase = Omit<typeof PAYMENT_ASYNC_OPTIONS_TYPE, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
-type AsyncSource = Pick<typeof PAYMENT_ASYNC_OPTIONS_TYPE, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
+type AsyncOptionsBase = Omit<PaymentModuleAsyncOptionsOfNest, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
+type AsyncSource = Pick<PaymentModuleAsyncOptionsOfNest, 'useFactory' | 'useClass' | 'useExisting' | 'inject'>;
 
 /**
  * What `PaymentModule.forRootAsync()` takes: exactly one of `useFactory` (with its `inject`),

@@ -6,6 +6,9 @@ import { ISO_3166_ALPHA2_COUNTRY_CODES, ISO_4217_CURRENCY_CODES } from './paymen
 /** Decimal places of every amount on the wire (numeric strings with 8 decimal places). */
 const AMOUNT_DECIMALS = 8;
 
+/** Digits before the decimal point: more is no amount anyone pays (and no number a service keeps exactly). */
+const AMOUNT_INTEGER_DIGITS = 18;
+
 const AMOUNT_PATTERN = /^(\d{1,18})(?:\.(\d{1,8}))?$/;
 const MAX_IDENTIFIER_LENGTH = 255;
 
@@ -319,6 +322,10 @@ export function normalizeAmount(value: unknown): string | { problem: string } {
   if (text.startsWith('-')) return { problem: 'must not be negative' };
   const match = AMOUNT_PATTERN.exec(text);
   if (!match) {
+    const tooLong = /^(\d+)(?:\.\d+)?$/.exec(text);
+    if (tooLong !== null && tooLong[1]!.length > AMOUNT_INTEGER_DIGITS) {
+      return { problem: `must have at most ${AMOUNT_INTEGER_DIGITS} digits before the decimal point` };
+    }
     return { problem: `must be a numeric string with at most ${AMOUNT_DECIMALS} decimals, e.g. "10.50"` };
   }
   const integer = match[1].replace(/^0+(?=\d)/, '');

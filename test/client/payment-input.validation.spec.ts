@@ -35,6 +35,10 @@ describe('normalizeAmount', () => {
   ])('refuses the number %p, which may not be what was written, and says to pass a string', (input) => {
     expect(normalizeAmount(input)).toEqual({ problem: expect.stringContaining('pass it as a string') });
   });
+  it('says what is wrong with an amount of too many digits: the integer part, or the decimals', () => {
+    expect(normalizeAmount('1234567890123456789')).toEqual({ problem: expect.stringContaining('at most 18 digits before the decimal point') });
+    expect(normalizeAmount('1.123456789')).toEqual({ problem: expect.stringContaining('at most 8 decimals') });
+  });
 });
 
 describe('InputChecker', () => {
