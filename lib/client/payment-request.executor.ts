@@ -293,7 +293,7 @@ export class PaymentRequestExecutor {
   }
 
   /**
-   * Removes the client secret, webhook secrets, recent tokens and `callToken` from error text.
+   * Removes the client secret, webhook secrets, recent tokens and the call's own (`callTokens`) from error text.
    * The token a call sends is named on its own: a call that waited long (a `Retry-After`) may
    * hold one the token manager no longer lists as recent.
    */

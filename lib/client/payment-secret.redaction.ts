@@ -4,18 +4,12 @@ import { REDACTED } from '../common/redaction.util.js';
 const SHORT_SECRET_LENGTH = 4;
 
 /**
- * `text` without any of `secrets`, each also as sent in a form body or a URL and inside a
- * JSON string (a service echoing the request shows one of those forms), percent-encoded (also
- * twice) and HTML-escaped (by name or number), in any letter case and either Unicode normal form (NFC, NFD).
- * A cut-short echo stays readable.
- */
-export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
-  return secretRedactor(secrets)(text);
-}
-
-/**
- * `redactSecrets` for many texts with the same secrets: the patterns are built once (building
- * them costs far more than running them, and an error answer may hold many field messages).
+ * A function giving a text without any of `secrets`, each also as sent in a form body or a URL
+ * and inside a JSON string (a service echoing the request shows one of those forms),
+ * percent-encoded (also twice) and HTML-escaped (by name or number), in any letter case and
+ * either Unicode normal form (NFC, NFD). A cut-short echo stays readable. The patterns are built
+ * once (building them costs far more than running them, and an error answer may hold many field
+ * messages).
  */
 export function secretRedactor(secrets: Iterable<string | undefined>): (text: string) => string {
   const patterns: RegExp[] = [];

@@ -16,7 +16,7 @@ export interface PaymentWebhookRequest {
   [PAYMENT_WEBHOOK_REQUEST_STATE]?: PaymentWebhookRequestState;
 }
 
-/** What the guards learned, kept on the request for the interceptor and the handler. */
+/** What the guards and the idempotency interceptor record on the request, for the steps after them. */
 export interface PaymentWebhookRequestState {
   /** The bytes the signature was verified over. */
   rawBody?: Buffer;
