@@ -139,6 +139,7 @@ function routeExtrasWithoutRoute(account: string, extras: PaymentModuleExtras): 
   if (given.length === 0) return [];
   return [
     {
+      // a token of its own per call (not a constant): one account's warning must not replace another's
       provide: Symbol('nestjs-payment-gateway:route-extras-without-route'),
       useFactory: () =>
         new Logger('PaymentWebhooks').warn(

@@ -29,7 +29,10 @@ export const DEFAULT_MERCHANT: Readonly<SimulatedMerchant> = Object.freeze({
   walletBalance: '1000.00000000',
 });
 
-/** Base path of each environment. */
+/**
+ * Base path of each environment, as the service serves them: written apart from the client's
+ * defaults (`SANDBOX_BASE_PATH`, `LIVE_BASE_PATH`), so a slip in one fails the tests against the other.
+ */
 export const BASE_PATHS: ReadonlyArray<readonly [string, SimulatedMode]> = [
   ['/sandbox/api/v1', 'sandbox'],
   ['/api/v1', 'live'],
