@@ -79,8 +79,9 @@ const SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 /**
  * A code or field name the token call's error keeps although nothing names it: words of letters
  * of one case and `_` (`SERVICE_UNAVAILABLE`, `body`), at most 32 characters. An encoded echo of a
- * secret is not one: hex of text holds digits, base64 of 16 characters or more (22 letters) mixes
- * cases or holds a digit, `+` or `/` but for about one secret in ten million.
+ * secret is not one: hex of text holds digits, and base64 of 16 characters or more (22 or more
+ * of its 64 symbols) mixes cases or holds a digit, `+` or `/` for all but fewer than one secret in
+ * a hundred million ((26/64)^22, twice).
  */
 const PLAIN_WORDS = /^(?:[A-Z_]{1,32}|[a-z_]{1,32})$/;
 
