@@ -1,3 +1,4 @@
+import { parse as parseLegacyUrl } from 'node:url';
 import { HttpException, type HttpServer, type VersioningOptions, VersioningType } from '@nestjs/common';
 import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_WEBHOOK_PARSER_REFUSED } from '../payment.constants.js';
@@ -57,17 +58,23 @@ function matchesParams(urlPath: string, route: string): boolean {
   return given.length === wanted.length && wanted.every((segment, i) => (segment.startsWith(':') ? given[i] !== '' : segment === given[i]));
 }
 
-/** A request target's scheme and authority (absolute-form, `POST http://host/path`: what a proxy sends). */
-const ABSOLUTE_FORM_ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+/**
+ * Characters after which Express's router (through parseurl) reads a target with Node's legacy URL
+ * parser instead of its fast path: that parser drops a `#` fragment, turns `\` into `/` and trims.
+ */
+const LEGACY_PARSED_TARGET = /[\t\n\f\r #\u00a0\ufeff]/;
 
-/** The path of a request target without its query, as Express's router reads it (an absolute-form target is routed by its path). */
+/**
+ * The path of a request target, as Express's router reads it: the legacy URL parser's `pathname`
+ * for a target that does not start with `/` (absolute-form, `POST http://host/path`, as a proxy
+ * sends it) or holds one of `LEGACY_PARSED_TARGET` (a module in node_modules gets no deprecation
+ * warning from it), else the target up to its query.
+ */
 function pathOf(url: string | undefined): string {
   if (!url) return '/';
+  if (!url.startsWith('/') || LEGACY_PARSED_TARGET.test(url)) return parseLegacyUrl(url).pathname ?? '/';
   const q = url.indexOf('?');
-  const target = q === -1 ? url : url.slice(0, q);
-  if (target.startsWith('/')) return target;
-  const origin = ABSOLUTE_FORM_ORIGIN.exec(target);
-  return origin === null ? target : target.slice(origin[0].length) || '/';
+  return q === -1 ? url : url.slice(0, q);
 }
 
 /** The `type` of every error Express's body parser (body-parser, raw-body) raises. */

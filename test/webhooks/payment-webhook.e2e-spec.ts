@@ -23,10 +23,14 @@ const now = (): number => Math.floor(Date.now() / 1000);
 
 /** A signed POST to the webhook path whose request line names the whole URL (absolute-form), as `fetch` never sends. */
 function postAbsoluteForm(baseUrl: string, body: string): Promise<{ status: number; json: any }> {
-  const target = `${baseUrl}/payments/webhook`;
+  return postToTarget(baseUrl, `${baseUrl}/payments/webhook`, body);
+}
+
+/** A signed POST whose request line holds `target` as written (a fragment, a backslash: what `fetch` would rewrite). */
+function postToTarget(baseUrl: string, target: string, body: string): Promise<{ status: number; json: any }> {
   const headers = { 'content-type': 'application/json', 'x-service-signature': createWebhookSignatureHeader(body, WEBHOOK_SECRET, now()) };
   return new Promise((resolve, reject) => {
-    const req = httpRequest(target, { method: 'POST', path: target, headers }, (res) => {
+    const req = httpRequest(baseUrl, { method: 'POST', path: target, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
       res.on('end', () => {
@@ -668,5 +672,28 @@ describe('a signed envelope with a "__proto__" key in its data', () => {
     } finally {
       await w.close();
     }
+  });
+});
+
+// Express reads a request target holding a '#', a space, a tab or a line break with Node's legacy URL
+// parser (parseurl), which drops the fragment and turns '\\' into '/': such a target reaches the route,
+// so a refusal of the body parser there must get the route's answer too, not the parser's words.
+describe('Express: a request target the router reads with the legacy URL parser', () => {
+  let w: WebhookApp;
+  beforeAll(async () => {
+    w = await startWebhookApp({ adapter: 'express' });
+  });
+  afterAll(() => w.close());
+
+  it.each(['/payments/webhook#x', '/payments\\webhook#x', 'http://h/payments/webhook#x'])('%s: a signed event is handled, a broken or oversized body refused with the route\'s codes', async (target) => {
+    const event = envelope();
+    expect((await postToTarget(w.url, target, JSON.stringify(event))).status).toBe(200);
+    expect(w.handlers.count('payment.*', event.eventId as string)).toBe(1);
+    expect(await postToTarget(w.url, target, 'card-number-4111')).toEqual({
+      status: 400,
+      json: { statusCode: 400, code: 'WEBHOOK_INVALID_JSON', message: 'The webhook body is not valid JSON' },
+    });
+    // over Express's default parser limit (100 kB)
+    expect(await postToTarget(w.url, target, ' '.repeat(200 * 1024))).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
   });
 });
