@@ -276,6 +276,20 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     expect(span.attributes['http.response.status_code']).toBeUndefined();
   });
 
+  it('counts a call on an account without credentials as a CONFIGURATION_ERROR (nothing sent, a setting to fix), unlike a refused input', async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness();
+    const noCredentials = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: h.sim.url }), { clock: h.clock, random: () => 0.5 });
+    try {
+      expect(await rejectionOf(noCredentials.listGateways())).toMatchObject({ code: 'CONFIGURATION_ERROR' });
+    } finally {
+      noCredentials.onApplicationShutdown();
+    }
+    const points = counterPoints(await otel.collect(), PaymentMetricName.CLIENT_REQUESTS);
+    expect(points).toEqual([expect.objectContaining({ operation: 'list_gateways', outcome: 'error', code: 'CONFIGURATION_ERROR', value: 1 })]);
+    expect(h.sim.requests).toHaveLength(0);
+  });
+
   it('names the account of a named forRoot() in every data point and span', async () => {
     otel = await registerTestOtel();
     h = await startClientHarness();
