@@ -46,7 +46,20 @@ const loggedFixes = new WeakMap<object, Set<string>>();
 
 /** The route a context runs, as `Controller.method`: from the code, never from the request. */
 export function routeNameOf(context: ExecutionContext): string {
-  return `${context.getClass().name}.${context.getHandler().name}`;
+  return `${context.getClass().name}.${handlerMethodName(context.getClass(), context.getHandler())}`;
+}
+
+/**
+ * The name of the method of `controller` that is `handler`: its property, found on the prototype chain,
+ * since a decorator that replaced the method (tracing, auditing) leaves a function of another name or none.
+ */
+export function handlerMethodName(controller: { prototype?: unknown }, handler: { name: string }): string {
+  for (let proto = controller.prototype; proto !== null && typeof proto === 'object' && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name !== 'constructor' && Object.getOwnPropertyDescriptor(proto, name)?.value === handler) return name;
+    }
+  }
+  return handler.name;
 }
 
 /**

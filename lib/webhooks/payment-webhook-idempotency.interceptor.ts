@@ -10,7 +10,7 @@ import {
   type OnModuleDestroy,
   Optional,
 } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
+import { ApplicationConfig, Reflector } from '@nestjs/core';
 import { lastValueFrom, Observable } from 'rxjs';
 import { describeError } from '../common/error-message.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
@@ -19,7 +19,7 @@ import { signatureReplayWindowMs } from '../config/payment-options.validation.js
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
+import { handlerMethodName, PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -34,7 +34,19 @@ import {
 import type { ModuleWebhookIdempotencyDefaults, WebhookIdempotencyKeyFn, WebhookIdempotencyOptions } from './webhook-idempotency.interface.js';
 import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validation.js';
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
-import { isTimeoutError, mayLeaveHandlerRunning, RESPONSE_HANDLED_FIX, routeAnswersByItself, runsInterceptorsInside, TIMEOUT_INSIDE_FIX } from './webhook-idempotency-route.js';
+import {
+  INVALID_KEY,
+  isTimeoutError,
+  KEY_THREW_FIX,
+  KEY_TYPE_FIX,
+  keyText,
+  mayLeaveHandlerRunning,
+  notHttpFix,
+  RESPONSE_HANDLED_FIX,
+  routeAnswersByItself,
+  runsInterceptorsInside,
+  TIMEOUT_INSIDE_FIX,
+} from './webhook-idempotency-route.js';
 
 interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
@@ -88,6 +100,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   private readonly accountClaims = new WeakMap<RouteSettings, Map<string, AccountClaims>>();
   /** ES-private: a subclass may have an `accounts` of its own. */
   readonly #accounts: PaymentAccountRegistry | undefined;
+  readonly #appConfig: ApplicationConfig | undefined;
   /** Settings per route handler, then per controller class (a method can be inherited by several). */
   private readonly settingsCache = new WeakMap<object, WeakMap<object, RouteSettings>>();
 
@@ -98,10 +111,20 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     @Optional() protected readonly reflector: Reflector = new Reflector(),
     // where the module is imported: a named account's event (an envelope guard's `getAccount`) is claimed in that account's store
     @Optional() accounts?: PaymentAccountRegistry,
+    // the app's global interceptors: one registered after this one runs inside it (a global timeout)
+    @Optional() appConfig?: ApplicationConfig,
   ) {
     assertWebhookIdempotencyOptions(options, 'PaymentWebhookIdempotencyInterceptor options');
     this.deduplicator = new WebhookDeduplicator(store, this.logger);
     this.#accounts = accounts;
+    this.#appConfig = appConfig;
+  }
+
+  /** The app's global interceptors, in the order Nest runs them (request-scoped ones by class). */
+  #globalInterceptors(): unknown[] {
+    const config = this.#appConfig;
+    if (config === undefined) return [];
+    return [...config.getGlobalInterceptors(), ...config.getGlobalRequestInterceptors().map((wrapper) => wrapper.metatype)];
   }
 
   /**
@@ -191,8 +214,8 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       const problem = this.retentionProblem(dedupe.leaseMs, dedupe.retentionMs, (this.options as ModuleWebhookIdempotencyDefaults).minRetentionMs);
       // the same rules as the module's own webhookRetentionMs, for the settings this route ends up with
       if (problem !== undefined) throw routeMisconfigured(this.logger, problem, route);
-      const answersByItself = routeAnswersByItself(controller, handler);
-      const wrapsInterceptors = runsInterceptorsInside(this, controller, handler);
+      const answersByItself = routeAnswersByItself(controller, handlerMethodName(controller, handler));
+      const wrapsInterceptors = runsInterceptorsInside(this, controller, handler, this.#globalInterceptors(), isIdempotencyInterceptor);
       settings = Object.freeze({ key: merged.key, duplicateResponse: merged.duplicateResponse ?? defaultDuplicateResponse, dedupe, own: fromRoute, route, answersByItself, wrapsInterceptors });
       if (byClass === undefined) this.settingsCache.set(handler, (byClass = new WeakMap()));
       byClass.set(controller, settings);
@@ -217,6 +240,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   }
 
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
+    // a resolver's or a message handler's context has no HTTP request to read a key from or answer
+    if (context.getType() !== 'http') throw routeMisconfigured(this.logger, notHttpFix(context.getType()), routeNameOf(context));
+    const state = getPaymentWebhookState(context.switchToHttp().getRequest() as PaymentWebhookRequest);
+    // listed twice (on the class and the method, or globally and on the route): the outer one holds the key
+    if (state.claimedByInterceptor !== undefined) return lastValueFrom(next.handle(), { defaultValue: undefined });
     const settings = this.settingsFor(context);
     // every copy of a handled event would wait for an answer that never comes, until the sender gives the event up
     if (settings.answersByItself) throw routeMisconfigured(this.logger, RESPONSE_HANDLED_FIX, settings.route);
@@ -275,7 +303,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
       // an interceptor inside this one may have given up on a handler still running: released, a copy would
       // run it beside it (innermost, a timeout is the handler's own, its upstream call's: released as any failure).
       // Which failure it was cannot be seen from here, so any that may be a timeout keeps the claim
-      if (wrapsInterceptors && mayLeaveHandlerRunning(error)) {
+      if (wrapsInterceptors && mayLeaveHandlerRunning(error) && !isRouteMisconfigured(error)) {
         const what = isTimeoutError(error) ? 'timed out' : `failed (${describeError(error)}) behind another interceptor, maybe a timeout,`;
         this.logger.error(`${route} ${what} for key ${JSON.stringify(id)} inside PaymentWebhookIdempotencyInterceptor: ${TIMEOUT_INSIDE_FIX}`);
         throw new WorkOutcomeUnknown(error instanceof HttpException ? error : new PaymentWebhookHttpException(new WebhookHandlerFailedError({ cause: error })));
@@ -298,29 +326,18 @@ class ThrownAnswer {
   constructor(readonly exception: HttpException) {}
 }
 
-const KEY_THREW_FIX =
-  'the @WebhookIdempotencyKey function threw (its error is the cause of this exception): return undefined when the request carries no key ' +
-  '(answered 400 WEBHOOK_IDEMPOTENCY_KEY_MISSING), e.g. req.body?.deliveryId; a JSON body may be null, a string or a number';
-
-/** A key function's answer that no delivery can fix: the route's (see `keyText`). */
-const INVALID_KEY = Symbol('invalid idempotency key');
-const KEY_TYPE_FIX =
-  'the @WebhookIdempotencyKey function returned neither a string nor a whole number JSON reads exactly: return the delivery id as text ' +
-  '(an id past 2^53 loses digits in JSON.parse, and two such ids could share a key: read it from the raw body as text)';
-
-/**
- * A key as text: a string as it is, a whole number (a partner's numeric `deliveryId`) as its
- * digits; `undefined` when there is none (the sender's fault: 400); `INVALID_KEY` for anything
- * else (an object, a fraction: the key function's fault, 500).
- */
-function keyText(key: unknown): string | undefined | typeof INVALID_KEY {
-  if (typeof key === 'string') return key;
-  if (key === undefined || key === null) return undefined;
-  if ((typeof key === 'number' && Number.isSafeInteger(key)) || typeof key === 'bigint') return String(key);
-  return INVALID_KEY;
-}
-
 /** `values` without its undefined entries (so they do not hide the defaults they are spread over). */
 function definedOf<T extends object>(values: T): Partial<T> {
   return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/** An idempotency interceptor, listed as an instance or a class: a request it claimed passes through another one. */
+function isIdempotencyInterceptor(entry: unknown): boolean {
+  if (entry instanceof PaymentWebhookIdempotencyInterceptor) return true;
+  return typeof entry === 'function' && (entry === PaymentWebhookIdempotencyInterceptor || entry.prototype instanceof PaymentWebhookIdempotencyInterceptor);
+}
+
+/** A refusal of the module's own (a receiver behind this interceptor): nothing ran, so it never leaves a handler running. */
+function isRouteMisconfigured(error: unknown): boolean {
+  return error instanceof PaymentWebhookHttpException && error.code === 'WEBHOOK_ROUTE_MISCONFIGURED';
 }

@@ -77,6 +77,20 @@ describe('PaymentWebhookIdempotencyInterceptor', () => {
   });
   afterEach(() => interceptor.onApplicationShutdown());
 
+  it.each([
+    ['graphql', [undefined, {}, {}, {}]],
+    ['rpc', ['a message', {}]],
+  ])("on a %s handler answers 500 WEBHOOK_ROUTE_MISCONFIGURED naming the fix, runs nothing (was a bare TypeError)", async (type, args) => {
+    const host = new ExecutionContextHost(args as unknown[], Routes, Routes.prototype.verified);
+    host.setType(type);
+    const next = handler(async () => 'ran');
+    const error = await run(interceptor, host, next).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentWebhookHttpException);
+    expect((error as PaymentWebhookHttpException).code).toBe('WEBHOOK_ROUTE_MISCONFIGURED');
+    expect(String((error as PaymentWebhookHttpException).message)).toMatch(/^The webhook route is misconfigured/);
+    expect(next.runs).toBe(0);
+  });
+
   it("runs the handler once per verified eventId and answers the duplicate without it", async () => {
     const next = handler(async () => ({ received: true }));
     await expect(run(interceptor, context('verified', verifiedRequest('evt_1')), next)).resolves.toEqual({ received: true });

@@ -17,6 +17,7 @@ import {
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
 import { catchError, type Observable, throwError, timeout } from 'rxjs';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
@@ -51,6 +52,17 @@ class PartnerCallbackController {
     }
     effects.push(req.body.id);
     return { ok: true };
+  }
+}
+
+/** A host's timeout: rxjs `timeout()` mapped to a 408, as the common recipe writes it. */
+@Injectable()
+class TimeoutInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(
+      timeout(150),
+      catchError((error: unknown) => throwError(() => (error instanceof Error && error.name === 'TimeoutError' ? new RequestTimeoutException() : error))),
+    );
   }
 }
 
@@ -119,6 +131,29 @@ class MisassembledController {
     else res.status(200).json({ ok: true });
   }
 
+  // the same behind a wrapping decorator (tracing, auditing) that replaced the method: @Res() was missed
+  // (looked up under the wrapper's name), every duplicate hung and so did app.close()
+  @Traced()
+  @Post('wrapped-own-response')
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  wrappedOwnResponse(@Res() res: { status(code: number): { json(body: unknown): void }; code?: unknown; send?: unknown }) {
+    effects.push('wrapped-own-response');
+    if (typeof res.code === 'function' && typeof res.send === 'function') (res as unknown as { code(c: number): { send(b: unknown): void } }).code(200).send({ ok: true });
+    else res.status(200).json({ ok: true });
+  }
+
+  // the receiver behind the interceptor with another interceptor between them: its refusal (500) was
+  // taken for a possible timeout, so the claim was kept and the retry got 409 instead of the fix
+  @Post('receiver-behind-interceptors')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor, TimeoutInterceptor)
+  stackedWithInner(@Req() request: PaymentWebhookRequest) {
+    return this.receiver.receive(request);
+  }
+
   // the envelope guard alone never reads bytes nobody verified
   @Post('envelope-without-signature')
   @HttpCode(200)
@@ -129,14 +164,30 @@ class MisassembledController {
   }
 }
 
-/** A host's timeout: rxjs `timeout()` mapped to a 408, as the common recipe writes it. */
-@Injectable()
-class TimeoutInterceptor implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    return next.handle().pipe(
-      timeout(150),
-      catchError((error: unknown) => throwError(() => (error instanceof Error && error.name === 'TimeoutError' ? new RequestTimeoutException() : error))),
-    );
+/** A decorator that replaces the method with a wrapper (tracing, auditing) and copies its metadata, as such libraries do. */
+function Traced(): MethodDecorator {
+  return (_target, _key, descriptor: PropertyDescriptor) => {
+    const original = descriptor.value as (...args: unknown[]) => unknown;
+    const traced = function (this: unknown, ...args: unknown[]): unknown {
+      return original.apply(this, args);
+    };
+    for (const key of Reflect.getOwnMetadataKeys(original)) Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, original), traced);
+    descriptor.value = traced;
+    return descriptor;
+  };
+}
+
+/** The interceptor listed on the class and again on the method (or globally and on the route): the outer one deduplicates. */
+@Controller('twice')
+@UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+class TwiceListedController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard)
+  @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+  callback(@Req() request: PaymentWebhookRequest): { ok: true } {
+    effects.push(`twice:${String((request as { body?: { eventId?: string } }).body?.eventId)}`);
+    return { ok: true };
   }
 }
 
@@ -227,7 +278,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController],
       extraProviders: [VaultSecretGuard, TimeoutInterceptor],
     });
   });
@@ -258,6 +309,8 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await postWebhook(w.url, { id: 'object-1' }, { path: 'mistakes/object-key' })).toMatchObject(misconfigured);
     expect(logger.messages('error')).toContainEqual(expect.stringMatching(/^PaymentWebhookReceiver\.receive\(\) was given no HTTP request/));
     for (let i = 0; i < 2; i++) expect(await postWebhook(w.url, { id: 'own-1' }, { path: 'mistakes/own-response' })).toMatchObject(misconfigured);
+    for (let i = 0; i < 2; i++) expect(await postWebhook(w.url, { id: 'own-2' }, { path: 'mistakes/wrapped-own-response' })).toMatchObject(misconfigured);
+    for (let i = 0; i < 2; i++) expect(await postWebhook(w.url, event, { path: 'mistakes/receiver-behind-interceptors' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'short-1' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(await postWebhook(w.url, { id: 'short-2' }, { path: 'mistakes/short-retention' })).toMatchObject(misconfigured);
     expect(effects).toEqual([]);
@@ -270,8 +323,19 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
       expect.stringMatching(/^MisassembledController\.ownResponse: the handler takes @Res\(\) \(or @Next\(\)\) without passthrough/),
       expect.stringMatching(/^MisassembledController\.shortRetention: the idempotency retentionMs \(1000\) must be at least twice/),
       expect.stringMatching(/^MisassembledController\.stacked: PaymentWebhookReceiver verifies and deduplicates by itself/),
+      expect.stringMatching(/^MisassembledController\.stackedWithInner: PaymentWebhookReceiver verifies and deduplicates by itself/),
       expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
+      expect.stringMatching(/^MisassembledController\.wrappedOwnResponse: the handler takes @Res\(\) \(or @Next\(\)\) without passthrough/),
     ]);
+  });
+
+  it('listed twice on a route (class and method), the outer interceptor deduplicates and the inner lets the request through: once, then duplicate', async () => {
+    const event = envelope();
+    const path = 'twice/callback';
+    // was 409 on every delivery, the first included: the inner one found the outer one's claim held
+    expect(await postWebhook(w.url, event, { path })).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await postWebhook(w.url, event, { path })).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(effects).toEqual([`twice:${String(event.eventId)}`]);
   });
 
   it('a timeout inside the interceptor ends the request, not the handler: the claim is kept, so a copy meanwhile gets 409 and the handler runs once', async () => {
@@ -382,5 +446,46 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await postWebhook(w.url, body, { path: 'vault/hook', secret: 'whsec_from_vault' })).toMatchObject({ status: 200 });
     expect(await postWebhook(w.url, body, { path: 'vault/hook' })).toMatchObject({ status: 401, json: { code: 'WEBHOOK_SIGNATURE_MISMATCH' } });
     expect(effects).toEqual(['vault']);
+  });
+});
+
+// The idempotency interceptor and a timeout both global (APP_INTERCEPTOR, in that order): the timeout runs
+// inside it, so its 408 may leave the handler running, as when both are listed on the route.
+@Controller('global')
+class GloballyInterceptedController {
+  @Post('slow')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  slow(): Promise<{ ok: true }> {
+    return slowHandler();
+  }
+}
+
+describe.each(ADAPTERS)('the idempotency interceptor and a timeout as global interceptors (%s)', (adapter) => {
+  let w: WebhookApp;
+  beforeAll(async () => {
+    w = await startWebhookApp({
+      adapter,
+      logger: new CollectingLogger(),
+      controllers: [GloballyInterceptedController],
+      extraProviders: [
+        { provide: APP_INTERCEPTOR, useClass: PaymentWebhookIdempotencyInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: TimeoutInterceptor },
+      ],
+    });
+  });
+  afterAll(async () => {
+    releaseSlow();
+    await w?.close();
+  });
+
+  it('a 408 of the global timeout keeps the claim: a copy meanwhile gets 409 and the handler runs once', async () => {
+    slowRuns = 0;
+    const id = `global-slow-${adapter}`;
+    expect(await postWebhook(w.url, { id }, { path: 'global/slow' })).toMatchObject({ status: 408 });
+    // was released at the 408: the copy ran the handler a second time beside the first
+    expect(await postWebhook(w.url, { id }, { path: 'global/slow' })).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    expect(slowRuns).toBe(1);
   });
 });
