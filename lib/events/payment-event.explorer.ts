@@ -185,15 +185,20 @@ export class PaymentEventExplorer implements OnModuleInit {
 function callHandler(instance: HandlerHost, methodName: string, event: AnyPaymentEvent): unknown {
   const result = (instance[methodName] as (event: AnyPaymentEvent) => unknown).call(instance, event);
   if (isObservable(result)) return untilComplete(result);
-  // the decorator refuses generator methods; one a wrapper hides must not pass for handled
-  if (isGenerator(result)) {
-    const className = (instance.constructor as { name?: string } | undefined)?.name ?? 'handler';
-    throw new TypeError(`${className}.${methodName} returned a generator: its body did not run. Make the handler a plain or async method`);
-  }
+  // the decorator refuses generator methods; one a wrapper hides (an async one too) must not pass for handled
+  if (isGenerator(result)) throw generatorReturned(instance, methodName);
   if (isThenable(result)) {
-    return Promise.resolve(result).then((value) => (isObservable(value) ? untilComplete(value) : value));
+    return Promise.resolve(result).then((value) => {
+      if (isGenerator(value)) throw generatorReturned(instance, methodName);
+      return isObservable(value) ? untilComplete(value) : value;
+    });
   }
   return result;
+}
+
+function generatorReturned(instance: HandlerHost, methodName: string): TypeError {
+  const className = (instance.constructor as { name?: string } | undefined)?.name ?? 'handler';
+  return new TypeError(`${className}.${methodName} returned a generator: its body did not run. Make the handler a plain or async method`);
 }
 
 /** What calling a generator method returns, its body not yet run (a native generator or a compiled one). */

@@ -36,6 +36,7 @@ import { assertWebhookIdempotencyOptions } from './webhook-idempotency.validatio
 import { webhookCustomKey, webhookEventKey } from './webhook-store-keys.js';
 import {
   INVALID_KEY,
+  isInstanceOf,
   isTimeoutError,
   KEY_THREW_FIX,
   KEY_TYPE_FIX,
@@ -266,11 +267,14 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const { deduplicator, dedupe } = this.claimsFor(account, settings);
-    const result = await deduplicator.run(key, dedupe, () => {
-      // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
-      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
-      return this.handle(next, id, settings);
-    });
+    const result = await deduplicator
+      .run(key, dedupe, () => {
+        // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
+        state.claimedByInterceptor = settings.route;
+        return this.handle(next, id, settings);
+      })
+      // for this run only: a host's retry outside subscribes again, and its attempt must claim the key again
+      .finally(() => void (state.claimedByInterceptor = undefined));
     if (result === ALREADY_PROCESSED) return settings.duplicateResponse(request);
     if (result instanceof ThrownAnswer) throw result.exception; // its completion is recorded
     return result;
@@ -333,8 +337,9 @@ function definedOf<T extends object>(values: T): Partial<T> {
 
 /** An idempotency interceptor, listed as an instance or a class: a request it claimed passes through another one. */
 function isIdempotencyInterceptor(entry: unknown): boolean {
-  if (entry instanceof PaymentWebhookIdempotencyInterceptor) return true;
-  return typeof entry === 'function' && (entry === PaymentWebhookIdempotencyInterceptor || entry.prototype instanceof PaymentWebhookIdempotencyInterceptor);
+  if (entry instanceof PaymentWebhookIdempotencyInterceptor || entry === PaymentWebhookIdempotencyInterceptor) return true;
+  // a subclass, listed as a class
+  return typeof entry === 'function' && isInstanceOf(entry.prototype, PaymentWebhookIdempotencyInterceptor);
 }
 
 /** A refusal of the module's own (a receiver behind this interceptor): nothing ran, so it never leaves a handler running. */

@@ -36,12 +36,17 @@ export function runsInterceptorsInside(
 ): boolean {
   const own: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, handler) ?? [];
   const ofClass: unknown[] = Reflect.getMetadata(INTERCEPTORS_METADATA, controller) ?? [];
-  const isThis = (entry: unknown): boolean => entry === interceptor || (typeof entry === 'function' && interceptor instanceof entry);
+  const isThis = (entry: unknown): boolean => entry === interceptor || isInstanceOf(interceptor, entry);
   const all = [...globals, ...ofClass, ...own];
   const at = all.findIndex(isThis);
   if (at !== -1) return all.slice(at + 1).some((entry) => !isIdempotencyInterceptor(entry));
   const last = (own.length > 0 ? own : ofClass).at(-1);
   return last !== undefined && !isIdempotencyInterceptor(last);
+}
+
+/** `value instanceof entry`, false for an entry that is no class (a request-scoped global's factory, an arrow function). */
+export function isInstanceOf(value: unknown, entry: unknown): boolean {
+  return typeof entry === 'function' && typeof entry.prototype === 'object' && entry.prototype !== null && value instanceof entry;
 }
 
 /** A timeout's error: rxjs `timeout()`'s own (and other `TimeoutError`s), or the 408/504 an interceptor maps it to. */

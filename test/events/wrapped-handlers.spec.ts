@@ -138,6 +138,37 @@ describe('generator handlers, whose body a call never runs', () => {
     }
   });
 
+  it('fail the delivery when an async wrapper hides one (it resolves with the generator)', async () => {
+    const ran: string[] = [];
+    const AsyncTraced = (): MethodDecorator => (_target, _key, descriptor: PropertyDescriptor) => {
+      const original = descriptor.value as (...args: unknown[]) => unknown;
+      descriptor.value = async function (this: unknown, ...args: unknown[]) {
+        return await original.apply(this, args);
+      };
+      return descriptor;
+    };
+    @Injectable()
+    class AsyncHiddenGenerator {
+      // @ts-expect-error refused by the types (plain JavaScript, or a wrapper typed loosely, gets past them)
+      @OnPaymentEvent('payment.succeeded')
+      @AsyncTraced()
+      async *fulfil(event: PaymentEvent<'payment.succeeded'>): AsyncGenerator<void> {
+        ran.push(event.eventId);
+        yield;
+      }
+    }
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, AsyncHiddenGenerator] }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    try {
+      const failure = await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', 'evt_g2')).then(() => undefined, (error: unknown) => error);
+      expect(String((failure as { failures?: Array<{ error: unknown }> })?.failures?.[0]?.error)).toMatch(/AsyncHiddenGenerator\.fulfil returned a generator/);
+      expect(ran).toEqual([]);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it('fail the delivery when a wrapper hides one (answered non-2xx and retried, never recorded as handled)', async () => {
     const ran: string[] = [];
     @Injectable()

@@ -14,11 +14,12 @@ import {
   RequestTimeoutException,
   ServiceUnavailableException,
   Res,
+  Scope,
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { catchError, type Observable, throwError, timeout } from 'rxjs';
+import { catchError, type Observable, retry, throwError, timeout } from 'rxjs';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
@@ -26,6 +27,7 @@ import type { PaymentWebhookRequest } from '../../lib/webhooks/payment-webhook.r
 import { PaymentWebhookIdempotencyInterceptor } from '../../lib/webhooks/payment-webhook-idempotency.interceptor.js';
 import { WebhookIdempotencyKey } from '../../lib/webhooks/webhook-idempotency-key.decorator.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
+import { waitFor } from '../support/wait.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
 const effects: string[] = [];
@@ -177,6 +179,38 @@ function Traced(): MethodDecorator {
   };
 }
 
+/** An interceptor that changes nothing. */
+class PassThroughInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle();
+  }
+}
+
+/** A host's retry: subscribes to what is inside it again after a failure. */
+@Injectable()
+class RetryOnceInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(retry(1));
+  }
+}
+
+let retriedRuns = 0;
+
+// The idempotency interceptor inside a retry: the retry's second attempt must claim the key again (the
+// first released it), or a copy arriving meanwhile would run the handler beside it.
+@Controller('retried')
+class RetriedCallbackController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(RetryOnceInterceptor, PaymentWebhookIdempotencyInterceptor)
+  async callback(): Promise<{ ok: true }> {
+    if (++retriedRuns === 1) throw new Error('the first attempt fails');
+    return slowHandler();
+  }
+}
+
 /** The interceptor listed on the class and again on the method (or globally and on the route): the outer one deduplicates. */
 @Controller('twice')
 @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
@@ -278,7 +312,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController, RetriedCallbackController],
       extraProviders: [VaultSecretGuard, TimeoutInterceptor],
     });
   });
@@ -327,6 +361,19 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
       expect.stringMatching(/^MisassembledController\.unguarded: PaymentWebhookIdempotencyInterceptor found no verified event/),
       expect.stringMatching(/^MisassembledController\.wrappedOwnResponse: the handler takes @Res\(\) \(or @Next\(\)\) without passthrough/),
     ]);
+  });
+
+  it("inside a host's retry, the second attempt claims the key again: a copy meanwhile gets 409, the handler runs once more, not twice", async () => {
+    retriedRuns = 0;
+    slowRuns = 0;
+    const id = `retried-${adapter}`;
+    const first = postWebhook(w.url, { id }, { path: 'retried/callback' });
+    await waitFor('the retried attempt to run', () => slowRuns === 1);
+    // the retried attempt holds the key: was let through without a claim, and this copy ran the handler beside it
+    expect(await postWebhook(w.url, { id }, { path: 'retried/callback' })).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    releaseSlow();
+    expect(await first).toMatchObject({ status: 200, json: { ok: true } });
+    expect(retriedRuns).toBe(2);
   });
 
   it('listed twice on a route (class and method), the outer interceptor deduplicates and the inner lets the request through: once, then duplicate', async () => {
@@ -472,6 +519,8 @@ describe.each(ADAPTERS)('the idempotency interceptor and a timeout as global int
       extraProviders: [
         { provide: APP_INTERCEPTOR, useClass: PaymentWebhookIdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: TimeoutInterceptor },
+        // a request-scoped global made by a factory: Nest lists it by that arrow function, no class (was a TypeError on every delivery)
+        { provide: APP_INTERCEPTOR, scope: Scope.REQUEST, useFactory: () => new PassThroughInterceptor() },
       ],
     });
   });
