@@ -57,7 +57,8 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
       useFactory: (options: PaymentModuleOptions | undefined, config?: ConfigService) => {
         // The host's ConfigService when it has a global ConfigModule (its env file and
         // validation choices stand); else the process environment. The module never loads a .env itself.
-        const read = (name: string): unknown => (config ? config.get(name) : process.env[name]);
+        // A test's fake of it may have only what the app calls (getOrThrow): then the process environment too.
+        const read = typeof config?.get === 'function' ? (name: string): unknown => config.get(name) : (name: string): unknown => process.env[name];
         const readEnv = extras.readEnv !== false;
         const env = readEnv ? readPaymentEnv(read, account) : {};
         // undefined only from a forRootAsync() factory (forRoot() always passes an object): refused, not read as "no options"

@@ -133,6 +133,30 @@ describe('PaymentModule configuration', () => {
     expect(error.message).not.toContain('never-print-me');
   });
 
+  it("boots when a test fakes the ConfigService with only the methods its factory calls (getOrThrow): the variables then come from the process", async () => {
+    restore = withEnv({ PAYMENT_CLIENT_ID: 'from-env', PAYMENT_CLIENT_SECRET: 'env-secret' });
+    const values: Record<string, string> = { 'payments.url': 'https://faked.example.com' };
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true }),
+        PaymentModule.forRootAsync({
+          inject: [ConfigService],
+          useFactory: (config: ConfigService): PaymentModuleOptions => ({ baseUrl: config.getOrThrow<string>('payments.url') }),
+        }),
+      ],
+    })
+      .overrideProvider(ConfigService)
+      .useValue({ getOrThrow: (key: string) => values[key] })
+      .compile();
+    try {
+      const options = moduleRef.get<ResolvedPaymentOptions>(getPaymentOptionsToken(), { strict: false });
+      expect(options.baseUrl).toBe('https://faked.example.com');
+      expect(options.clientId).toBe('from-env');
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
   it('forRootAsync() with useFactory and inject', async () => {
     restore = withEnv({ PAYMENT_CLIENT_ID: 'from-env', PAYMENT_CLIENT_SECRET: 'env-secret' });
     const options = await resolvedFrom({
