@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type CallHandler,
   type ExecutionContext,
@@ -243,13 +244,14 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
     // a resolver's or a message handler's context has no HTTP request to read a key from or answer
     if (context.getType() !== 'http') throw routeMisconfigured(this.logger, notHttpFix(context.getType()), routeNameOf(context));
-    const state = getPaymentWebhookState(context.switchToHttp().getRequest() as PaymentWebhookRequest);
-    // listed twice (on the class and the method, or globally and on the route): the outer one holds the key
-    if (state.claimedByInterceptor !== undefined) return lastValueFrom(next.handle(), { defaultValue: undefined });
+    const request = context.switchToHttp().getRequest();
+    // listed twice (on the class and the method, or globally and on the route): this one runs inside the
+    // other's handler chain for this request, and that one holds the key. Only inside it: a host's retry
+    // outside subscribes again beside a run still going, and must claim (409 while that run holds the key)
+    if (runningHandlerOf.getStore() === request) return lastValueFrom(next.handle(), { defaultValue: undefined });
     const settings = this.settingsFor(context);
     // every copy of a handled event would wait for an answer that never comes, until the sender gives the event up
     if (settings.answersByItself) throw routeMisconfigured(this.logger, RESPONSE_HANDLED_FIX, settings.route);
-    const request = context.switchToHttp().getRequest();
     const event = getVerifiedPaymentWebhookEvent(request as PaymentWebhookRequest);
     // no key function and no verified event: the guards are missing, the sender did nothing wrong
     if (!settings.key && event === undefined) throw routeMisconfigured(this.logger, NO_KEY_FIX, settings.route);
@@ -267,14 +269,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const account = event?.account ?? DEFAULT_PAYMENT_ACCOUNT;
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const { deduplicator, dedupe } = this.claimsFor(account, settings);
-    const result = await deduplicator
-      .run(key, dedupe, () => {
-        // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
-        state.claimedByInterceptor = settings.route;
-        return this.handle(next, id, settings);
-      })
-      // for this run only: a host's retry outside subscribes again, and its attempt must claim the key again
-      .finally(() => void (state.claimedByInterceptor = undefined));
+    const result = await deduplicator.run(key, dedupe, () => {
+      // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
+      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
+      return runningHandlerOf.run(request, () => this.handle(next, id, settings));
+    });
     if (result === ALREADY_PROCESSED) return settings.duplicateResponse(request);
     if (result instanceof ThrownAnswer) throw result.exception; // its completion is recorded
     return result;
@@ -324,6 +323,9 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     }
   }
 }
+
+/** The request whose handler chain an idempotency interceptor is running, having claimed its key. */
+const runningHandlerOf = new AsyncLocalStorage<unknown>();
 
 /** A 2xx `HttpException` a handler threw: completed like a returned value, then thrown as the answer. */
 class ThrownAnswer {

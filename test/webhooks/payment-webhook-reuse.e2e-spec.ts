@@ -194,6 +194,14 @@ class RetryOnceInterceptor implements NestInterceptor {
   }
 }
 
+/** A host's timeout with a retry, outside the idempotency interceptor: the retry subscribes again while the first run goes on. */
+@Injectable()
+class TimeoutThenRetryInterceptor implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return next.handle().pipe(timeout(150), retry(1));
+  }
+}
+
 let retriedRuns = 0;
 
 // The idempotency interceptor inside a retry: the retry's second attempt must claim the key again (the
@@ -207,6 +215,18 @@ class RetriedCallbackController {
   @UseInterceptors(RetryOnceInterceptor, PaymentWebhookIdempotencyInterceptor)
   async callback(): Promise<{ ok: true }> {
     if (++retriedRuns === 1) throw new Error('the first attempt fails');
+    return slowHandler();
+  }
+}
+
+@Controller('timed-retry')
+class TimedRetryController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard)
+  @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
+  @UseInterceptors(TimeoutThenRetryInterceptor, PaymentWebhookIdempotencyInterceptor)
+  callback(): Promise<{ ok: true }> {
     return slowHandler();
   }
 }
@@ -312,7 +332,7 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController, RetriedCallbackController],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController, RetriedCallbackController, TimedRetryController],
       extraProviders: [VaultSecretGuard, TimeoutInterceptor],
     });
   });
@@ -374,6 +394,15 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     releaseSlow();
     expect(await first).toMatchObject({ status: 200, json: { ok: true } });
     expect(retriedRuns).toBe(2);
+  });
+
+  it("a host's timeout and retry outside it: the retry, beside the first run still going, gets 409 and runs nothing", async () => {
+    slowRuns = 0;
+    const id = `timed-retry-${adapter}`;
+    // was let through by the first run's mark: the handler ran a second time beside it
+    expect(await postWebhook(w.url, { id }, { path: 'timed-retry/callback' })).toMatchObject({ status: 409, json: { code: 'WEBHOOK_EVENT_IN_FLIGHT' } });
+    expect(slowRuns).toBe(1);
+    releaseSlow();
   });
 
   it('listed twice on a route (class and method), the outer interceptor deduplicates and the inner lets the request through: once, then duplicate', async () => {
