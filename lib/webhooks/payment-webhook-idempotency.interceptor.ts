@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type CallHandler,
   type ExecutionContext,
@@ -12,7 +11,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ApplicationConfig, Reflector } from '@nestjs/core';
-import { lastValueFrom, Observable } from 'rxjs';
+import { lastValueFrom, Observable, type Subscription } from 'rxjs';
 import { describeError } from '../common/error-message.util.js';
 import { isWellFormedUnicode } from '../common/well-formed-unicode.util.js';
 import { PAYMENT_OPTION_DEFAULTS } from '../config/payment-options.defaults.js';
@@ -159,7 +158,7 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     // Nothing is claimed until Nest subscribes.
     return new Observable<unknown>((subscriber) => {
-      this.run(context, next).then(
+      this.run(context, next, subscriber).then(
         (value) => {
           subscriber.next(value);
           subscriber.complete();
@@ -241,14 +240,15 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     return undefined;
   }
 
-  private async run(context: ExecutionContext, next: CallHandler): Promise<unknown> {
+  private async run(context: ExecutionContext, next: CallHandler, answer: Subscription): Promise<unknown> {
     // a resolver's or a message handler's context has no HTTP request to read a key from or answer
     if (context.getType() !== 'http') throw routeMisconfigured(this.logger, notHttpFix(context.getType()), routeNameOf(context));
     const request = context.switchToHttp().getRequest();
-    // listed twice (on the class and the method, or globally and on the route): this one runs inside the
-    // other's handler chain for this request, and that one holds the key. Only inside it: a host's retry
-    // outside subscribes again beside a run still going, and must claim (409 while that run holds the key)
-    if (runningHandlerOf.getStore() === request) return lastValueFrom(next.handle(), { defaultValue: undefined });
+    // listed twice (on the class and the method, or globally and on the route): a run that claimed this request's
+    // key is still being awaited, so this one runs inside it. Once that run's answer is given up (a host's
+    // timeout and retry outside) or given, a run claims as any run does: 409 while the key is still held
+    const holder = getPaymentWebhookState(request as PaymentWebhookRequest).claimHolder;
+    if (holder !== undefined && !holder.closed) return lastValueFrom(next.handle(), { defaultValue: undefined });
     const settings = this.settingsFor(context);
     // every copy of a handled event would wait for an answer that never comes, until the sender gives the event up
     if (settings.answersByItself) throw routeMisconfigured(this.logger, RESPONSE_HANDLED_FIX, settings.route);
@@ -270,9 +270,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const { deduplicator, dedupe } = this.claimsFor(account, settings);
     const result = await deduplicator.run(key, dedupe, () => {
+      const state = getPaymentWebhookState(request as PaymentWebhookRequest);
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
-      getPaymentWebhookState(request as PaymentWebhookRequest).claimedByInterceptor = settings.route;
-      return runningHandlerOf.run(request, () => this.handle(next, id, settings));
+      state.claimedByInterceptor = settings.route;
+      state.claimHolder = answer;
+      return this.handle(next, id, settings);
     });
     if (result === ALREADY_PROCESSED) return settings.duplicateResponse(request);
     if (result instanceof ThrownAnswer) throw result.exception; // its completion is recorded
@@ -323,9 +325,6 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     }
   }
 }
-
-/** The request whose handler chain an idempotency interceptor is running, having claimed its key. */
-const runningHandlerOf = new AsyncLocalStorage<unknown>();
 
 /** A 2xx `HttpException` a handler threw: completed like a returned value, then thrown as the answer. */
 class ThrownAnswer {

@@ -23,6 +23,8 @@ export interface PaymentWebhookRequestState {
   event?: AnyPaymentEvent;
   /** The route (`Controller.method`) whose `PaymentWebhookIdempotencyInterceptor` holds the request's key. */
   claimedByInterceptor?: string;
+  /** The subscription to that interceptor's answer: open while its run is awaited. */
+  claimHolder?: { readonly closed: boolean };
 }
 
 export function getPaymentWebhookState(request: PaymentWebhookRequest): PaymentWebhookRequestState {

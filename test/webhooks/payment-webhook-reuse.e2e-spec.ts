@@ -9,6 +9,7 @@ import {
   HttpCode,
   Injectable,
   type NestInterceptor,
+  type OnModuleDestroy,
   Post,
   Req,
   RequestTimeoutException,
@@ -19,7 +20,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { catchError, type Observable, retry, throwError, timeout } from 'rxjs';
+import { catchError, type Observable, Observable as ObservableOf, retry, throwError, timeout } from 'rxjs';
 import { PaymentWebhookSignatureGuard } from '../../lib/webhooks/payment-webhook-signature.guard.js';
 import { PaymentWebhookEnvelopeGuard } from '../../lib/webhooks/payment-webhook-envelope.guard.js';
 import { PaymentWebhookReceiver } from '../../lib/webhooks/payment-webhook.receiver.js';
@@ -231,6 +232,32 @@ class TimedRetryController {
   }
 }
 
+/** Starts what is inside it from a timer made at boot (as a hand-written rate limiter does): the request's async context is not carried. */
+@Injectable()
+class QueuedStartInterceptor implements NestInterceptor, OnModuleDestroy {
+  private readonly waiting: Array<() => void> = [];
+  private readonly timer = setInterval(() => this.waiting.splice(0).forEach((start) => start()), 5).unref();
+  intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return new ObservableOf<unknown>((subscriber) => void this.waiting.push(() => void next.handle().subscribe(subscriber)));
+  }
+  onModuleDestroy(): void {
+    clearInterval(this.timer);
+  }
+}
+
+@Controller('twice-queued')
+@UseInterceptors(PaymentWebhookIdempotencyInterceptor)
+class TwiceListedQueuedController {
+  @Post('callback')
+  @HttpCode(200)
+  @UseGuards(PaymentWebhookSignatureGuard, PaymentWebhookEnvelopeGuard)
+  @UseInterceptors(QueuedStartInterceptor, PaymentWebhookIdempotencyInterceptor)
+  callback(@Req() request: PaymentWebhookRequest): { ok: true } {
+    effects.push(`twice-queued:${String((request as { body?: { eventId?: string } }).body?.eventId)}`);
+    return { ok: true };
+  }
+}
+
 /** The interceptor listed on the class and again on the method (or globally and on the route): the outer one deduplicates. */
 @Controller('twice')
 @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
@@ -332,8 +359,8 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     w = await startWebhookApp({
       adapter,
       logger,
-      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController, RetriedCallbackController, TimedRetryController],
-      extraProviders: [VaultSecretGuard, TimeoutInterceptor],
+      controllers: [PartnerCallbackController, VaultController, MisassembledController, SlowCallbackController, UpstreamCallbackController, TwiceListedController, RetriedCallbackController, TimedRetryController, TwiceListedQueuedController],
+      extraProviders: [VaultSecretGuard, TimeoutInterceptor, QueuedStartInterceptor],
     });
   });
   afterAll(async () => {
@@ -412,6 +439,11 @@ describe.each(ADAPTERS)('reusing the guard and the idempotency interceptor on a 
     expect(await postWebhook(w.url, event, { path })).toMatchObject({ status: 200, json: { ok: true } });
     expect(await postWebhook(w.url, event, { path })).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
     expect(effects).toEqual([`twice:${String(event.eventId)}`]);
+    // with an interceptor between the two that starts the rest from a timer of its own (no async context of the request)
+    const queued = envelope();
+    expect(await postWebhook(w.url, queued, { path: 'twice-queued/callback' })).toMatchObject({ status: 200, json: { ok: true } });
+    expect(await postWebhook(w.url, queued, { path: 'twice-queued/callback' })).toMatchObject({ status: 200, json: { received: true, duplicate: true } });
+    expect(effects).toEqual([`twice:${String(event.eventId)}`, `twice-queued:${String(queued.eventId)}`]);
   });
 
   it('a timeout inside the interceptor ends the request, not the handler: the claim is kept, so a copy meanwhile gets 409 and the handler runs once', async () => {
