@@ -21,7 +21,7 @@ import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js'
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
 import { handlerMethodName, PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
-import { WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
+import { PaymentWebhookErrorCode, WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
 import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.js';
 import {
@@ -244,11 +244,11 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     // a resolver's or a message handler's context has no HTTP request to read a key from or answer
     if (context.getType() !== 'http') throw routeMisconfigured(this.logger, notHttpFix(context.getType()), routeNameOf(context));
     const request = context.switchToHttp().getRequest();
+    const state = getPaymentWebhookState(request as PaymentWebhookRequest);
     // listed twice (on the class and the method, or globally and on the route): a run that claimed this request's
     // key is still being awaited, so this one runs inside it. Once that run's answer is given up (a host's
     // timeout and retry outside) or given, a run claims as any run does: 409 while the key is still held
-    const holder = getPaymentWebhookState(request as PaymentWebhookRequest).claimHolder;
-    if (holder !== undefined && !holder.closed) return lastValueFrom(next.handle(), { defaultValue: undefined });
+    if (state.claimHolder !== undefined && !state.claimHolder.closed) return lastValueFrom(next.handle(), { defaultValue: undefined });
     const settings = this.settingsFor(context);
     // every copy of a handled event would wait for an answer that never comes, until the sender gives the event up
     if (settings.answersByItself) throw routeMisconfigured(this.logger, RESPONSE_HANDLED_FIX, settings.route);
@@ -270,7 +270,6 @@ export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, On
     const key = settings.key ? webhookCustomKey(account, id) : webhookEventKey(account, id);
     const { deduplicator, dedupe } = this.claimsFor(account, settings);
     const result = await deduplicator.run(key, dedupe, () => {
-      const state = getPaymentWebhookState(request as PaymentWebhookRequest);
       // PaymentWebhookReceiver in the handler would claim the same key again, and find it held
       state.claimedByInterceptor = settings.route;
       state.claimHolder = answer;
@@ -345,5 +344,5 @@ function isIdempotencyInterceptor(entry: unknown): boolean {
 
 /** A refusal of the module's own (a receiver behind this interceptor): nothing ran, so it never leaves a handler running. */
 function isRouteMisconfigured(error: unknown): boolean {
-  return error instanceof PaymentWebhookHttpException && error.code === 'WEBHOOK_ROUTE_MISCONFIGURED';
+  return error instanceof PaymentWebhookHttpException && error.code === PaymentWebhookErrorCode.ROUTE_MISCONFIGURED;
 }
