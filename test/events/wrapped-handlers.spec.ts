@@ -110,6 +110,19 @@ describe('handlers whose method another decorator wrapped', () => {
   });
 });
 
+/** Dispatches a payment.succeeded event to the handlers of `provider` alone; the first failed handler's error, as text. */
+async function firstHandlerFailure(provider: new (...args: never[]) => unknown, eventId: string): Promise<string> {
+  const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, provider] }).compile();
+  moduleRef.useLogger(false);
+  await moduleRef.init();
+  try {
+    const failure = await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', eventId)).then(() => undefined, (error: unknown) => error);
+    return String((failure as { failures?: Array<{ error: unknown }> })?.failures?.[0]?.error);
+  } finally {
+    await moduleRef.close();
+  }
+}
+
 describe('generator handlers, whose body a call never runs', () => {
   it('are refused when the class is defined', () => {
     for (const define of [
@@ -157,16 +170,8 @@ describe('generator handlers, whose body a call never runs', () => {
         yield;
       }
     }
-    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, AsyncHiddenGenerator] }).compile();
-    moduleRef.useLogger(false);
-    await moduleRef.init();
-    try {
-      const failure = await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', 'evt_g2')).then(() => undefined, (error: unknown) => error);
-      expect(String((failure as { failures?: Array<{ error: unknown }> })?.failures?.[0]?.error)).toMatch(/AsyncHiddenGenerator\.fulfil returned a generator/);
-      expect(ran).toEqual([]);
-    } finally {
-      await moduleRef.close();
-    }
+    expect(await firstHandlerFailure(AsyncHiddenGenerator, 'evt_g2')).toMatch(/AsyncHiddenGenerator\.fulfil returned a generator/);
+    expect(ran).toEqual([]);
   });
 
   it('fail the delivery when a wrapper hides one (answered non-2xx and retried, never recorded as handled)', async () => {
@@ -181,17 +186,9 @@ describe('generator handlers, whose body a call never runs', () => {
         yield;
       }
     }
-    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, HiddenGenerator] }).compile();
-    moduleRef.useLogger(false);
-    await moduleRef.init();
-    try {
-      const failure = await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.succeeded', 'evt_g1')).then(() => undefined, (error: unknown) => error);
-      expect(String((failure as { failures?: Array<{ error: unknown }> })?.failures?.[0]?.error)).toMatch(
-        /HiddenGenerator\.fulfil returned a generator: its body did not run\. Make the handler a plain or async method/,
-      );
-      expect(ran).toEqual(['audit:fulfil']);
-    } finally {
-      await moduleRef.close();
-    }
+    expect(await firstHandlerFailure(HiddenGenerator, 'evt_g1')).toMatch(
+      /HiddenGenerator\.fulfil returned a generator: its body did not run\. Make the handler a plain or async method/,
+    );
+    expect(ran).toEqual(['audit:fulfil']);
   });
 });

@@ -69,6 +69,15 @@ class TimeoutInterceptor implements NestInterceptor {
   }
 }
 
+/** Express's response or Fastify's reply, as a handler that answers by itself (`@Res()`) gets it. */
+type OwnResponse = { status(code: number): { json(body: unknown): void }; code?: unknown; send?: unknown };
+
+/** Answers 200 `{ ok: true }` through the adapter's own response object. */
+function answerOkByItself(res: OwnResponse): void {
+  if (typeof res.code === 'function' && typeof res.send === 'function') (res as unknown as { code(c: number): { send(b: unknown): void } }).code(200).send({ ok: true });
+  else res.status(200).json({ ok: true });
+}
+
 // Routes assembled so they cannot work: each answers 500 WEBHOOK_ROUTE_MISCONFIGURED (the app's
 // fault, logged with the fix), never an answer that blames the sender or holds the event forever.
 @Controller('mistakes')
@@ -127,11 +136,9 @@ class MisassembledController {
   @UseGuards(PaymentWebhookSignatureGuard)
   @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
-  ownResponse(@Res() res: { status(code: number): { json(body: unknown): void }; code?: unknown; send?: unknown }) {
+  ownResponse(@Res() res: OwnResponse) {
     effects.push('own-response');
-    // Express's response, or Fastify's reply
-    if (typeof res.code === 'function' && typeof res.send === 'function') (res as unknown as { code(c: number): { send(b: unknown): void } }).code(200).send({ ok: true });
-    else res.status(200).json({ ok: true });
+    answerOkByItself(res);
   }
 
   // the same behind a wrapping decorator (tracing, auditing) that replaced the method: @Res() was missed
@@ -141,10 +148,9 @@ class MisassembledController {
   @UseGuards(PaymentWebhookSignatureGuard)
   @WebhookIdempotencyKey((req: { body?: { id?: string } }) => req.body?.id)
   @UseInterceptors(PaymentWebhookIdempotencyInterceptor)
-  wrappedOwnResponse(@Res() res: { status(code: number): { json(body: unknown): void }; code?: unknown; send?: unknown }) {
+  wrappedOwnResponse(@Res() res: OwnResponse) {
     effects.push('wrapped-own-response');
-    if (typeof res.code === 'function' && typeof res.send === 'function') (res as unknown as { code(c: number): { send(b: unknown): void } }).code(200).send({ ok: true });
-    else res.status(200).json({ ok: true });
+    answerOkByItself(res);
   }
 
   // the receiver behind the interceptor with another interceptor between them: its refusal (500) was
