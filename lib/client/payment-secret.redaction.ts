@@ -7,9 +7,9 @@ const SHORT_SECRET_LENGTH = 4;
  * A function giving a text without any of `secrets`, each also as sent in a form body or a URL
  * and inside a JSON string (a service echoing the request shows one of those forms),
  * percent-encoded (also twice) and HTML-escaped (by name or number), in any letter case and
- * either Unicode normal form (NFC, NFD). A cut-short echo stays readable. The patterns are built
- * once (building them costs far more than running them, and an error answer may hold many field
- * messages).
+ * either Unicode normal form (NFC, NFD), and base64-encoded within a longer text. A cut-short
+ * echo stays readable. The patterns are built once (building them costs far more than running
+ * them, and an error answer may hold many field messages).
  */
 export function secretRedactor(secrets: Iterable<string | undefined>): (text: string) => string {
   const patterns: RegExp[] = [];
@@ -36,12 +36,36 @@ export function secretRedactor(secrets: Iterable<string | undefined>): (text: st
     const echoes = [...new Set([json, secret])].map(echoPattern);
     patterns.push(new RegExp(echoes.join('|'), 'gi'));
   }
+  // base64 (a service echoing the Authorization header encoded): case matters there
+  const encoded = given.flatMap(base64Forms);
+  if (encoded.length > 0) patterns.push(new RegExp([...new Set(encoded)].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g'));
   // global patterns: `replace` starts each from 0 and leaves `lastIndex` at 0, so they are reusable
   return (text) => {
     let out = text;
     for (const pattern of patterns) out = out.replace(pattern, REDACTED);
     return out;
   };
+}
+
+/** Base64 fragments shorter than this are not redacted: they could stand in any encoded text. */
+const MIN_BASE64_FRAGMENT = 8;
+
+/**
+ * `secret` as it stands inside any base64 (standard or URL-safe) text that holds it: the characters
+ * that encode its bytes alone, at each of the three byte offsets it may start at (`Bearer <token>`
+ * encoded puts the token at offset 1).
+ */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms: string[] = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    // characters whose six bits come from the secret's bytes only
+    const fragment = text.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6));
+    if (fragment.length < MIN_BASE64_FRAGMENT) continue;
+    forms.push(fragment, fragment.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return forms;
 }
 
 /** HTML's names of characters a secret may hold (a reference by number covers every character). */

@@ -146,6 +146,23 @@ describe('PaymentGatewayService reads success answers tolerantly', () => {
       expect(error.message).toContain('Bearer [redacted]');
     });
 
+    it("the bearer token is redacted from an error whose message echoes the Authorization header base64-encoded", async () => {
+      Logger.overrideLogger(false);
+      stub = await new ClientStubServer().start();
+      client = new PaymentGatewayService(resolvePaymentOptions({ baseUrl: stub.url, ...SANDBOX_CLIENT, rateLimits: false }));
+      const token = 'tok_8f3a9b2c7d1e6f50a4';
+      stub.answer('POST', '/authentication/token', success({ access_token: token, expires_in: 600 }));
+      const echo = `rejected header ${Buffer.from(`Bearer ${token}`).toString('base64')}`;
+      stub.answer('POST', '/payment/trx_1/refund', { status: 400, body: { status: 'error', code: 'PAY_4000', message: echo, errors: { authorization: [echo] }, data: [] } });
+      const error = await rejectionOf(client.refundPayment('trx_1', { amount: '1' }));
+      expect(stub.calls('/payment/trx_1/refund').map((c) => c.headers.authorization)).toEqual([`Bearer ${token}`]);
+      const dump = [error.message, String(error.stack), JSON.stringify(error), inspect(error, { depth: 10, showHidden: true })].join('\n');
+      // the characters that encode the token's bytes alone (it starts at byte 7 of `Bearer <token>`)
+      const encodedToken = Buffer.from(`Bearer ${token}`).toString('base64').slice(Math.ceil((8 * 7) / 6), Math.floor((8 * (7 + token.length)) / 6));
+      expect(dump).not.toContain(encodedToken);
+      expect(error.message).toContain('rejected header');
+    });
+
     it('a retry after a long Retry-After takes the token again: one renewed meanwhile is sent, not the one the first attempt held', async () => {
       Logger.overrideLogger(false);
       stub = await new ClientStubServer().start();

@@ -99,6 +99,25 @@ describe('redactSecrets', () => {
     expect(redactSecrets(`Bearer ${token}`, [token, clientSecret])).toBe('Bearer [redacted]');
   });
 
+  it.each([0, 1, 2, 5])('removes a secret base64-encoded within a longer text (standard and URL-safe), at byte offset %i', (offset) => {
+    const token = 'eyJhbGciOi.tok3n~value?>>';
+    const encoded = Buffer.from(`${'x'.repeat(offset)}${token}+tail`).toString('base64');
+    for (const form of [encoded, Buffer.from(`${'x'.repeat(offset)}${token}+tail`).toString('base64url')]) {
+      const out = redactSecrets(`auth header was ${form}`, [token]);
+      expect(out).toContain('[redacted]');
+      // what is left of the encoding decodes to no more than two of the token's bytes on either side
+      const decoded = out.split('[redacted]').map((part) => Buffer.from(part.replace('auth header was ', ''), 'base64').toString('latin1')).join('');
+      expect(decoded).not.toContain(token.slice(0, 3));
+      expect(decoded).not.toContain(token.slice(-3));
+    }
+    // `Bearer <token>` as a whole
+    expect(redactSecrets(Buffer.from(`Bearer ${token}`).toString('base64'), [token])).not.toContain(Buffer.from(token).toString('base64').slice(2, 12));
+  });
+
+  it('leaves base64 text alone when a secret is too short for its encoding to be told from any other', () => {
+    expect(redactSecrets(`data ${Buffer.from('xxabcdexx').toString('base64')}`, ['abcde'])).toBe(`data ${Buffer.from('xxabcdexx').toString('base64')}`);
+  });
+
   it('takes secrets with regular-expression characters literally', () => {
     expect(redactSecrets('a.b and a+b', ['a+b'])).toBe('a.b and [redacted]');
     expect(redactSecrets('x (.*) y', ['.*'])).toBe('x ([redacted]) y');
