@@ -1,6 +1,6 @@
 import { likelyKey } from '../common/likely-key.util.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
-import { paymentEnvNames, paymentEnvPrefix, sharedPaymentEnvNames } from './payment-env.js';
+import { paymentEnvName, paymentEnvNames, paymentEnvPrefix, type PaymentEnvOptionKey, sharedPaymentEnvNames } from './payment-env.js';
 
 /**
  * Lines about variables among `names` that are within two letters of a variable some account of
@@ -24,7 +24,7 @@ export function unreadPaymentVariables(names: Iterable<string>, accounts: readon
       found.push({ variable: name, message: `Environment variable ${name} is the default account's, and no PaymentModule.forRoot() without an account is registered (accounts: ${accounts.join(', ')}): a named account reads ${named}` });
       continue;
     }
-    const hint = likelyKey(name, readList);
+    const hint = likelyKey(name, readList) || unitDroppedFrom(name, readList);
     if (hint === '') continue;
     // a whole variable of an account not registered yet (one loaded later): renaming it would hand its setting to another account
     const prefix = otherAccountPrefix(name);
@@ -32,6 +32,36 @@ export function unreadPaymentVariables(names: Iterable<string>, accounts: readon
     found.push({ variable: name, message: `Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: ${accounts.join(', ')})${hint}${unlessLate}` });
   }
   return found;
+}
+
+const UNIT_SUFFIX = /_(MS|SECONDS|BYTES)$/;
+
+/**
+ * `; did you mean '<known>'?` when `name` is a known variable without its unit (`PAYMENT_HTTP_TIMEOUT`
+ * for `PAYMENT_HTTP_TIMEOUT_MS`): three letters or more off, but a likely slip all the same.
+ */
+function unitDroppedFrom(name: string, known: readonly string[]): string {
+  const meant = known.find((candidate) => UNIT_SUFFIX.exec(candidate)?.index === name.length && candidate.startsWith(name));
+  return meant === undefined ? '' : `; did you mean '${meant}'?`;
+}
+
+/**
+ * `; <variable> is set: a misspelling of <the variable of option>?` for each set variable that looks
+ * like `option`'s variable of `account` (what `unreadPaymentVariables` would name), else ''. For the
+ * start-up error of a required setting: that error comes before the warning about unread variables.
+ */
+export function misspeltVariableHint(option: PaymentEnvOptionKey, account: string, names: Iterable<string> = Object.keys(process.env)): string {
+  const variable = paymentEnvName(option, account);
+  const known = paymentEnvNames();
+  const misspelt = [...names].filter(
+    (name) =>
+      name.startsWith('PAYMENT_') &&
+      name !== variable &&
+      !known.includes(name) &&
+      otherAccountPrefix(name) === undefined &&
+      (likelyKey(name, [variable]) !== '' || unitDroppedFrom(name, [variable]) !== ''),
+  );
+  return misspelt.map((name) => `; ${name} is set: a misspelling of ${variable}?`).join('');
 }
 
 /** A variable no account registered at start reads, and the line that says so. */

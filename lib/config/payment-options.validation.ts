@@ -2,6 +2,7 @@ import { validateSync, type ValidationError } from 'class-validator';
 import { isApiPath } from '../common/api-path.util.js';
 import { isRecord } from '../common/is-record.util.js';
 import { PAYMENT_ENV_VARIABLES, paymentEnvSources, type PaymentEnvOptionKey } from './payment-env.js';
+import { misspeltVariableHint } from './payment-env-typos.js';
 import { DEFAULT_PAYMENT_ENDPOINTS, DEFAULT_RATE_LIMITS, DEFAULT_RESPONSE_FIELDS, DEFAULT_TOKEN_REQUEST, DEFAULT_TOKEN_RESPONSE } from './payment-options.defaults.js';
 import type { PaymentEndpoints, PaymentModuleOptions } from './payment-module-options.interface.js';
 import { type PaymentOptionsSchema, REDIS_URL_PATTERN, WEBHOOK_TOLERANCE_SECONDS_RANGE } from './payment-options.schema.js';
@@ -209,7 +210,8 @@ export function validatePaymentOptions(
   const schemaErrors = flattenErrors(validateSync(schema));
   for (const { key, messages } of schemaErrors) {
     if (key === 'baseUrl' && schema.baseUrl === undefined) {
-      problems.push(`${describe(key)} is required: the service base URL, e.g. https://payments.example.com`);
+      const misspelt = context.readEnv === false ? '' : misspeltVariableHint('baseUrl', account);
+      problems.push(`${describe(key)} is required: the service base URL, e.g. https://payments.example.com${misspelt}`);
       continue;
     }
     // a factory passing ConfigService.get() values gives numbers and booleans as text

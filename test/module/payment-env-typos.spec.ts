@@ -34,6 +34,14 @@ describe('PAYMENT_* variables no account reads', () => {
     ]);
   });
 
+  it('names a variable that lacks only its unit (three letters or more off)', () => {
+    expect(messages(['PAYMENT_HTTP_TIMEOUT', 'PAYMENT_EU_WEBHOOK_TOLERANCE', 'PAYMENT_WEBHOOK_MAX_BODY'])).toEqual([
+      line('PAYMENT_HTTP_TIMEOUT', 'PAYMENT_HTTP_TIMEOUT_MS'),
+      line('PAYMENT_EU_WEBHOOK_TOLERANCE', 'PAYMENT_EU_WEBHOOK_TOLERANCE_SECONDS'),
+      line('PAYMENT_WEBHOOK_MAX_BODY', 'PAYMENT_WEBHOOK_MAX_BODY_BYTES'),
+    ]);
+  });
+
   it('names the nearest variable, not the first within two letters', () => {
     // PAYMENT_BASE_URL is two edits away and listed first; PAYMENT_US_BASE_URL is one
     expect(messages(['PAYMENT_U_BASE_URL'], ['default', 'us'])).toEqual([

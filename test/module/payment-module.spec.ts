@@ -494,6 +494,17 @@ describe('PaymentModule configuration', () => {
     }
   });
 
+  it('the start-up error of a missing base URL names a set variable that looks like its misspelling (the warning about them comes after start)', async () => {
+    restore = withEnv({ PAYMENT_BASEURL: 'https://env.example.com', PAYMENT_EU_BASE_URL: 'https://eu.example.com', PAYMENT_US_BASE_URI: 'https://us.example.com' });
+    const error = await resolvedFrom({ imports: [PaymentModule.forRoot()] }).catch((e: unknown) => e);
+    expect((error as PaymentConfigurationError).problems).toEqual([
+      'PAYMENT_BASE_URL (option \'baseUrl\') is required: the service base URL, e.g. https://payments.example.com; PAYMENT_BASEURL is set: a misspelling of PAYMENT_BASE_URL?',
+    ]);
+    const eu = await resolvedFrom({ imports: [PaymentModule.forRoot({ account: 'us' })] }).catch((e: unknown) => e);
+    // PAYMENT_EU_BASE_URL is account eu's own variable, not a misspelling of us's
+    expect((eu as PaymentConfigurationError).problems).toEqual([expect.stringMatching(/; PAYMENT_US_BASE_URI is set: a misspelling of PAYMENT_US_BASE_URL\?$/)]);
+  });
+
   it('with readEnv: false an error names the option only: a variable is no way to fix it', async () => {
     restore = withEnv({ PAYMENT_BASE_URL: 'https://env.example.com' });
     const error = await resolvedFrom({ imports: [PaymentModule.forRoot({ readEnv: false })] }).catch((e: unknown) => e);
