@@ -245,6 +245,9 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookRequestTest, hook
 /** Statuses a Fastify content-type parser can produce. */
 const PARSER_STATUSES = new Set([400, 413, 415]);
 
+/** The message of Nest's default answer to an error it does not know. */
+const NEST_INTERNAL_ERROR = 'Internal server error';
+
 /** The keys of the body Nest's default exception handling writes. */
 const NEST_ERROR_BODY_KEYS: ReadonlySet<string> = new Set(['statusCode', 'message', 'error']);
 
@@ -269,18 +272,25 @@ function fastifyParserBody(request: PaymentWebhookRequest, error: { statusCode: 
   // latin1 or utf-16 body as UTF-8), as on Express; Fastify's own 415 is a type it has no parser for
   const refusal = mediaTypeRefusal(request) ?? (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? routeAnswerOf(request, hooks, true) : undefined);
   if (refusal !== undefined) return refusal;
+  if (error.code === COMPRESS_UNSUPPORTED_ENCODING) return bodyParserErrorBody({ type: 'encoding.unsupported' })!;
   if (status === 415) return new WebhookUnsupportedMediaTypeError().toResponseBody();
   const json = status === 400 && typeof message === 'string' && /json/i.test(message);
   return bodyParserErrorBody({ type: json ? 'entity.parse.failed' : EXPRESS_TYPE_OF_FASTIFY_STATUS[status], status })!;
 }
 
+/** @fastify/compress's refusal of a request `Content-Encoding` it cannot inflate (415). */
+const COMPRESS_UNSUPPORTED_ENCODING = 'FST_CP_ERR_INVALID_CONTENT_ENCODING';
+
 /**
- * Whether `error` is the content-type parser's: Fastify's own (`FST_ERR_CTP_*`: body too large,
- * empty, a type without a parser) or the JSON parser's `SyntaxError`. A host hook's 400 on the
- * route (`onRequest`, `preHandler`) is the host's answer, not counted as the module's refusal.
+ * Whether `error` is the body parser's: Fastify's own (`FST_ERR_CTP_*`: body too large, empty,
+ * a type without a parser), the JSON parser's `SyntaxError`, or @fastify/compress's request
+ * decompression (`FST_CP_ERR_*`: an encoding it does not inflate, a body that does not inflate),
+ * which does what Express's parser does there. A host hook's 400 on the route (`onRequest`,
+ * `preHandler`) is the host's answer, not counted as the module's refusal.
  */
 function isFastifyParserError(error: { code?: unknown }): boolean {
-  return typeof error.code === 'string' ? error.code.startsWith('FST_ERR_CTP_') : (error as { name?: unknown }).name === 'SyntaxError';
+  if (typeof error.code !== 'string') return (error as { name?: unknown }).name === 'SyntaxError';
+  return error.code.startsWith('FST_ERR_CTP_') || error.code.startsWith('FST_CP_ERR_');
 }
 
 function installFastify(adapter: HttpServer, account: string, hooks: WebhookBodyRefusalHooks): void {
@@ -312,7 +322,10 @@ function installFastify(adapter: HttpServer, account: string, hooks: WebhookBody
   });
   instance.addHook('onSend', (request: FastifyRequest, reply: { statusCode: number; code(status: number): unknown }, payload: unknown, done: (e: null, p: unknown) => void) => {
     const refused = request[PAYMENT_WEBHOOK_PARSER_REFUSED];
-    if (refused === undefined || reply.statusCode !== refused.status || typeof payload !== 'string') {
+    // Nest answers its default 500 to an error it cannot map to its status (some of
+    // @fastify/compress's, named FastifyCompressError rather than FastifyError)
+    const unmapped = reply.statusCode === 500;
+    if (refused === undefined || (reply.statusCode !== refused.status && !unmapped) || typeof payload !== 'string') {
       done(null, payload);
       return;
     }
@@ -325,7 +338,8 @@ function installFastify(adapter: HttpServer, account: string, hooks: WebhookBody
     }
     // Nest's default answer of the parser's error only (its status, its message, nothing else):
     // a host filter's answer stays the host's, its own shape, status or words alike
-    if (!isNestDefaultErrorBody(parsed, refused.status) || (parsed as { message: string }).message !== refused.message) {
+    const [status, message] = unmapped ? [500, NEST_INTERNAL_ERROR] : [refused.status, refused.message];
+    if (!isNestDefaultErrorBody(parsed, status) || (parsed as { message: string }).message !== message) {
       done(null, payload);
       return;
     }

@@ -128,7 +128,7 @@ export interface WebhookAppOptions {
   /** Options of the `FastifyAdapter` (e.g. `onProtoPoisoning`). */
   fastifyOptions?: ConstructorParameters<typeof FastifyAdapter>[0];
   /** Runs after create, before listen (e.g. `useBodyParser`). */
-  configure?: (app: INestApplication) => void;
+  configure?: (app: INestApplication) => unknown;
 }
 
 export interface WebhookApp {
@@ -164,7 +164,7 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
     logger: opts.logger ?? false,
   });
   if (opts.globalPrefix) app.setGlobalPrefix(opts.globalPrefix);
-  opts.configure?.(app);
+  await opts.configure?.(app);
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return {
