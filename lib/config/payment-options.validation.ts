@@ -37,8 +37,8 @@ function flattenErrors(errors: ValidationError[]): Array<{ key: string; messages
   });
 }
 
-/** What the module calls on a store; `extend`, `isProcessed`, `ping` and `close` are optional. */
-const STORE_METHODS = ['claim', 'complete', 'release'] as const;
+/** What the module calls on a store; the optional ones, when present, must be functions too (an `extend` that is not would fail every renewal). */
+const [STORE_METHODS, OPTIONAL_STORE_METHODS] = [['claim', 'complete', 'release'], ['extend', 'isProcessed', 'ping', 'close']] as const;
 
 const isFieldName = (v: unknown): v is string => typeof v === 'string' && v !== '';
 const isFieldNameList = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every(isFieldName);
@@ -292,9 +292,9 @@ export function validatePaymentOptions(
   checkRateLimits(explicit.rateLimits, problems);
   checkResponseFields(explicit.responseFields, problems);
   const store = explicit.store as unknown as Record<string, unknown> | null | undefined;
-  if (store != null && !STORE_METHODS.every((m) => typeof store[m] === 'function')) {
-    problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')})`);
-  }
+  const missing = store == null ? [] : STORE_METHODS.filter((m) => typeof store[m] !== 'function');
+  const notMethods = store == null ? [] : [...missing, ...OPTIONAL_STORE_METHODS.filter((m) => store[m] !== undefined && typeof store[m] !== 'function')];
+  if (notMethods.length > 0) problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')}; optional: ${OPTIONAL_STORE_METHODS.join(', ')}): not a function: ${notMethods.join(', ')}`);
   return problems;
 }
 

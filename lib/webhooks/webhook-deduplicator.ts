@@ -5,6 +5,7 @@ import { monotonicNow } from '../common/monotonic-clock.util.js';
 import { withOptionalTimeout } from '../common/promise-timeout.util.js';
 import { untilAborted } from '../common/until-aborted.util.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
+import { assertClaimResult } from '../stores/webhook-event-store.validation.js';
 import { PaymentWebhookHttpException, storeUnavailable } from './payment-webhook-http.exception.js';
 import { WebhookEventInFlightError } from './payment-webhook.errors.js';
 import { DEFAULT_COMPLETE_ATTEMPTS, type WebhookDeduplicationSettings, WorkOutcomeUnknown } from './webhook-deduplication.settings.js';
@@ -58,9 +59,8 @@ export class WebhookDeduplicator {
     private readonly store: WebhookEventStore,
     private readonly logger: LoggerService,
     /**
-     * `logClaimFailures: false` when the caller logs the answer itself (the module's processor does);
-     * `foldReleaseFailures: true` when that answer's log line also says a claim could not be
-     * released (see `unreleasedClaimOf`), so a delivery logs one line.
+     * `logClaimFailures: false` when the caller logs the answer itself (the module's processor does); `foldReleaseFailures: true`
+     * when that answer's log line also says a claim could not be released (see `unreleasedClaimOf`): one line per delivery.
      */
     private readonly options: { logClaimFailures?: boolean; foldReleaseFailures?: boolean } = {},
   ) {
@@ -87,6 +87,7 @@ export class WebhookDeduplicator {
         if (this.options.logClaimFailures !== false) this.logger.error(`Webhook event store unavailable while claiming an event: ${describeError(error)}`);
         throw storeUnavailable(error);
       }
+      assertClaimResult(claim); // a custom store's boolean or other answer runs nothing (500)
       if (claim.outcome === 'processed') return ALREADY_PROCESSED;
       if (claim.outcome === 'in-flight') throw new PaymentWebhookHttpException(new WebhookEventInFlightError());
       // claimed after shutdown gave up on this run: nothing starts in a closing app (another worker or a retry runs it)

@@ -388,7 +388,14 @@ describe('resolvePaymentOptions', () => {
   it('a store without complete or release is a boot error, not a failure on the first webhook', () => {
     const claimOnly = { claim: async () => ({ outcome: 'claimed', claimToken: 't' }) };
     const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: claimOnly as never }));
-    expect(error.problems).toEqual(["option 'store' must implement WebhookEventStore (claim, complete, release)"]);
+    expect(error.problems).toEqual(["option 'store' must implement WebhookEventStore (claim, complete, release; optional: extend, isProcessed, ping, close): not a function: complete, release"]);
+  });
+
+  it('a store whose optional method is there but not a function is a boot error (an extend: true would fail every lease renewal)', () => {
+    const methods = { claim: async () => ({ outcome: 'claimed', claimToken: 't' }), complete: async () => {}, release: async () => {} };
+    const error = captureError(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: { ...methods, extend: true, ping: 'yes', close: undefined } as never }));
+    expect(error.problems).toEqual(["option 'store' must implement WebhookEventStore (claim, complete, release; optional: extend, isProcessed, ping, close): not a function: extend, ping"]);
+    expect(() => resolvePaymentOptions({ baseUrl: 'https://pay.example.com', store: methods as never })).not.toThrow();
   });
 
   it.each([0, 999, -1000, 1500.5, 3_600_001, '60000'])('maxRetryAfterMs %p is a boot error naming the key', (bad) => {

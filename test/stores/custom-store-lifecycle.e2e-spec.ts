@@ -2,6 +2,7 @@
 // "Writing your own store" says (the host closes it, its own connections with it).
 import 'reflect-metadata';
 import type { WebhookClaimResult, WebhookEventStore } from '../../lib/stores/webhook-event-store.interface.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { readmeSection } from '../support/readme.js';
 import { envelope, postWebhook, startWebhookApp } from '../support/webhooks-app.js';
 
@@ -39,6 +40,25 @@ describe('a custom store passed to forRoot({ store })', () => {
     expect((await postWebhook(app.url, event)).json).toEqual({ received: true, duplicate: true });
     await app.close();
     expect(store.closed).toBe(false);
+  });
+
+  it.each([
+    ['false (a SET NX boolean)', false, 'false'],
+    ["an outcome of the store's own", { outcome: 'busy' }, 'an object with outcome "busy"'],
+    ['a claim without its token', { outcome: 'claimed' }, "{ outcome: 'claimed' } without a claimToken string"],
+  ])('whose claim() resolves %s runs no handler and answers 500, naming what it got', async (_label, answer, named) => {
+    const store = Object.assign(new HostStore(), { claim: async () => answer as never });
+    const logger = new CollectingLogger();
+    const app = await startWebhookApp({ adapter: 'express', payment: { store }, logger });
+    try {
+      const event = envelope();
+      const reply = await postWebhook(app.url, event);
+      expect([reply.status, reply.json?.code]).toEqual([500, 'WEBHOOK_INTERNAL_ERROR']);
+      expect(app.handlers.calls).toEqual([]);
+      expect(logger.rendered.join('\n')).toContain(`WebhookEventStore: claim() resolved ${named}, not { outcome: 'claimed', claimToken }`);
+    } finally {
+      await app.close();
+    }
   });
 
   it('the README says so where it describes close()', () => {
