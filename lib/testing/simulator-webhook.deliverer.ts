@@ -246,6 +246,7 @@ export class SimulatorWebhookDeliverer {
     const entry = this.entries.get(job.eventId);
     if (!entry) return;
     if (!this.deps.target(merchantId)?.webhookUrl) return this.pause(merchantId, entry, job);
+    const wasDelivered = entry.state.state === 'delivered';
     entry.state.state = 'in-flight';
     if (!job.manual) entry.state.attempts = Math.max(entry.state.attempts, job.attempt);
     let original: SimulatorDeliveryRecord;
@@ -264,8 +265,8 @@ export class SimulatorWebhookDeliverer {
     if (ok) {
       entry.state.state = 'delivered';
     } else if (job.manual) {
-      // a failed re-trigger changes nothing in the schedule: a retry still armed stays armed
-      entry.state.state = entry.retryArmed ? 'retry-scheduled' : 'abandoned';
+      // a failed re-trigger changes nothing in the schedule (a retry still armed stays armed), nor an earlier success
+      entry.state.state = entry.retryArmed ? 'retry-scheduled' : wasDelivered ? 'delivered' : 'abandoned';
     } else if (job.attempt >= SPEC_MAX_ATTEMPTS) {
       entry.state.state = 'abandoned';
     } else {

@@ -470,6 +470,11 @@ describe('PaymentServiceSimulator API', () => {
       sim.scriptNextPayment('no-api-refund');
       const viaCard = (await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: '10', gateway: 'card' }) })).body.data.trxId;
       expectError(await simCall(sim, 'POST', `/payment/${viaCard}/refund`, { token, body: {} }), 422, 'PAY_2006');
+      // and a request that named bank-transfer (no API refunds) whatever the script
+      sim.scriptNextPayment('succeed');
+      const viaBank = (await simCall(sim, 'POST', '/payment/create', { token, body: paymentBody({ amount: '10', gateway: 'bank-transfer' }) })).body.data.trxId;
+      expect(sim.payment(viaBank)?.status).toBe('SUCCESS');
+      expectError(await simCall(sim, 'POST', `/payment/${viaBank}/refund`, { token, body: {} }), 422, 'PAY_2006');
       expectError(await simCall(sim, 'POST', '/payment/trx_none/refund', { token, body: {} }), 404, 'PAY_2001');
       expectError(await simCall(sim, 'GET', '/refund/rfd_none', { token }), 404, 'PAY_2005');
       expect(sim.refunds).toHaveLength(0);

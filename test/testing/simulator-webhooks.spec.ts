@@ -115,6 +115,15 @@ describe('PaymentServiceSimulator webhook delivery', () => {
     expect(new Set(receiver.received.map((r) => r.body.eventId)).size).toBe(1);
   });
 
+  it('a failed re-trigger of an event already delivered leaves it delivered', async () => {
+    await setup();
+    const { eventId } = sim.sendEvent(1, 'payment.succeeded', { trxId: 'trx_1' });
+    await sim.waitForDeliveries();
+    receiver.respond = () => 500;
+    await expect(sim.retrigger(eventId)).resolves.toMatchObject({ attempt: 7, status: 500 });
+    expect(sim.deliveries[0]).toMatchObject({ state: 'delivered', attempts: 1 });
+  });
+
   it('a re-trigger of an event with a retry armed: numbered after the schedule, the retry stays armed', async () => {
     await setup({ webhookTimeScale: 1e-2 }); // the first retry 3 s later: time to re-trigger before it
     receiver.respond = (_h, i) => (i < 2 ? 503 : 200);
