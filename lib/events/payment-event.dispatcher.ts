@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
 import { type ContextId, ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { STATIC_CONTEXT } from '@nestjs/core/injector/constants.js';
 import { EventEmitter2 } from '@nestjs/event-emitter';
@@ -35,6 +35,7 @@ import {
   isKnownPaymentEventType,
   paymentEventFamilyOf,
 } from './payment-event.types.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Name under which an event type is re-emitted on the host's EventEmitter2:
@@ -58,7 +59,7 @@ const MAX_WARNED_TYPES = 256;
  */
 @Injectable()
 export class PaymentEventDispatcher implements OnModuleInit {
-  private readonly logger = new Logger('PaymentEvents');
+  private readonly logger = new PaymentLogger('PaymentEvents');
   private readonly warnedUnhandled = new Set<string>();
   private strategyFailureWarned = false;
   /** Handler failures said at `error`, per handler and event (see `RepeatableLogLines`). */

@@ -1,9 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { eventIdProblem, MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;
@@ -20,7 +21,7 @@ const MAX_LIST_LIMIT = 1000;
  */
 @Injectable()
 export class PaymentDeadLetterService {
-  private readonly logger = new Logger('PaymentQueue');
+  private readonly logger = new PaymentLogger('PaymentQueue');
 
   constructor(private readonly registry: PaymentAccountRegistry) {}
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { inspect, type InspectOptions } from 'node:util';
-import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -30,6 +30,7 @@ import { withDeadLetterLock } from './dead-letter-lock.js';
 import { DeadLetterTrimmer } from './dead-letter-trimmer.js';
 import { deadLetterPage } from './dead-letter-listing.js';
 import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";
@@ -46,7 +47,7 @@ const DEAD_LETTER_LOOKS = 3;
 export class PaymentEventQueue implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   readonly account: string;
   #queue: BullQueue<PaymentEventJobData> | undefined;
-  private readonly logger = new Logger('PaymentQueue');
+  private readonly logger = new PaymentLogger('PaymentQueue');
   /** An error's message without the queue URL's secrets. */
   private readonly describe: (error: unknown) => string;
   private outageLogged = false;

@@ -1,5 +1,5 @@
 import { inspect, type InspectOptions } from 'node:util';
-import { Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { inspectSummary } from '../common/inspect-summary.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
@@ -26,6 +26,7 @@ import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -51,7 +52,7 @@ const COMPLETION_GIVE_UP_WAIT_MS = 3000;
  *   lapsed; the store claim keeps the handlers single as long as they are idempotent by eventId.
  */
 export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestroy, StoppableWorker {
-  private readonly logger = new Logger('PaymentQueue');
+  private readonly logger = new PaymentLogger('PaymentQueue');
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
   private readonly claims: WebhookDeduplicationSettings;

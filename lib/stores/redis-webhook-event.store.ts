@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../common/error-message.util.js';
 import { withTimeout } from '../common/promise-timeout.util.js';
@@ -18,6 +17,7 @@ import { PROCESSED_VALUE, registerProcessedMarks } from './redis-processed-mark.
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /** @publicApi */
 export interface RedisWebhookEventStoreOptions {
@@ -109,7 +109,7 @@ export class RedisWebhookEventStore implements WebhookEventStore {
   readonly #client: RedisClientLike;
   readonly #ownsClient: boolean;
   readonly #timeoutMs: number;
-  readonly #logger = new Logger('RedisWebhookEventStore');
+  readonly #logger = new PaymentLogger('RedisWebhookEventStore');
   /** An error's message without the URL's password, for messages this store prints. */
   readonly #describe: (error: unknown) => string;
   /** ` (<redacted URL>)` in the outage lines, so an operator knows which Redis; empty for a client given without one. */

@@ -51,11 +51,11 @@ export class RepeatableLogLines {
 
   /**
    * Logs `line` of `kind` at the level `level` picks, with its note; `trace` (a stack) goes with an
-   * `error` line as Nest's second argument, and under the line at `debug`.
+   * `error` line as Nest's second argument (a `debug` line has none: its message is one line).
    */
   say(logger: LoggerService, kind: string, line: string, trace?: string): void {
     const { level, note } = this.level(kind);
-    if (level === 'debug') logger.debug?.(trace === undefined ? line : `${line}\n${trace}`);
+    if (level === 'debug') logger.debug?.(line);
     else if (level === 'error') logger.error(line + note, trace);
     else logger.warn(line + note);
   }

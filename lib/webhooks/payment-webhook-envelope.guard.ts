@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable, Logger, Optional } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, type Logger, Optional } from '@nestjs/common';
 import { isPaymentAccountName, PAYMENT_ACCOUNT_NAME_RULE } from '../accounts/payment-account.name.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
@@ -9,6 +9,7 @@ import { anomalyReporter } from './webhook-envelope-anomalies.js';
 import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the
@@ -22,7 +23,7 @@ import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-we
  */
 @Injectable()
 export class PaymentWebhookEnvelopeGuard implements CanActivate {
-  protected readonly logger = new Logger('PaymentWebhooks');
+  protected readonly logger: Logger = new PaymentLogger('PaymentWebhooks');
   /** One anomaly reporter per account the guard gives events to (see `getAccount`). */
   private readonly anomalyReporters = new Map<string, (anomaly: WebhookEnvelopeAnomaly) => void>();
 

@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import { HttpAdapterHost } from '@nestjs/core';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorBody, webhookErrorCodeForStatus } from './payment-webhook.errors.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Turns anything thrown on the webhook route into `{ statusCode, code, message }` with a
@@ -42,7 +43,7 @@ function toWebhookErrorBody(exception: unknown, logger?: Logger): PaymentWebhook
  */
 @Catch()
 export class PaymentWebhookExceptionFilter implements ExceptionFilter {
-  protected readonly logger = new Logger('PaymentWebhooks');
+  protected readonly logger: Logger = new PaymentLogger('PaymentWebhooks');
 
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 

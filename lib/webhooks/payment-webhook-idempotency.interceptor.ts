@@ -4,7 +4,7 @@ import {
   HttpException,
   Inject,
   Injectable,
-  Logger,
+  type Logger,
   type NestInterceptor,
   type OnApplicationShutdown,
   type OnModuleDestroy,
@@ -48,6 +48,7 @@ import {
   runsInterceptorsInside,
   TIMEOUT_INSIDE_FIX,
 } from './webhook-idempotency-route.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;
@@ -93,7 +94,7 @@ const NO_KEY_FIX =
  */
 @Injectable()
 export class PaymentWebhookIdempotencyInterceptor implements NestInterceptor, OnModuleDestroy, OnApplicationShutdown {
-  protected readonly logger = new Logger('PaymentWebhooks');
+  protected readonly logger: Logger = new PaymentLogger('PaymentWebhooks');
   private readonly deduplicator: WebhookDeduplicator;
   /** Over the stores of named accounts, by store (see `claimsFor`). */
   private readonly accountDeduplicators = new Map<WebhookEventStore, WebhookDeduplicator>();

@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, type Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { logRouteFixOnce, PaymentWebhookHttpException, routeNameOf } from './payment-webhook-http.exception.js';
@@ -18,6 +18,7 @@ import {
   WEBHOOK_SIGNATURE_HEADER,
   type WebhookSignatureVerification,
 } from './webhook-signature.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Building block for a route of your own: lets a request through only when
@@ -33,7 +34,7 @@ import {
  */
 @Injectable()
 export class PaymentWebhookSignatureGuard implements CanActivate {
-  protected readonly logger = new Logger('PaymentWebhooks');
+  protected readonly logger: Logger = new PaymentLogger('PaymentWebhooks');
   private readonly logRawBodyMissing = rawBodyMissingReporter(this.logger);
 
   constructor(@Inject(getPaymentOptionsToken()) protected readonly options: ResolvedPaymentOptions) {}

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, Optional } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { paymentEnvName } from '../config/payment-env.js';
@@ -22,6 +22,7 @@ import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.j
 import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import { webhookEventKey } from './webhook-store-keys.js';
 import { isFromOtherEnvironment } from './webhook-event-environment.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Answer body of a delivery that was handled (or had been handled before).
@@ -52,7 +53,7 @@ const RECEIVER_BEHIND_INTERCEPTOR_FIX =
  */
 @Injectable()
 export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationShutdown {
-  private readonly logger = new Logger('PaymentWebhooks');
+  private readonly logger = new PaymentLogger('PaymentWebhooks');
   private readonly account: string;
   private readonly live: boolean;
   private readonly verifier: PaymentWebhookVerifier;

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
@@ -6,6 +6,7 @@ import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webho
 import { WebhookUnknownAccountError } from './payment-webhook.errors.js';
 import type { PaymentWebhookAck } from './payment-webhook.processor.js';
 import { type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
+import { PaymentLogger } from '../common/printable-logger.js';
 
 /**
  * Unknown-account deliveries up to this size are checked for a registered signer (one HMAC per
@@ -38,7 +39,7 @@ const NOT_A_REQUEST_FIX =
  */
 @Injectable()
 export class PaymentWebhookReceiver {
-  private readonly logger = new Logger('PaymentWebhooks');
+  private readonly logger = new PaymentLogger('PaymentWebhooks');
   /** Counts and logs deliveries for a name no account has; `(unknown)` is no account name, so never a real one. */
   private readonly unknownAccounts = new WebhookDeliveryTelemetry('(unknown)', this.logger);
   private unknownAccountLogged = false;
