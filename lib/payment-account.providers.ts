@@ -6,7 +6,7 @@ import { PaymentGatewayService } from './client/payment-gateway.service.js';
 import type { PaymentClientRuntime } from './client/payment-client.clock.js';
 import { PaymentIpRateLimits } from './client/payment-rate-limiter.js';
 import { PaymentConfigurationError } from './config/payment-configuration.errors.js';
-import { paymentEnvSources, readPaymentEnv } from './config/payment-env.js';
+import { paymentEnvName, paymentEnvSources, type PaymentEnvValues, readPaymentEnv } from './config/payment-env.js';
 import type { PaymentModuleOptions, ResolvedPaymentOptions } from './config/payment-module-options.interface.js';
 import type { ModuleWebhookIdempotencyDefaults } from './webhooks/webhook-idempotency.interface.js';
 import { resolvePaymentOptions } from './config/payment-options.resolver.js';
@@ -58,9 +58,10 @@ export function createPaymentAccountProviders(account: string, extras: PaymentMo
         // The host's ConfigService when it has a global ConfigModule (its env file and
         // validation choices stand); else the process environment. The module never loads a .env itself.
         // A test's fake of it may have only what the app calls (getOrThrow): then the process environment too.
-        const read = typeof config?.get === 'function' ? (name: string): unknown => config.get(name) : (name: string): unknown => process.env[name];
+        const read = typeof config?.get === 'function' ? (name: string): unknown => config.get(name) : readProcessEnv;
         const readEnv = extras.readEnv !== false;
         const env = readEnv ? readPaymentEnv(read, account) : {};
+        if (readEnv && read !== readProcessEnv && options?.baseUrl == null) warnIfConfigServiceHidesEnv(env, account);
         // undefined only from a forRootAsync() factory (forRoot() always passes an object): refused, not read as "no options"
         const resolved = resolvePaymentOptions(options as PaymentModuleOptions, env, account, { readEnv });
         // before the store needs ioredis: one error naming every missing package, not one per boot
@@ -149,6 +150,22 @@ function routeExtrasWithoutRoute(account: string, extras: PaymentModuleExtras): 
         ),
     },
   ];
+}
+
+const readProcessEnv = (name: string): unknown => process.env[name];
+
+/**
+ * Said before the boot error a missing base URL makes when it is in `process.env` but the app's
+ * ConfigService gave nothing for it: the error names a variable that looks set. A host's choice
+ * (`skipProcessEnv`) or a test's `useMocker`, which hands the optional ConfigService a mock.
+ */
+function warnIfConfigServiceHidesEnv(env: PaymentEnvValues, account: string): void {
+  const variable = paymentEnvName('baseUrl', account);
+  if (env.baseUrl !== undefined || !process.env[variable]) return;
+  new Logger('PaymentModule').warn(
+    `Account '${account}': ${variable} is set in process.env, but the app's ConfigService returns nothing for it, and the module reads ` +
+      "the ConfigService when the app has one (a ConfigModule with skipProcessEnv, or a test's useMocker() that mocks ConfigService: return undefined for it)",
+  );
 }
 
 /** Hosts a plain `http://` base URL may name without a warning: the request never leaves the machine. */

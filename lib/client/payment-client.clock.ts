@@ -47,3 +47,20 @@ export interface PaymentClientRuntime {
   random: () => number;
 }
 
+
+/**
+ * The runtime a client runs on: `runtime`'s parts, the system's for those it leaves out. One that
+ * is not what it says (a test's `useMocker` that mocks every token, `PAYMENT_CLIENT_RUNTIME`
+ * included, hands a proxy whose `clock.now` is no function) is refused here, not at the first call.
+ */
+export function paymentClientRuntime(runtime: Partial<PaymentClientRuntime> | undefined): PaymentClientRuntime {
+  const { clock = systemPaymentClock, random = Math.random } = runtime ?? {};
+  // `now()` read once: a deep mock's is a function that returns nothing
+  if (typeof clock?.now !== 'function' || typeof clock.sleep !== 'function' || typeof random !== 'function' || !Number.isFinite(clock.now())) {
+    throw new TypeError(
+      'The PAYMENT_CLIENT_RUNTIME given to PaymentGatewayService is not a Partial<PaymentClientRuntime> ({ clock: { now(), sleep() }, random() }). ' +
+        'A test mocker (Test.createTestingModule().useMocker()) that mocks every token should return undefined for it.',
+    );
+  }
+  return { clock, random };
+}

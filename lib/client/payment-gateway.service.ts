@@ -21,7 +21,7 @@ import type {
   RefundRecord,
   RefundResult,
 } from './payment-api.types.js';
-import { systemPaymentClock, type PaymentClientRuntime } from './payment-client.clock.js';
+import { paymentClientRuntime, type PaymentClientRuntime } from './payment-client.clock.js';
 import { neverThrowingLogger } from '../common/never-throwing-logger.util.js';
 import { matchesPathTemplate } from '../common/api-path.util.js';
 import { inspectSummary } from '../common/inspect-summary.util.js';
@@ -62,7 +62,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     this.executor = new PaymentRequestExecutor(
       options,
       this.http,
-      { clock: runtime?.clock ?? systemPaymentClock, random: runtime?.random ?? Math.random },
+      paymentClientRuntime(runtime),
       this.logger,
       ipRateLimits,
     );

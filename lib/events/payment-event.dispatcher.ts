@@ -70,20 +70,17 @@ export class PaymentEventDispatcher implements OnModuleInit {
   constructor(
     private readonly registry: PaymentEventHandlerRegistry,
     private readonly moduleRef: ModuleRef,
-    @Optional() eventEmitter?: EventEmitter2,
     @Optional() @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options?: ResolvedPaymentOptions,
     // This account's client: with several accounts each reconciles with its own credentials.
     @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
-  ) {
-    this.eventEmitter = eventEmitter;
-  }
+  ) {}
 
   /**
-   * A host `EventEmitterModule.forRoot({ global: false })` is not injectable here (its module is
-   * the host's): found in the app instead, or its listeners would never hear an event.
+   * The host's EventEmitter2, found in the app rather than injected: a host
+   * `EventEmitterModule.forRoot({ global: false })` is not injectable here (its module is the
+   * host's), and a test's `useMocker` would hand an optional dependency a mock of it.
    */
   onModuleInit(): void {
-    if (this.eventEmitter !== undefined) return;
     try {
       this.eventEmitter = this.moduleRef.get(EventEmitter2, { strict: false });
     } catch {
