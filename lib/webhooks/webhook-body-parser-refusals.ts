@@ -227,9 +227,10 @@ function installExpress(adapter: HttpServer, isWebhook: WebhookRequestTest, hook
   // Nest adds its own error handler, so parser errors on the webhook path reach this one first.
   // It passes them on as an HttpException with the webhook body: Nest's handler answers it
   // as it is, or the host's global exception filter gets it like any other rejection.
-  // Only the route's own requests (POST): another method on the path is the host's.
+  // Only the route's own requests (POST): another method on the path is the host's. The path as
+  // this app's router reads it (`req.url`): under `outer.use('/svc', nestApp)` the original URL has `/svc` too.
   const handler = (error: BodyParserError, req: PaymentWebhookRequest & { url?: string; originalUrl?: string; method?: string }, _res: unknown, next: (e?: unknown) => void): void => {
-    const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.originalUrl ?? req.url), req);
+    const ours = req.method === 'POST' && isExpressParserError(error) && isWebhook(pathOf(req.url ?? req.originalUrl), req);
     const parseFailed = ours && error.type === 'entity.parse.failed';
     const body = ours ? (mediaTypeRefusal(req) ?? (parseFailed ? routeAnswerOf(req, hooks, false) : undefined) ?? bodyParserErrorBody(error)) : undefined;
     if (body === undefined) {

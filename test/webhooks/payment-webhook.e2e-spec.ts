@@ -1,10 +1,11 @@
 import 'reflect-metadata';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Body, Controller, HttpCode, Post, RequestMethod, Version, VersioningType } from '@nestjs/common';
-import { RouterModule } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Body, Controller, HttpCode, Module, Post, RequestMethod, Version, VersioningType } from '@nestjs/common';
+import { NestFactory, RouterModule } from '@nestjs/core';
+import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
+import express from 'express';
 import type { FastifyInstance } from 'fastify';
 import { PaymentModule } from '../../lib/payment.module.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
@@ -14,6 +15,7 @@ import {
   envelope,
   MOUNTED_ADAPTERS,
   postWebhook,
+  RecordingHandlers,
   startWebhookApp,
   WEBHOOK_SECRET,
   type WebhookApp,
@@ -695,5 +697,33 @@ describe('Express: a request target the router reads with the legacy URL parser'
     });
     // over Express's default parser limit (100 kB)
     expect(await postToTarget(w.url, target, ' '.repeat(200 * 1024))).toMatchObject({ status: 413, json: { code: 'WEBHOOK_BODY_TOO_LARGE' } });
+  });
+});
+
+describe('a Nest app mounted under a path of an existing Express server (outer.use(/svc, nestApp))', () => {
+  it("answers the parser's refusals on its webhook path in the module's words, as when it listens itself", async () => {
+    @Module({ imports: [PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookSecret: WEBHOOK_SECRET })], providers: [RecordingHandlers] })
+    class MountedAppModule {}
+    const inner = express();
+    const app = await NestFactory.create(MountedAppModule, new ExpressAdapter(inner), { rawBody: true, logger: false });
+    await app.init();
+    const outer = express();
+    outer.use('/svc', inner);
+    const server = await new Promise<Server>((resolve) => {
+      const listening: Server = outer.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const event = envelope();
+      expect(await postWebhook(url, event, { path: 'svc/payments/webhook' })).toMatchObject({ status: 200, json: { received: true } });
+      expect(app.get(RecordingHandlers).calls.filter((call) => call.handler === 'payment.*')).toHaveLength(1);
+      const broken = await postWebhook(url, '{x', { path: 'svc/payments/webhook' });
+      expect([broken.status, broken.json]).toEqual([400, { statusCode: 400, code: 'WEBHOOK_INVALID_JSON', message: 'The webhook body is not valid JSON' }]);
+      const large = await postWebhook(url, ' '.repeat(200 * 1024), { path: 'svc/payments/webhook' });
+      expect([large.status, large.json?.code]).toEqual([413, 'WEBHOOK_BODY_TOO_LARGE']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      await app.close();
+    }
   });
 });
