@@ -55,7 +55,7 @@ export class PaymentRequestExecutor {
     this.ipLimitKey = new URL(options.apiBaseUrl).origin;
     this.limiter = new PaymentRateLimiter(options.rateLimits, runtime.clock, perIp, this.ipLimitKey);
     this.tokens = new PaymentTokenManager((signal, once) => this.requestToken(signal, once), runtime.clock, options.tokenResponse);
-    this.telemetry = new PaymentClientTelemetry(options.account);
+    this.telemetry = new PaymentClientTelemetry(options.account, runtime.clock);
     // every waiting call listens on it (and lets go): dozens queued for a slot are no leak
     setMaxListeners(0, this.closing.signal);
   }

@@ -16,7 +16,11 @@ const UNEXPECTED_ERROR_CODE = 'UNEXPECTED_ERROR';
  * does no telemetry work at all.
  */
 export class PaymentClientTelemetry {
-  constructor(private readonly account: string) {}
+  constructor(
+    private readonly account: string,
+    /** The client's clock: a call's duration holds its waits, which run on it (a test's clock too). */
+    private readonly clock: { now(): number } = { now: () => performance.now() },
+  ) {}
 
   /** Starts the telemetry of one logical call (every attempt of it). */
   start(operation: PaymentClientOperation, method: string): PaymentClientCallTelemetry | undefined {
@@ -40,7 +44,7 @@ export class PaymentClientTelemetry {
     } catch (error) {
       telemetryFailed(error);
     }
-    return new PaymentClientCallTelemetry(operation, this.account, instruments, span);
+    return new PaymentClientCallTelemetry(operation, this.account, instruments, span, this.clock);
   }
 }
 
@@ -51,7 +55,7 @@ export class PaymentClientTelemetry {
  * No method throws: the call's outcome is the service's answer, whatever the SDK does.
  */
 export class PaymentClientCallTelemetry {
-  private readonly startedAt = performance.now();
+  private readonly startedAt: number;
   private retries = 0;
   /**
    * Status of the last answer a failed attempt that was to be repeated got: the call's status when
@@ -67,7 +71,10 @@ export class PaymentClientCallTelemetry {
     private readonly account: string,
     private readonly instruments: PaymentInstruments | undefined,
     private readonly span: Span | undefined,
-  ) {}
+    private readonly clock: { now(): number } = { now: () => performance.now() },
+  ) {
+    this.startedAt = clock.now();
+  }
 
   /** Runs the attempts (with the span active) and records how the call ended. */
   async run<T extends { status: number }>(attempts: () => Promise<T>): Promise<T> {
@@ -130,7 +137,7 @@ export class PaymentClientCallTelemetry {
         if (code !== undefined) attributes.code = code;
         if (httpStatus !== undefined) attributes.http_status = httpStatus;
         this.instruments.clientRequests.add(1, attributes);
-        this.instruments.clientDuration.record((performance.now() - this.startedAt) / 1000, attributes);
+        this.instruments.clientDuration.record((this.clock.now() - this.startedAt) / 1000, attributes);
       } catch (failure) {
         telemetryFailed(failure);
       }

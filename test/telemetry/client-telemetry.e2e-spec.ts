@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { Histogram } from '@opentelemetry/sdk-metrics';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { PaymentNetworkError, PaymentValidationError } from '../../lib/client/payment-api.errors.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
@@ -12,6 +13,7 @@ import {
   counterPoints,
   disableOtelGlobals,
   histogramCounts,
+  pointsOf,
   registerTestOtel,
   telemetryTexts,
   type TestOtel,
@@ -219,6 +221,18 @@ describe('client telemetry with the real OpenTelemetry SDK (against the simulato
     }
     // was 1: the wait of the call given up was left out
     expect(histogramCounts(await otel.collect(), PaymentMetricName.CLIENT_RATE_LIMIT_WAIT).find((p) => p.operation === 'list_gateways')).toMatchObject({ count: 2 });
+  });
+
+  it("times a call on the client's clock, the clock its waits run on: a call that waited a minute for its slot lasted a minute", async () => {
+    otel = await registerTestOtel();
+    h = await startClientHarness({ rateLimits: { readsPerMinute: 1 } }); // the harness's clock passes the minute at once
+    await h.client.listGateways();
+    await h.client.listGateways(); // waits for the next minute's read
+    const all = await otel.collect();
+    const maxOf = (name: string) => pointsOf<Histogram>(all, name).find((p) => p.attributes.operation === 'list_gateways')!.value.max!;
+    expect(maxOf(PaymentMetricName.CLIENT_RATE_LIMIT_WAIT)).toBeGreaterThanOrEqual(55);
+    // was the real time it took (a few ms), shorter than its own wait
+    expect(maxOf(PaymentMetricName.CLIENT_DURATION)).toBeGreaterThanOrEqual(maxOf(PaymentMetricName.CLIENT_RATE_LIMIT_WAIT));
   });
 
   it('counts codes the spec does not know by their HTTP status: an answer cannot add a series per request', async () => {
