@@ -136,6 +136,7 @@ export class PaymentEventExplorer implements OnModuleInit {
       const metadata = this.metadata.getHandlerMetadata(prototype, methodName);
       if (!metadata) continue;
       const className = (instance.constructor as { name?: string } | undefined)?.name || String(wrapper.name);
+      if (isStatic && Object.hasOwn(instance, methodName)) this.warnShadowed(className, methodName);
       const invoke: PaymentEventHandler['invoke'] = isStatic
         ? (event) => callHandler(instance, methodName, event)
         : this.scopedInvoker(wrapper, methodName);
@@ -143,6 +144,18 @@ export class PaymentEventExplorer implements OnModuleInit {
       found = true;
     }
     return found;
+  }
+
+  /**
+   * A class field of the same name (`override on = (event) => ...`) shadows the decorated method on
+   * every instance: the field runs for the event, although, as an undecorated override, it reads as
+   * no handler. Said at boot; declare the override as a method with its own `@OnPaymentEvent`.
+   */
+  private warnShadowed(className: string, methodName: string): void {
+    this.logger.warn(
+      `${className}.${methodName} is an @OnPaymentEvent handler of a base class, shadowed by a property of the instance (a class field?), ` +
+        `which runs for the event instead: declare it as a method (with its own @OnPaymentEvent) or give the field another name`,
+    );
   }
 
   /**

@@ -6,6 +6,7 @@ import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentEventDispatcher } from '../../lib/events/payment-event.dispatcher.js';
 import { PaymentEventHandlerRegistry } from '../../lib/events/payment-event-handler.registry.js';
 import type { AnyPaymentEvent, PaymentEvent } from '../../lib/events/payment-event.types.js';
+import { CollectingLogger } from '../support/collecting-logger.js';
 import { EVENT_PIPELINE_PROVIDERS } from '../support/event-providers.js';
 
 /** A decorator that replaces the method with a wrapper (as transaction, retry or tracing decorators do). */
@@ -107,6 +108,32 @@ describe('handlers whose method another decorator wrapped', () => {
   it('does not run an override the subclass left undecorated', async () => {
     await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_w2'));
     expect(log).toEqual([]);
+  });
+});
+
+describe('a handler a subclass shadows with a class field of the same name', () => {
+  it('is said at boot: the field runs for the event, though it reads as an undecorated override', async () => {
+    @Injectable()
+    class FieldOverride extends BaseHandlers {
+      override onFailed = (event: PaymentEvent<'payment.failed'>): void => {
+        log.push(`field:${event.eventId}`);
+      };
+    }
+    const logger = new CollectingLogger();
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, FieldOverride] })
+      .setLogger(logger)
+      .compile();
+    await moduleRef.init();
+    try {
+      expect(logger.messages('warn')).toContainEqual(
+        expect.stringMatching(/^FieldOverride\.onFailed is an @OnPaymentEvent handler of a base class, shadowed by a property of the instance \(a class field\?\)/),
+      );
+      log.length = 0;
+      await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_f1'));
+      expect(log).toEqual(['field:evt_f1']);
+    } finally {
+      await moduleRef.close();
+    }
   });
 });
 
