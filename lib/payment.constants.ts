@@ -57,6 +57,3 @@ export const PAYMENT_EVENT_NAMESPACE = 'payment-gateway';
  * @publicApi
  */
 export const PAYMENT_DEAD_LETTER_EVENT = `${PAYMENT_EVENT_NAMESPACE}.dead-letter`;
-
-export const SANDBOX_BASE_PATH = '/sandbox/api/v1';
-export const LIVE_BASE_PATH = '/api/v1';

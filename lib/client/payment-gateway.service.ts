@@ -30,9 +30,8 @@ import { InputChecker } from './payment-input.validation.js';
 import { PaymentIpRateLimits } from './payment-rate-limiter.js';
 import { PaymentRequestExecutor } from './payment-request.executor.js';
 import type { ServiceAnswer } from './payment-service-call.interface.js';
-import { paymentRequestBody, requestCall } from './payment-request.bodies.js';
+import { paymentRequestBody, payoutRequestBody, refundRequestBody, requestCall } from './payment-request.bodies.js';
 import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, sameServiceId, type PaymentResponseField } from './payment-response.reader.js';
-import type { WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 /**
  * Client of the payment service. Inject it anywhere the module is imported.
@@ -172,20 +171,9 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   async refundPayment(trxId: string, input?: RefundPaymentInput, options?: PaymentCallOptions): Promise<RefundResult> {
     const check = new InputChecker(this.options.account);
     check.identifier('trxId', trxId);
-    check.inputObject('input', input, ['amount', 'reason', 'extra'], false);
-    // a partial refund whose amount got lost (`amount: order.refundAmount`, undefined) must not
-    // become a full one: only a left-out amount means "all"
-    if (typeof input === 'object' && input !== null && 'amount' in input && input.amount == null) {
-      check.add('amount', 'must be an amount; leave the field out to refund the whole payment');
-    }
-    const amount = check.amount('amount', input?.amount, false);
-    const reason = check.optionalString('reason', input?.reason);
-    const extra = check.extra(input?.extra, { amount: 'amount', reason: 'reason' });
+    const body = refundRequestBody(check, input);
     const signal = check.callOptions(options);
     check.throwIfInvalid('refundPayment');
-    const body: WireRefundRequest = { ...extra };
-    if (amount !== undefined) body.amount = amount;
-    if (reason !== undefined) body.reason = reason;
     const path = this.fillPath(this.options.endpoints.refund, '{trx_id}', trxId);
     const answer = await this.executor.execute({
       method: 'POST',
@@ -217,18 +205,9 @@ export class PaymentGatewayService implements OnApplicationShutdown {
   /** `POST /payout`: 201, or 202 (`pendingApproval: true`). Same retry rule as refunds. */
   async createPayout(input: CreatePayoutInput, options?: PaymentCallOptions): Promise<PayoutResult> {
     const check = new InputChecker(this.options.account);
-    check.inputObject('input', input, ['amount', 'currency', 'country', 'recipient', 'reference', 'extra']);
-    const amount = check.amount('amount', input?.amount);
-    const currency = check.currency('currency', input?.currency);
-    const country = check.country('country', input?.country);
-    const recipient = check.optionalObject('recipient', input?.recipient, true);
-    const reference = check.optionalString('reference', input?.reference);
-    const extra = check.extra(input?.extra, { amount: 'amount', currency: 'currency', country: 'country', recipient: 'recipient', reference: 'reference' });
+    const body = payoutRequestBody(check, input);
     const signal = check.callOptions(options);
     check.throwIfInvalid('createPayout');
-    const body: WirePayoutRequest = { ...extra, amount: amount!, currency: currency!, recipient: recipient! };
-    if (country !== undefined) body.country = country;
-    if (reference !== undefined) body.reference = reference;
     const path = this.options.endpoints.payout;
     const answer = await this.executor.execute({
       method: 'POST',

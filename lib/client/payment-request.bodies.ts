@@ -1,9 +1,9 @@
 import { PaymentErrorCode, PaymentValidationError } from './payment-api.errors.js';
 import { isApiPath, isApiQuery } from '../common/api-path.util.js';
-import type { CreatePaymentInput, PaymentRequestOptions, PaymentRequestScope } from './payment-api.types.js';
+import type { CreatePaymentInput, CreatePayoutInput, PaymentRequestOptions, PaymentRequestScope, RefundPaymentInput } from './payment-api.types.js';
 import type { InputChecker } from './payment-input.validation.js';
 import type { ServiceCall } from './payment-service-call.interface.js';
-import type { WireCreatePaymentRequest } from './payment-wire.types.js';
+import type { WireCreatePaymentRequest, WirePayoutRequest, WireRefundRequest } from './payment-wire.types.js';
 
 const SPLIT_INPUT_FIELDS = ['subaccountId', 'amount'];
 
@@ -59,6 +59,37 @@ export function paymentRequestBody(check: InputChecker, input: CreatePaymentInpu
       body.splits = splits;
     }
   }
+  return body;
+}
+
+/** The wire body of a refund, every input checked on the way (problems go to `check`). */
+export function refundRequestBody(check: InputChecker, input: RefundPaymentInput | undefined): WireRefundRequest {
+  check.inputObject('input', input, ['amount', 'reason', 'extra'], false);
+  // a partial refund whose amount got lost (`amount: order.refundAmount`, undefined) must not
+  // become a full one: only a left-out amount means "all"
+  if (typeof input === 'object' && input !== null && 'amount' in input && input.amount == null) {
+    check.add('amount', 'must be an amount; leave the field out to refund the whole payment');
+  }
+  const amount = check.amount('amount', input?.amount, false);
+  const reason = check.optionalString('reason', input?.reason);
+  const body: WireRefundRequest = { ...check.extra(input?.extra, { amount: 'amount', reason: 'reason' }) };
+  if (amount !== undefined) body.amount = amount;
+  if (reason !== undefined) body.reason = reason;
+  return body;
+}
+
+/** The wire body of a payout, every input checked on the way (problems go to `check`). */
+export function payoutRequestBody(check: InputChecker, input: CreatePayoutInput): WirePayoutRequest {
+  check.inputObject('input', input, ['amount', 'currency', 'country', 'recipient', 'reference', 'extra']);
+  const amount = check.amount('amount', input?.amount);
+  const currency = check.currency('currency', input?.currency);
+  const country = check.country('country', input?.country);
+  const recipient = check.optionalObject('recipient', input?.recipient, true);
+  const reference = check.optionalString('reference', input?.reference);
+  const extra = check.extra(input?.extra, { amount: 'amount', currency: 'currency', country: 'country', recipient: 'recipient', reference: 'reference' });
+  const body: WirePayoutRequest = { ...extra, amount: amount!, currency: currency!, recipient: recipient! };
+  if (country !== undefined) body.country = country;
+  if (reference !== undefined) body.reference = reference;
   return body;
 }
 

@@ -41,6 +41,10 @@ export const PAYMENT_OPTION_DEFAULTS = {
   queueMaxStalledCount: 2,
 } as const;
 
+/** The API's base path in each environment, after the base URL (the `apiBasePath` option replaces it). */
+export const SANDBOX_BASE_PATH = '/sandbox/api/v1';
+export const LIVE_BASE_PATH = '/api/v1';
+
 export const DEFAULT_PAYMENT_ENDPOINTS: PaymentEndpoints = {
   token: '/authentication/token',
   createPayment: '/payment/create',

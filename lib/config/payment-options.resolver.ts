@@ -1,5 +1,5 @@
 import { stripUndefined } from '../common/strip-undefined.util.js';
-import { DEFAULT_PAYMENT_ACCOUNT, LIVE_BASE_PATH, SANDBOX_BASE_PATH } from '../payment.constants.js';
+import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { PaymentConfigurationError } from './payment-configuration.errors.js';
 import { parsePaymentEnv, type PaymentEnvValues } from './payment-env.js';
 import {
@@ -8,7 +8,9 @@ import {
   DEFAULT_RESPONSE_FIELDS,
   DEFAULT_TOKEN_REQUEST,
   DEFAULT_TOKEN_RESPONSE,
+  LIVE_BASE_PATH,
   PAYMENT_OPTION_DEFAULTS,
+  SANDBOX_BASE_PATH,
 } from './payment-options.defaults.js';
 import type {
   PaymentModuleOptions,

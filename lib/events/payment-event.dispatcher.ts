@@ -35,7 +35,7 @@ import {
   isKnownPaymentEventType,
   paymentEventFamilyOf,
 } from './payment-event.types.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Name under which an event type is re-emitted on the host's EventEmitter2:

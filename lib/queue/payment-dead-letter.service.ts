@@ -4,7 +4,7 @@ import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { eventIdProblem, MAX_EVENT_ID_LENGTH } from '../webhooks/payment-webhook-envelope.js';
 import type { PaymentDeadLetter, PaymentDeadLetterListOptions } from './payment-dead-letter.interface.js';
 import { type PaymentEventJob, toPaymentDeadLetter } from './payment-event-job.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 1000;

@@ -30,7 +30,7 @@ import { withDeadLetterLock } from './dead-letter-lock.js';
 import { DeadLetterTrimmer } from './dead-letter-trimmer.js';
 import { deadLetterPage } from './dead-letter-listing.js';
 import { JOB_STATE_SCRIPT, MetJob } from './queued-job-state.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /** KEYS: a job's hash. Forgets how often it was found stalled (BullMQ's `stc`). */
 const RESET_STALLS_SCRIPT = "return redis.call('HDEL', KEYS[1], 'stc')";

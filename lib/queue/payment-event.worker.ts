@@ -26,7 +26,7 @@ import { cleanUpAfterLateRun } from './late-run-cleanup.js';
 import { isNewerPaymentEventJob, isPaymentEventJob, type PaymentEventJob, type PaymentEventJobData, toPaymentDeadLetter, toReceivedPaymentEvent } from './payment-event-job.js';
 import { attemptError, JOB_TIMEOUT_MARK, jobTimeoutError } from './payment-queue.errors.js';
 import { paymentQueueLayout, paymentWorkerOptions } from './payment-queue.settings.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /** The same Redis error is logged at most this often while it lasts. */
 const ERROR_LOG_INTERVAL_MS = 30_000;
@@ -55,7 +55,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
   private readonly logger = new PaymentLogger('PaymentQueue');
   private readonly account: string;
   private readonly deduplicator: WebhookDeduplicator;
-  private readonly claims: WebhookDeduplicationSettings;
+  private readonly dedupe: WebhookDeduplicationSettings;
   /** Runs whose handlers finished and whose completion is being recorded. */
   private completing = 0;
   private readonly telemetry: QueueJobTelemetry;
@@ -95,7 +95,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
     // run in this process, past queueJobTimeoutMs too: a retry must never run beside them.
     // Completion is retried until the store answers: if it were given up, the job's outcome,
     // lost in the same outage, would come back through the stalled-job check and run them again
-    this.claims = {
+    this.dedupe = {
       ...accountDeduplicationSettings(options),
       maxLeaseRenewalMs: Number.POSITIVE_INFINITY,
       completeAttempts: Number.POSITIVE_INFINITY,
@@ -247,7 +247,7 @@ export class PaymentEventWorker implements OnApplicationBootstrap, OnModuleDestr
         () => {
           let handlersStarted = false;
           let handlersDone = false;
-          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.claims, () => {
+          const run = this.deduplicator.run(webhookEventKey(this.account, event.eventId), this.dedupe, () => {
             // the claim came after the attempt was given up as the store's: nothing runs (the key is released, a retry runs it)
             if (timedOut) return Promise.reject(new Error('the claim was answered after its attempt was given up'));
             const stalled = stalledTooOftenError(this.bull, job, this.options.queueMaxStalledCount);

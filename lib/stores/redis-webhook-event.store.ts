@@ -17,7 +17,7 @@ import { PROCESSED_VALUE, registerProcessedMarks } from './redis-processed-mark.
 import { WebhookStoreUnavailableError } from './webhook-event-store.errors.js';
 import type { WebhookClaimResult, WebhookEventStore } from './webhook-event-store.interface.js';
 import { assertDuration, assertKey, assertToken } from './webhook-event-store.validation.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /** @publicApi */
 export interface RedisWebhookEventStoreOptions {

@@ -6,10 +6,11 @@ import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
 import { parseWebhookEnvelope, type WebhookEnvelopeAnomaly } from './payment-webhook-envelope.js';
 import { anomalyReporter } from './webhook-envelope-anomalies.js';
-import { PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { routeMisconfigured, routeNameOf } from './webhook-route-fixes.js';
 import { PaymentWebhookError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, type PaymentWebhookRequest } from './payment-webhook.request.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Runs after `PaymentWebhookSignatureGuard`: parses the verified raw bytes (not the

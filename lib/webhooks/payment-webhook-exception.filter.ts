@@ -2,7 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger 
 import { HttpAdapterHost } from '@nestjs/core';
 import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
 import { PaymentWebhookError, PaymentWebhookErrorCode, type PaymentWebhookErrorBody, webhookErrorCodeForStatus } from './payment-webhook.errors.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Turns anything thrown on the webhook route into `{ statusCode, code, message }` with a

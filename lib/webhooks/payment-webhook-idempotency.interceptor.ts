@@ -19,7 +19,8 @@ import { signatureReplayWindowMs } from '../config/payment-options.validation.js
 import { DEFAULT_PAYMENT_ACCOUNT, PAYMENT_WEBHOOK_IDEMPOTENCY_OPTIONS, WEBHOOK_IDEMPOTENCY_METADATA } from '../payment.constants.js';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
-import { handlerMethodName, PaymentWebhookHttpException, routeMisconfigured, routeNameOf } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { handlerMethodName, routeMisconfigured, routeNameOf } from './webhook-route-fixes.js';
 import { MAX_EVENT_ID_LENGTH } from './payment-webhook-envelope.js';
 import { PaymentWebhookErrorCode, WebhookHandlerFailedError, WebhookIdempotencyKeyMissingError } from './payment-webhook.errors.js';
 import { getPaymentWebhookState, getVerifiedPaymentWebhookEvent, type PaymentWebhookRequest } from './payment-webhook.request.js';
@@ -48,7 +49,7 @@ import {
   runsInterceptorsInside,
   TIMEOUT_INSIDE_FIX,
 } from './webhook-idempotency-route.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 interface RouteSettings {
   key: WebhookIdempotencyKeyFn | undefined;

@@ -1,7 +1,8 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable, type Logger } from '@nestjs/common';
 import { getPaymentOptionsToken } from '../accounts/payment-account.tokens.js';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
-import { logRouteFixOnce, PaymentWebhookHttpException, routeNameOf } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { logRouteFixOnce, routeNameOf } from './webhook-route-fixes.js';
 import { PaymentWebhookError, WebhookSecretNotConfiguredError } from './payment-webhook.errors.js';
 import {
   assertDeclaredSize,
@@ -18,7 +19,7 @@ import {
   WEBHOOK_SIGNATURE_HEADER,
   type WebhookSignatureVerification,
 } from './webhook-signature.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Building block for a route of your own: lets a request through only when

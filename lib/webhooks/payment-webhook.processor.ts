@@ -14,7 +14,8 @@ import type { WebhookEventStore } from '../stores/webhook-event-store.interface.
 import { webhookStoreRedisUrl } from '../stores/webhook-event-store.providers.js';
 import type { PaymentWebhookOutcome } from '../telemetry/payment-telemetry.names.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
-import { PaymentWebhookHttpException, routeMisconfigured, toWebhookHttpException } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException, toWebhookHttpException } from './payment-webhook-http.exception.js';
+import { routeMisconfigured } from './webhook-route-fixes.js';
 import { PaymentWebhookError, type PaymentWebhookErrorBody, WebhookHandlerFailedError, WebhookReconciliationFailedError } from './payment-webhook.errors.js';
 import type { PaymentWebhookRequest } from './payment-webhook.request.js';
 import { PaymentWebhookVerifier } from './payment-webhook.verifier.js';
@@ -22,7 +23,7 @@ import { ALREADY_PROCESSED, WebhookDeduplicator } from './webhook-deduplicator.j
 import { accountDeduplicationSettings, type WebhookDeduplicationSettings } from './webhook-deduplication.settings.js';
 import { webhookEventKey } from './webhook-store-keys.js';
 import { isFromOtherEnvironment } from './webhook-event-environment.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Answer body of a delivery that was handled (or had been handled before).

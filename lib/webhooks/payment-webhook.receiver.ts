@@ -2,11 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { PaymentAccountRegistry } from '../accounts/payment-account.registry.js';
 import { DEFAULT_PAYMENT_ACCOUNT } from '../payment.constants.js';
 import { WebhookDeliveryTelemetry } from '../telemetry/webhook-delivery.telemetry.js';
-import { PaymentWebhookHttpException, routeMisconfigured } from './payment-webhook-http.exception.js';
+import { PaymentWebhookHttpException } from './payment-webhook-http.exception.js';
+import { routeMisconfigured } from './webhook-route-fixes.js';
 import { WebhookUnknownAccountError } from './payment-webhook.errors.js';
 import type { PaymentWebhookAck } from './payment-webhook.processor.js';
 import { type PaymentWebhookRequest, rawBodyOf } from './payment-webhook.request.js';
-import { PaymentLogger } from '../common/printable-logger.js';
+import { PaymentLogger } from '../common/payment-logger.util.js';
 
 /**
  * Unknown-account deliveries up to this size are checked for a registered signer (one HMAC per

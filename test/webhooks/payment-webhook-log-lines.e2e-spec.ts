@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { PaymentLogger, printable } from '../../lib/common/printable-logger.js';
+import { PaymentLogger, printable } from '../../lib/common/payment-logger.util.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { ADAPTERS, envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
 
