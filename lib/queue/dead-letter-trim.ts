@@ -59,11 +59,15 @@ for i = 1, #entries, 2 do
 end
 return { removed, kept, #entries < limit * 2 and 1 or 0 }`;
 
-export interface DeadLetterTrimOptions {
-  /** BullMQ's failed set of the queue. */
+/** Where one account's queue keeps its jobs (see `PaymentEventQueue`). */
+export interface DeadLetterKeys {
+  /** BullMQ's failed set of the queue (the dead letters). */
   failedKey: string;
   /** BullMQ's key of a job's hash, less the job id. */
   jobKeyPrefix: string;
+}
+
+export interface DeadLetterTrimOptions extends DeadLetterKeys {
   /** Retention of a failed job queued without one (by an early version of this module). */
   fallbackRetentionMs: number;
   /** Ids of the module's jobs start so (`evt-`); other failed jobs are another producer's, never removed. */

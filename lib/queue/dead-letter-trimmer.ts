@@ -2,19 +2,11 @@ import type { Logger } from '@nestjs/common';
 import type { ResolvedPaymentOptions } from '../config/payment-module-options.interface.js';
 import { type RedisClientLike, untilFirstConnected } from '../stores/redis-client.js';
 import { outsideTraceContext } from '../telemetry/outside-trace-context.js';
-import { DEAD_LETTER_TRIM_BATCH, DEAD_LETTER_TRIM_MAX_BATCHES, trimExpiredDeadLetters } from './dead-letter-trim.js';
+import { DEAD_LETTER_TRIM_BATCH, DEAD_LETTER_TRIM_MAX_BATCHES, type DeadLetterKeys, trimExpiredDeadLetters } from './dead-letter-trim.js';
 import { PAYMENT_EVENT_JOB_ID_PREFIX } from './payment-event-job.js';
 
 /** How often dead letters past their retention are removed (at most every retention). */
 const DEAD_LETTER_TRIM_INTERVAL_MS = 3_600_000;
-
-/** Where one account's queue keeps its jobs (see `PaymentEventQueue`). */
-export interface DeadLetterKeys {
-  /** BullMQ's failed set of the queue. */
-  failedKey: string;
-  /** BullMQ's key of a job's hash, less the job id. */
-  jobKeyPrefix: string;
-}
 
 /**
  * Removes one account's dead letters past their own retention (see `dead-letter-trim.ts`) when
