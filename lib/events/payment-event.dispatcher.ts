@@ -70,19 +70,22 @@ export class PaymentEventDispatcher implements OnModuleInit {
   constructor(
     private readonly registry: PaymentEventHandlerRegistry,
     private readonly moduleRef: ModuleRef,
+    @Optional() eventEmitter?: EventEmitter2,
     @Optional() @Inject(PAYMENT_ACCOUNT_OPTIONS) private readonly options?: ResolvedPaymentOptions,
     // This account's client: with several accounts each reconciles with its own credentials.
     @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
-  ) {}
+  ) {
+    this.eventEmitter = workingEmitter(eventEmitter);
+  }
 
   /**
-   * The host's EventEmitter2, found in the app rather than injected: a host
-   * `EventEmitterModule.forRoot({ global: false })` is not injectable here (its module is the
-   * host's), and a test's `useMocker` would hand an optional dependency a mock of it.
+   * A host `EventEmitterModule.forRoot({ global: false })` is not injectable here (its module is
+   * the host's): found in the app instead, or its listeners would never hear an event.
    */
   onModuleInit(): void {
+    if (this.eventEmitter !== undefined) return;
     try {
-      this.eventEmitter = this.moduleRef.get(EventEmitter2, { strict: false });
+      this.eventEmitter = workingEmitter(this.moduleRef.get(EventEmitter2, { strict: false }));
     } catch {
       // the host has no EventEmitterModule: the handlers alone hear events
     }
@@ -306,4 +309,16 @@ async function emitToEach(emitter: EventEmitter2, name: string, event: unknown):
 /** EventEmitter2's own check, plus `onAny` listeners (which its wildcard mode leaves out). */
 function hasListeners(emitter: EventEmitter2, name: string): boolean {
   return Boolean(emitter.hasListeners(name)) || emitter.listenersAny().length > 0;
+}
+
+/**
+ * `emitter` when it works as an EventEmitter2: a test's `useMocker()` hands an optional dependency
+ * its mock, whose `listeners()` answers nothing (every delivery would fail on it).
+ */
+function workingEmitter(emitter: EventEmitter2 | undefined): EventEmitter2 | undefined {
+  try {
+    return emitter !== undefined && Array.isArray(emitter.listeners(PAYMENT_EVENT_NAMESPACE)) ? emitter : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -136,7 +136,7 @@ export class PaymentEventExplorer implements OnModuleInit {
       const metadata = this.metadata.getHandlerMetadata(prototype, methodName);
       if (!metadata) continue;
       const className = (instance.constructor as { name?: string } | undefined)?.name || String(wrapper.name);
-      if (isStatic && Object.hasOwn(instance, methodName)) this.warnShadowed(className, methodName);
+      if (isStatic && isShadowedByField(instance, prototype, methodName)) this.warnShadowed(className, methodName);
       const invoke: PaymentEventHandler['invoke'] = isStatic
         ? (event) => callHandler(instance, methodName, event)
         : this.scopedInvoker(wrapper, methodName);
@@ -188,6 +188,16 @@ export class PaymentEventExplorer implements OnModuleInit {
     }
     if (problems.length > 0) throw new PaymentConfigurationError(problems);
   }
+}
+
+/**
+ * Whether an own property of `instance` (a subclass's class field) stands in for the decorated
+ * method: not one bound to the instance in its constructor (`this.on = this.on.bind(this)`).
+ */
+function isShadowedByField(instance: HandlerHost, prototype: object, methodName: string): boolean {
+  if (!Object.hasOwn(instance, methodName)) return false;
+  const own = instance[methodName];
+  return own !== (prototype as HandlerHost)[methodName] && !(typeof own === 'function' && own.name === `bound ${methodName}`);
 }
 
 /**

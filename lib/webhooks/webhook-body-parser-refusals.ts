@@ -304,7 +304,7 @@ function installFastify(adapter: HttpServer, account: string, hooks: WebhookBody
     method?: string;
     /** The route the router matched (Fastify 5), with its `config` (see `markWebhookRoute`). */
     routeOptions?: { config?: Record<string, unknown> };
-    [PAYMENT_WEBHOOK_PARSER_REFUSED]?: { status: number; message: unknown; body: PaymentWebhookErrorBody };
+    [PAYMENT_WEBHOOK_PARSER_REFUSED]?: { status: number; message: unknown; body: PaymentWebhookErrorBody; compress: boolean };
   };
   // The router's decision, not the URL's text: the route it matched is the webhook's (its path
   // under the router's options, its version), and a request it sends elsewhere (a 404, a host
@@ -316,7 +316,7 @@ function installFastify(adapter: HttpServer, account: string, hooks: WebhookBody
     if (typeof status === 'number' && PARSER_STATUSES.has(status) && isFastifyParserError(error) && isWebhookRoute(request)) {
       const body = fastifyParserBody(request, { statusCode: status, message: error.message, code: error.code }, hooks);
       // what Nest's default handling answers for it, recognised on the way out (onSend)
-      request[PAYMENT_WEBHOOK_PARSER_REFUSED] = { status, message: error.message, body };
+      request[PAYMENT_WEBHOOK_PARSER_REFUSED] = { status, message: error.message, body, compress: String(error.code).startsWith('FST_CP_ERR_') };
       hooks.onRefused?.(request, body);
     }
     done();
@@ -325,7 +325,7 @@ function installFastify(adapter: HttpServer, account: string, hooks: WebhookBody
     const refused = request[PAYMENT_WEBHOOK_PARSER_REFUSED];
     // Nest answers its default 500 to an error it cannot map to its status (some of
     // @fastify/compress's, named FastifyCompressError rather than FastifyError)
-    const unmapped = reply.statusCode === 500;
+    const unmapped = reply.statusCode === 500 && refused?.compress === true;
     if (refused === undefined || (reply.statusCode !== refused.status && !unmapped) || typeof payload !== 'string') {
       done(null, payload);
       return;

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import type { AnyPaymentEvent } from '../../lib/events/payment-event.types.js';
 import { envelope, postWebhook, startWebhookApp, type WebhookApp } from '../support/webhooks-app.js';
@@ -86,5 +86,31 @@ describe.each([{ wildcard: false }, { wildcard: true }])("host @OnEvent listener
       'once refund.failed',
       'any payment-gateway.refund.failed refund.failed',
     ]);
+  });
+});
+
+/** A library module with a private bus of its own under the EventEmitter2 class token (not exported). */
+@Module({ providers: [{ provide: EventEmitter2, useValue: new EventEmitter2() }] })
+class LibraryWithPrivateBus {}
+
+@Injectable()
+class SucceededListener {
+  readonly heard: string[] = [];
+  @OnEvent('payment-gateway.payment.succeeded')
+  on(event: AnyPaymentEvent): void {
+    this.heard.push(event.eventId);
+  }
+}
+
+describe("the host's EventEmitter2 beside a library module's private one", () => {
+  it('is the one the events reach: the one the module can inject, not the last registered in the app', async () => {
+    const w = await startWebhookApp({ adapter: 'express', extraImports: [EventEmitterModule.forRoot(), LibraryWithPrivateBus], extraProviders: [SucceededListener] });
+    try {
+      const event = envelope('payment.succeeded');
+      expect((await postWebhook(w.url, event)).status).toBe(200);
+      expect(w.app.get(SucceededListener).heard).toEqual([event.eventId]);
+    } finally {
+      await w.close();
+    }
   });
 });

@@ -135,6 +135,33 @@ describe('a handler a subclass shadows with a class field of the same name', () 
       await moduleRef.close();
     }
   });
+
+  it('is not said of a handler the class binds in its constructor (this.on = this.on.bind(this)): the decorated method runs', async () => {
+    @Injectable()
+    class BoundHandlers {
+      constructor() {
+        this.onFailed = this.onFailed.bind(this);
+      }
+
+      @OnPaymentEvent('payment.failed')
+      onFailed(event: PaymentEvent<'payment.failed'>): void {
+        log.push(`bound:${event.eventId}`);
+      }
+    }
+    const logger = new CollectingLogger();
+    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, BoundHandlers] })
+      .setLogger(logger)
+      .compile();
+    await moduleRef.init();
+    try {
+      expect(logger.messages('warn').filter((line) => line.includes('shadowed'))).toEqual([]);
+      log.length = 0;
+      await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_b1'));
+      expect(log).toEqual(['bound:evt_b1']);
+    } finally {
+      await moduleRef.close();
+    }
+  });
 });
 
 /** Dispatches a payment.succeeded event to the handlers of `provider` alone; the first failed handler's error, as text. */

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
-import { Injectable, type INestApplication, Module } from '@nestjs/common';
+import { Global, Injectable, type INestApplication, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ModuleMocker } from 'jest-mock';
-import { PaymentGatewayService, PaymentModule } from '../../lib/index.js';
+import { PAYMENT_CLIENT_RUNTIME, PaymentGatewayService, PaymentModule } from '../../lib/index.js';
 import { CollectingLogger } from '../support/collecting-logger.js';
 import { envelope, postWebhook, RecordingHandlers, WEBHOOK_SECRET } from '../support/webhooks-app.js';
 
@@ -82,5 +82,26 @@ describe('PaymentModule in a testing module with useMocker()', () => {
   it('a mocker that mocks every token (PAYMENT_CLIENT_RUNTIME too) stops the boot naming the token, not every client call later', async () => {
     const error = await appWith(() => deepMock(), { baseUrl: 'http://127.0.0.1:9' }).catch((e: unknown) => e);
     expect(String(error)).toMatch(/The PAYMENT_CLIENT_RUNTIME given to PaymentGatewayService is not a Partial<PaymentClientRuntime>.*useMocker/);
+  });
+
+  it.each([
+    ['throws', () => { throw new Error('clock not started'); }],
+    ['answers NaN', () => Number.NaN],
+  ])('a test clock of its own whose now() %s until the test starts it still boots: only a mock that answers nothing is refused', async (_label, beforeStart) => {
+    let started = false;
+    let readsBeforeStart = 0;
+    const now = () => (started ? Date.now() : (readsBeforeStart++, beforeStart()));
+    const clock = { now, sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
+    @Global()
+    @Module({ providers: [{ provide: PAYMENT_CLIENT_RUNTIME, useValue: { clock } }], exports: [PAYMENT_CLIENT_RUNTIME] })
+    class ClockModule {}
+    const ref = await Test.createTestingModule({ imports: [ClockModule, PaymentModule.forRoot({ baseUrl: 'http://127.0.0.1:9', webhookRoute: false })] }).compile();
+    try {
+      started = true;
+      expect(ref.get(PaymentGatewayService)).toBeInstanceOf(PaymentGatewayService);
+      expect(readsBeforeStart).toBeGreaterThan(0); // the client was given this clock
+    } finally {
+      await ref.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { gzipSync } from 'node:zlib';
 import compress from '@fastify/compress';
+import { type ArgumentsHost, Catch, type ExceptionFilter } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { buildEvent } from '../../lib/testing/event-builders.js';
 import { createWebhookSignatureHeader } from '../../lib/webhooks/webhook-signature.js';
@@ -45,5 +46,25 @@ describe.each(HOSTS)('webhook bodies with a Content-Encoding, %s', (_label, adap
       415,
       { statusCode: 415, code: 'WEBHOOK_UNSUPPORTED_MEDIA_TYPE', message: 'The webhook body encoding or charset is not supported' },
     ]);
+  });
+});
+
+/** A host filter that answers every error with the body of Nest's default 500. */
+@Catch()
+class EverythingIs500Filter implements ExceptionFilter {
+  catch(_error: unknown, host: ArgumentsHost): void {
+    void host.switchToHttp().getResponse<{ status(code: number): { send(body: unknown): void } }>().status(500).send({ statusCode: 500, message: 'Internal server error' });
+  }
+}
+
+describe("Fastify: a host filter's own 500 for a parser refusal", () => {
+  it("stays the host's answer for Fastify's own refusals (only @fastify/compress's, which Nest cannot map, get the route's)", async () => {
+    const w = await startWebhookApp({ adapter: 'fastify', configure: (app) => app.useGlobalFilters(new EverythingIs500Filter()) });
+    try {
+      const tooLarge = await postWebhook(w.url, ' '.repeat(2 * 1024 * 1024));
+      expect([tooLarge.status, tooLarge.json]).toEqual([500, { statusCode: 500, message: 'Internal server error' }]);
+    } finally {
+      await w.close();
+    }
   });
 });
