@@ -33,6 +33,14 @@ import type { ServiceAnswer } from './payment-service-call.interface.js';
 import { paymentRequestBody, payoutRequestBody, refundRequestBody, requestCall } from './payment-request.bodies.js';
 import { envelopeData, readGatewayList, readResponseField, readServiceRecord, recordOf, sameServiceId, type PaymentResponseField } from './payment-response.reader.js';
 
+/** Each client's HTTP client, for `requestsOnTheWire` (not a member: no part of the public class). */
+const httpClients = new WeakMap<PaymentGatewayService, PaymentHttpClient>();
+
+/** The requests `client` has on the wire now: a webhook shutdown waits for them before its store closes. */
+export function requestsOnTheWire(client: PaymentGatewayService): number {
+  return httpClients.get(client)?.requestsOnTheWire ?? 0;
+}
+
 /**
  * Client of the payment service. Inject it anywhere the module is imported.
  * Every method validates its input first (a bad input throws `PaymentValidationError`
@@ -58,6 +66,7 @@ export class PaymentGatewayService implements OnApplicationShutdown {
     this.fields = options.responseFields;
     this.flatStatusFields = this.fields.status.filter((name) => name !== 'status');
     this.http = new PaymentHttpClient(options.apiBaseUrl, options.httpTimeoutMs);
+    httpClients.set(this, this.http);
     this.executor = new PaymentRequestExecutor(
       options,
       this.http,

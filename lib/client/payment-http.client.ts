@@ -147,6 +147,11 @@ export class PaymentHttpClient {
     return inspectSummary('PaymentHttpClient', this.toJSON(), depth, options);
   }
 
+  /** Attempts on the wire now (sent, their answer not yet read). */
+  get requestsOnTheWire(): number {
+    return this.inFlight.size;
+  }
+
   /**
    * Closes the pooled sockets (module shutdown) once the attempts on the wire have ended, each
    * within `timeoutMs`: destroying a socket under a refund would leave the caller unsure whether

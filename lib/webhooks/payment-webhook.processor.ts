@@ -7,7 +7,8 @@ import { PaymentEventDispatcher } from '../events/payment-event.dispatcher.js';
 import { prepareReceivedEvent } from '../events/received-payment-event.js';
 import { PaymentEventReconciliationError } from '../events/payment-event.errors.js';
 import type { AnyPaymentEvent } from '../events/payment-event.types.js';
-import { PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
+import { type PaymentGatewayService, requestsOnTheWire } from '../client/payment-gateway.service.js';
+import { PAYMENT_ACCOUNT_CLIENT, PAYMENT_ACCOUNT_OPTIONS, PAYMENT_ACCOUNT_QUEUE, PAYMENT_ACCOUNT_STORE, PAYMENT_WEBHOOK_REQUEST_STATE } from '../payment.constants.js';
 import type { PaymentEventQueue } from '../queue/payment-event-queue.js';
 import { PaymentWorkerShutdown } from '../queue/payment-worker-shutdown.service.js';
 import type { WebhookEventStore } from '../stores/webhook-event-store.interface.js';
@@ -70,6 +71,7 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
     private readonly accounts: PaymentAccountRegistry,
     @Optional() @Inject(PAYMENT_ACCOUNT_QUEUE) private readonly queue?: PaymentEventQueue | null,
     @Optional() private readonly workers?: PaymentWorkerShutdown,
+    @Optional() @Inject(PAYMENT_ACCOUNT_CLIENT) private readonly client?: PaymentGatewayService,
   ) {
     this.account = options.account;
     this.live = options.environment === 'live';
@@ -202,10 +204,19 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * one outlives in Nest's shutdown order): waits for deliveries that started after
    * `onModuleDestroy` and whose sender hung up, then stops claim renewal. A handler still
    * running must keep its claim and record completion, or the service's retry, here or on
-   * another instance, would run it a second time.
+   * another instance, would run it a second time. One still running after the wait may be waiting
+   * on a call of this account's client (a refund): the app waits for the client's requests on the
+   * wire anyway (the client's own shutdown), so they are waited for here, and then the deliveries
+   * get the time-out once more to record completion before the store closes.
    */
-  onApplicationShutdown(): Promise<void> {
-    return this.deduplicator.shutdown(this.shutdownWaitMs('shutdown'), `account ${this.account}`);
+  async onApplicationShutdown(): Promise<void> {
+    const owner = `account ${this.account}`;
+    await this.deduplicator.finishRunning(this.shutdownWaitMs('shutdown'), owner);
+    if (this.deduplicator.runningCount > 0 && this.client !== undefined && requestsOnTheWire(this.client) > 0) {
+      await this.client.onApplicationShutdown();
+      await this.deduplicator.whenIdle(this.shutdownTimeoutMs);
+    }
+    this.deduplicator.close();
   }
 
   /** What is left of this account's time-out in a shutdown step all accounts share (see `shutdownStepStart`). */

@@ -139,6 +139,23 @@ describe.each<[WebhookMount, boolean]>([
     expect(other.app.get(CallingHandler).entered.get(id)).toBeUndefined();
     expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
   });
+  it("a refund on the wire past webhookShutdownTimeoutMs: close() waits for it anyway (the client drains), so the completion is recorded before the store closes: one refund", async () => {
+    const service = await startService();
+    const closing = await start(service, { webhookShutdownTimeoutMs: 200 });
+    const other = await start(service);
+    service.answer('POST', '/payment/trx_1/refund', { ...success({ refundUid: 'rfd_1' }, 201), delayMs: 1500 });
+    const event = envelope('payment.succeeded');
+    const id = event.eventId as string;
+
+    await deliverAndCut(closing.url, event, waitFor('the handler is sending the refund', () => service.calls('/payment/trx_1/refund').length === 1));
+    await closing.close();
+    expect(closing.app.get(CallingHandler).done.get(id)).toBe(1);
+    // the service's retry after the lease: recorded as processed (was lost: the store had closed before the refund's answer)
+    await sleep(1200);
+    expect(await postWebhook(other.url, event)).toMatchObject({ status: 200, json: { duplicate: true } });
+    expect(service.calls('/payment/trx_1/refund')).toHaveLength(1);
+  });
+
   it('a delivery still claiming its event when close() starts is waited for too: completion recorded, the retry is a duplicate', async () => {
     const service = await startService();
     const closing = await start(service);
