@@ -51,7 +51,7 @@ export interface PaymentClientRuntime {
 /**
  * The runtime a client runs on: `runtime`'s parts, the system's for those it leaves out. One that
  * is not what it says (a test's `useMocker` that mocks every token, `PAYMENT_CLIENT_RUNTIME`
- * included, hands a proxy whose `clock.now` is no function) is refused here, not at the first call.
+ * included, hands a mock whose `clock.now` answers nothing) is refused here, not at the first call.
  */
 export function paymentClientRuntime(runtime: Partial<PaymentClientRuntime> | undefined): PaymentClientRuntime {
   const { clock = systemPaymentClock, random = Math.random } = runtime ?? {};
