@@ -57,6 +57,7 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   private readonly accounts = new Map<string, RegisteredPaymentAccount>();
   /** When each step of shutdown began, at the first account to reach it. */
   private readonly shutdownStepStarts = new Map<'destroy' | 'shutdown', number>();
+  private clientDrain: Promise<void> | undefined;
   /** Past bootstrap, Nest's router has read the controllers: a route added now would never be served. */
   #started = false;
   /** Parts of accounts registered after bootstrap, whose stop hooks Nest will not run. */
@@ -80,6 +81,7 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
   async onApplicationShutdown(): Promise<void> {
     for (const part of this.lateParts) await part.onApplicationShutdown?.();
     this.shutdownStepStarts.clear();
+    this.clientDrain = undefined;
   }
 
   /**
@@ -106,6 +108,16 @@ export class PaymentAccountRegistry implements OnApplicationBootstrap, OnModuleD
     let start = this.shutdownStepStarts.get(step);
     if (start === undefined) this.shutdownStepStarts.set(step, (start = Date.now()));
     return start;
+  }
+
+  /**
+   * Shutdown's drain of the accounts' clients (see `PaymentWebhookProcessor.drainForShutdown`):
+   * run once, for every account's processor together, by the first account that reaches it; the
+   * others await the same run (Nest runs the accounts' hooks one after another).
+   */
+  drainClientsForShutdown(): Promise<void> {
+    this.clientDrain ??= Promise.all([...this.accounts.values()].map((account) => account.webhooks?.drainForShutdown())).then(() => undefined);
+    return this.clientDrain;
   }
 
   /** Whether the app has bootstrapped (an account registered now is in a lazily loaded module). */

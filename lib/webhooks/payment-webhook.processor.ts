@@ -205,18 +205,27 @@ export class PaymentWebhookProcessor implements OnModuleDestroy, OnApplicationSh
    * `onModuleDestroy` and whose sender hung up, then stops claim renewal. A handler still
    * running must keep its claim and record completion, or the service's retry, here or on
    * another instance, would run it a second time. One still running after the wait may be waiting
-   * on a call of this account's client (a refund): the app waits for the client's requests on the
-   * wire anyway (the client's own shutdown), so they are waited for here, and then the deliveries
-   * get the time-out once more to record completion before the store closes.
+   * on a call of its account's client (a refund): see `drainForShutdown`, run for every account
+   * together before any store closes.
    */
   async onApplicationShutdown(): Promise<void> {
-    const owner = `account ${this.account}`;
-    await this.deduplicator.finishRunning(this.shutdownWaitMs('shutdown'), owner);
-    if (this.deduplicator.runningCount > 0 && this.client !== undefined && requestsOnTheWire(this.client) > 0) {
-      await this.client.onApplicationShutdown();
-      await this.deduplicator.whenIdle(this.shutdownTimeoutMs);
-    }
+    await this.deduplicator.finishRunning(this.shutdownWaitMs('shutdown'), `account ${this.account}`);
+    await this.accounts.drainClientsForShutdown();
     this.deduplicator.close();
+  }
+
+  /**
+   * Deliveries still running after the wait: this account's client is closed now, not after every
+   * account's hooks (waiting calls give up, nothing new is sent while shutdown goes on), and the
+   * requests it has on the wire get their answers, as the client's own shutdown would wait for them
+   * anyway; after those, the deliveries get the time-out once more to record completion before the
+   * store closes. Run by the registry for all accounts at once.
+   */
+  async drainForShutdown(): Promise<void> {
+    if (this.deduplicator.runningCount === 0 || this.client === undefined) return;
+    const onTheWire = requestsOnTheWire(this.client) > 0;
+    await this.client.onApplicationShutdown();
+    if (onTheWire) await this.deduplicator.whenIdle(this.shutdownTimeoutMs);
   }
 
   /** What is left of this account's time-out in a shutdown step all accounts share (see `shutdownStepStart`). */

@@ -1,7 +1,9 @@
 import 'reflect-metadata';
 import { connect } from 'node:net';
 import { type BeforeApplicationShutdown, Controller, HttpCode, Injectable, Post, Req, UseGuards, UseInterceptors } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { Redis } from 'ioredis';
+import { getPaymentGatewayToken } from '../../lib/accounts/payment-account.tokens.js';
 import { PaymentGatewayService } from '../../lib/client/payment-gateway.service.js';
 import { OnPaymentEvent } from '../../lib/events/on-payment-event.decorator.js';
 import { PaymentModule } from '../../lib/payment.module.js';
@@ -323,5 +325,68 @@ describe('app.close() with two accounts', () => {
     const warnings = logger.lines.filter((l) => l.level === 'warn' && l.message.includes('still running after')).map((l) => l.message).join('\n');
     expect(warnings).toContain(`default:event:${events[0]!.eventId as string}`);
     expect(warnings).toContain(`eu:event:${events[1]!.eventId as string}`);
+  });
+});
+
+/**
+ * Account eu refunds trx_eu at once, then never returns (until released); the default account
+ * works a while, refunds trx_default, then works a while more.
+ */
+@Injectable()
+class TwoAccountRefunds {
+  static release: () => void = () => undefined;
+  private static readonly gate = new Promise<void>((resolve) => (TwoAccountRefunds.release = resolve));
+
+  constructor(private readonly refs: ModuleRef) {}
+
+  @OnPaymentEvent('payment.succeeded')
+  async refund(event: AnyPaymentEvent): Promise<void> {
+    const eu = event.account === 'eu';
+    if (!eu) await sleep(3500);
+    const client = this.refs.get<PaymentGatewayService>(getPaymentGatewayToken(event.account), { strict: false });
+    await client.refundPayment(eu ? 'trx_eu' : 'trx_default', { amount: '1' });
+    await (eu ? TwoAccountRefunds.gate : sleep(1500));
+  }
+}
+
+describe('app.close() with two accounts whose deliveries outlive the time-out', () => {
+  it("drains the clients of both accounts together: default's refund, asked for while eu's was still on the wire, is not sent, and runs once in the end", async () => {
+    const redis = await startRedisServer();
+    const service = await new ClientStubServer().start();
+    const { clientId, clientSecret } = SANDBOX_CLIENT;
+    const common = { baseUrl: service.url, clientId, clientSecret, webhookShutdownTimeoutMs: 1000, webhookLeaseMs: 1000, redisUrl: redis.url };
+    const start = () =>
+      startWebhookApp({
+        adapter: 'express',
+        payment: common,
+        extraImports: [PaymentModule.forRoot({ account: 'eu', webhookSecret: WEBHOOK_SECRET, ...common })],
+        extraProviders: [TwoAccountRefunds],
+      });
+    try {
+      service.answer('POST', '/payment/trx_eu/refund', { ...success({ refundUid: 'rfd_eu' }, 201), delayMs: 3000 });
+      service.answer('POST', '/payment/trx_default/refund', { ...success({ refundUid: 'rfd_default' }, 201), delayMs: 1000 });
+      const w = await start();
+      const events = { eu: envelope('payment.succeeded'), default: envelope('payment.succeeded') };
+      await deliverAndCut(w.url, events.eu, waitFor('eu sends its refund', () => service.calls('/payment/trx_eu/refund').length === 1), 'payments/eu/webhook');
+      await deliverAndCut(w.url, events.default, sleep(200));
+      const started = Date.now();
+      await w.close();
+      // the two waits (1 s each), eu's refund on the wire (about 1 s more), then 1 s: one time-out more, not one per account
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // default's client was closed with eu's, before default asked (it was sent, and its completion lost, when each account drained in turn)
+      expect(service.calls('/payment/trx_default/refund')).toHaveLength(0);
+      await sleep(1200); // past the lease: the service's retry, to a restarted app
+      const again = await start();
+      try {
+        expect(await postWebhook(again.url, events.default)).toMatchObject({ status: 200, json: { received: true } });
+      } finally {
+        await again.close();
+      }
+      expect(service.calls('/payment/trx_default/refund')).toHaveLength(1);
+    } finally {
+      TwoAccountRefunds.release();
+      await service.stop();
+      await redis.stop();
+    }
   });
 });
