@@ -47,7 +47,6 @@ export interface PaymentClientRuntime {
   random: () => number;
 }
 
-
 /**
  * The runtime a client runs on: `runtime`'s parts, the system's for those it leaves out. One that
  * is not what it says (a test's `useMocker` that mocks every token, `PAYMENT_CLIENT_RUNTIME`

@@ -24,7 +24,7 @@ export function unreadPaymentVariables(names: Iterable<string>, accounts: readon
       found.push({ variable: name, message: `Environment variable ${name} is the default account's, and no PaymentModule.forRoot() without an account is registered (accounts: ${accounts.join(', ')}): a named account reads ${named}` });
       continue;
     }
-    const hint = likelyKey(name, readList) || unitDroppedFrom(name, readList);
+    const hint = misspellingHint(name, readList);
     if (hint === '') continue;
     // a whole variable of an account not registered yet (one loaded later): renaming it would hand its setting to another account
     const prefix = otherAccountPrefix(name);
@@ -32,6 +32,11 @@ export function unreadPaymentVariables(names: Iterable<string>, accounts: readon
     found.push({ variable: name, message: `Environment variable ${name} is not one nestjs-payment-gateway reads (accounts: ${accounts.join(', ')})${hint}${unlessLate}` });
   }
   return found;
+}
+
+/** `; did you mean '<known>'?` for the variable of `known` that `name` most likely misspells, else ''. */
+function misspellingHint(name: string, known: readonly string[]): string {
+  return likelyKey(name, known) || unitDroppedFrom(name, known);
 }
 
 const UNIT_SUFFIX = /_(MS|SECONDS|BYTES)$/;
@@ -59,7 +64,7 @@ export function misspeltVariableHint(option: PaymentEnvOptionKey, account: strin
       name !== variable &&
       !known.includes(name) &&
       otherAccountPrefix(name) === undefined &&
-      (likelyKey(name, [variable]) !== '' || unitDroppedFrom(name, [variable]) !== ''),
+      misspellingHint(name, [variable]) !== '',
   );
   return misspelt.map((name) => `; ${name} is set: a misspelling of ${variable}?`).join('');
 }

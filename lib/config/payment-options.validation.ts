@@ -292,9 +292,11 @@ export function validatePaymentOptions(
   checkRateLimits(explicit.rateLimits, problems);
   checkResponseFields(explicit.responseFields, problems);
   const store = explicit.store as unknown as Record<string, unknown> | null | undefined;
-  const missing = store == null ? [] : STORE_METHODS.filter((m) => typeof store[m] !== 'function');
-  const notMethods = store == null ? [] : [...missing, ...OPTIONAL_STORE_METHODS.filter((m) => store[m] !== undefined && typeof store[m] !== 'function')];
-  if (notMethods.length > 0) problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')}; optional: ${OPTIONAL_STORE_METHODS.join(', ')}): not a function: ${notMethods.join(', ')}`);
+  if (store != null) {
+    const required = STORE_METHODS.filter((m) => typeof store[m] !== 'function');
+    const notMethods = [...required, ...OPTIONAL_STORE_METHODS.filter((m) => store[m] !== undefined && typeof store[m] !== 'function')];
+    if (notMethods.length > 0) problems.push(`option 'store' must implement WebhookEventStore (${STORE_METHODS.join(', ')}; optional: ${OPTIONAL_STORE_METHODS.join(', ')}): not a function: ${notMethods.join(', ')}`);
+  }
   return problems;
 }
 

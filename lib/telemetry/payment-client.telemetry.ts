@@ -19,7 +19,7 @@ export class PaymentClientTelemetry {
   constructor(
     private readonly account: string,
     /** The client's clock: a call's duration holds its waits, which run on it (a test's clock too). */
-    private readonly clock: { now(): number } = { now: () => performance.now() },
+    private readonly clock: { now(): number },
   ) {}
 
   /** Starts the telemetry of one logical call (every attempt of it). */
@@ -71,7 +71,7 @@ export class PaymentClientCallTelemetry {
     private readonly account: string,
     private readonly instruments: PaymentInstruments | undefined,
     private readonly span: Span | undefined,
-    private readonly clock: { now(): number } = { now: () => performance.now() },
+    private readonly clock: { now(): number },
   ) {
     this.startedAt = clock.now();
   }

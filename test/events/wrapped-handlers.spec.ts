@@ -119,21 +119,11 @@ describe('a handler a subclass shadows with a class field of the same name', () 
         log.push(`field:${event.eventId}`);
       };
     }
-    const logger = new CollectingLogger();
-    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, FieldOverride] })
-      .setLogger(logger)
-      .compile();
-    await moduleRef.init();
-    try {
-      expect(logger.messages('warn')).toContainEqual(
-        expect.stringMatching(/^FieldOverride\.onFailed is an @OnPaymentEvent handler of a base class, shadowed by a property of the instance \(a class field\?\)/),
-      );
-      log.length = 0;
-      await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_f1'));
-      expect(log).toEqual(['field:evt_f1']);
-    } finally {
-      await moduleRef.close();
-    }
+    const warnings = await bootAndDispatch(FieldOverride, 'evt_f1');
+    expect(warnings).toContainEqual(
+      expect.stringMatching(/^FieldOverride\.onFailed is an @OnPaymentEvent handler of a base class, shadowed by a property of the instance \(a class field\?\)/),
+    );
+    expect(log).toEqual(['field:evt_f1']);
   });
 
   it('is not said of a handler the class binds in its constructor (this.on = this.on.bind(this)): the decorated method runs', async () => {
@@ -148,21 +138,27 @@ describe('a handler a subclass shadows with a class field of the same name', () 
         log.push(`bound:${event.eventId}`);
       }
     }
-    const logger = new CollectingLogger();
-    const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, BoundHandlers] })
-      .setLogger(logger)
-      .compile();
-    await moduleRef.init();
-    try {
-      expect(logger.messages('warn').filter((line) => line.includes('shadowed'))).toEqual([]);
-      log.length = 0;
-      await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', 'evt_b1'));
-      expect(log).toEqual(['bound:evt_b1']);
-    } finally {
-      await moduleRef.close();
-    }
+    const warnings = await bootAndDispatch(BoundHandlers, 'evt_b1');
+    expect(warnings.filter((line) => line.includes('shadowed'))).toEqual([]);
+    expect(log).toEqual(['bound:evt_b1']);
   });
 });
+
+/** Boots the handlers of `provider` alone and dispatches one payment.failed event to them; the boot's warnings. */
+async function bootAndDispatch(provider: new (...args: never[]) => unknown, eventId: string): Promise<string[]> {
+  const logger = new CollectingLogger();
+  const moduleRef = await Test.createTestingModule({ imports: [DiscoveryModule], providers: [...EVENT_PIPELINE_PROVIDERS, provider] })
+    .setLogger(logger)
+    .compile();
+  await moduleRef.init();
+  try {
+    log.length = 0;
+    await moduleRef.get(PaymentEventDispatcher).dispatch(event('payment.failed', eventId));
+    return logger.messages('warn');
+  } finally {
+    await moduleRef.close();
+  }
+}
 
 /** Dispatches a payment.succeeded event to the handlers of `provider` alone; the first failed handler's error, as text. */
 async function firstHandlerFailure(provider: new (...args: never[]) => unknown, eventId: string): Promise<string> {
